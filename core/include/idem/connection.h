@@ -1,0 +1,55 @@
+#pragma once
+
+#include "idem/options.h"
+#include "idem/reply.h"
+
+#include <chrono>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisContext;
+
+namespace idem {
+
+struct ContextDeleter {
+    void operator()(redisContext* c) const noexcept;
+};
+
+// One blocking connection to Redis (hiredis redisContext). Not thread-safe: use one per thread,
+// or borrow from a ConnectionPool. A broken connection reconnects on the next call, with backoff;
+// while backing off, calls fail fast with ClosedError instead of waiting (fail closed).
+class Connection {
+public:
+    explicit Connection(ConnectionOptions options);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    // One command. Error replies are returned, not thrown; I/O problems throw IoError.
+    ReplyPtr command(const std::vector<std::string_view>& args);
+    ReplyPtr command(std::initializer_list<std::string_view> args);
+    // Like command(), but an error reply throws ReplyError.
+    ReplyPtr checked(std::initializer_list<std::string_view> args);
+    // Many commands in one round trip; replies in order.
+    std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string_view>>& commands);
+
+    bool isConnected() const { return static_cast<bool>(m_ctx); }
+    void connect();    // throws IoError/ReplyError; no backoff
+    void disconnect(); // drop the socket; the next call reconnects
+    const ConnectionOptions& options() const { return m_options; }
+
+private:
+    void ensureConnected();
+    [[noreturn]] void fail(const char* what);
+
+    ConnectionOptions m_options;
+    std::unique_ptr<redisContext, ContextDeleter> m_ctx;
+    std::chrono::steady_clock::time_point m_nextAttempt{};
+    std::chrono::milliseconds m_backoff{0};
+    std::string m_lastError;
+};
+
+} // namespace idem

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace idem {
+
+// Errors are for what is not an expected outcome of the state machine (those are values, see
+// Outcome and AcquireResult). The hierarchy follows redis-plus-plus.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Redis could not be reached or the connection broke: the store is unavailable (fail closed).
+class IoError : public Error {
+public:
+    using Error::Error;
+};
+class TimeoutError : public IoError {
+public:
+    using IoError::IoError;
+};
+class ClosedError : public IoError {
+public:
+    using IoError::IoError;
+};
+
+// The server answered with an error reply (wrong password, wrong type, script error, ...).
+class ReplyError : public Error {
+public:
+    using Error::Error;
+};
+// The server answered something the client did not expect.
+class ProtoError : public Error {
+public:
+    using Error::Error;
+};
+// The caller passed something unusable (bad URL, empty or oversized id, response over the cap).
+class UsageError : public Error {
+public:
+    using Error::Error;
+};
+
+} // namespace idem

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+using Millis = std::chrono::milliseconds;
+
+// How to reach Redis. A value type with defaults, like redis-plus-plus' ConnectionOptions.
+struct ConnectionOptions {
+    std::string host = "127.0.0.1";
+    int port = 6379;
+    std::string unixSocket; // when set, host/port are ignored
+    int db = 0;
+    std::string user;       // ACL user; empty = "default"
+    std::string password;   // empty = no AUTH
+    Millis connectTimeout{1000};
+    Millis commandTimeout{2000};
+    // Reconnect backoff: after a failed connect, calls fail fast until the backoff has passed;
+    // each further failure doubles it up to the maximum.
+    Millis reconnectMin{50};
+    Millis reconnectMax{2000};
+
+    // redis://[user[:password]@]host[:port][/db]  or  unix://[user[:password]@]/path/to.sock[?db=N]
+    // Throws UsageError with a one-line reason on anything else.
+    static ConnectionOptions fromUrl(std::string_view url);
+    // The URL without the password, for messages and window titles.
+    std::string describe() const;
+};
+
+} // namespace idem

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+struct redisReply;
+
+namespace idem {
+
+struct ReplyDeleter {
+    void operator()(redisReply* r) const noexcept;
+};
+// Owns one hiredis reply tree.
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+namespace reply {
+bool isNil(const redisReply* r);
+bool isError(const redisReply* r);
+std::string_view errorText(const redisReply* r);
+// A bulk/status string; throws ProtoError otherwise.
+std::string str(const redisReply* r);
+// An integer reply, or a string holding an integer; throws ProtoError otherwise.
+std::int64_t integer(const redisReply* r);
+std::size_t arraySize(const redisReply* r);
+const redisReply* element(const redisReply* r, std::size_t i);
+} // namespace reply
+
+} // namespace idem

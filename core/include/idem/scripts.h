@@ -1,0 +1,38 @@
+#pragma once
+
+#include "idem/connection.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+// One of the Lua scripts from lua/, embedded at build time.
+struct Script {
+    std::string_view name;
+    std::string_view source;
+    std::string sha1; // what SCRIPT LOAD returns, computed locally
+};
+
+namespace scripts {
+const Script& acquire();
+const Script& complete();
+const Script& fail();
+const Script& renew();
+const Script& forceFail();
+const Script& purge();
+const std::vector<const Script*>& all();
+} // namespace scripts
+
+// The argument vector of EVALSHA sha numkeys keys... args...
+std::vector<std::string_view> evalshaArgs(const Script& s, const std::vector<std::string_view>& keys,
+                                          const std::vector<std::string_view>& args);
+bool isNoScript(const redisReply* r);
+// Runs the script with EVALSHA. A NOSCRIPT reply (after a restart, failover or SCRIPT FLUSH)
+// loads it with SCRIPT LOAD and runs it again, transparently.
+ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args);
+void loadScript(Connection& c, const Script& s);
+
+} // namespace idem

@@ -1,0 +1,189 @@
+#include "idem/connection.h"
+
+#include "idem/errors.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <hiredis/hiredis.h>
+#include <mutex>
+
+namespace idem {
+
+namespace {
+
+timeval toTimeval(std::chrono::milliseconds ms)
+{
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+    return tv;
+}
+
+// hiredis writes with write(2): a peer that went away would raise SIGPIPE and kill the process.
+// Ignore it once, unless the application installed its own handler.
+void ignoreSigpipeOnce()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction current{};
+        if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+            std::signal(SIGPIPE, SIG_IGN);
+    });
+}
+
+} // namespace
+
+void ContextDeleter::operator()(redisContext* c) const noexcept
+{
+    if (c)
+        redisFree(c);
+}
+
+Connection::Connection(ConnectionOptions options) : m_options(std::move(options))
+{
+    ignoreSigpipeOnce();
+}
+
+Connection::~Connection() = default;
+
+void Connection::disconnect() { m_ctx.reset(); }
+
+void Connection::connect()
+{
+    m_ctx.reset();
+    const timeval ctv = toTimeval(m_options.connectTimeout);
+    redisContext* raw = m_options.unixSocket.empty()
+                            ? redisConnectWithTimeout(m_options.host.c_str(), m_options.port, ctv)
+                            : redisConnectUnixWithTimeout(m_options.unixSocket.c_str(), ctv);
+    std::unique_ptr<redisContext, ContextDeleter> ctx(raw);
+    if (!ctx)
+        throw IoError("cannot allocate a Redis context");
+    const std::string where = m_options.describe();
+    if (ctx->err) {
+        const std::string why = ctx->errstr;
+        if (why.find("timed out") != std::string::npos || why.find("temporarily") != std::string::npos)
+            throw TimeoutError("Redis at " + where + " unreachable: connect timed out");
+        throw IoError("Redis at " + where + " unreachable: " + why);
+    }
+    redisSetTimeout(ctx.get(), toTimeval(m_options.commandTimeout));
+    if (m_options.unixSocket.empty())
+        redisEnableKeepAlive(ctx.get());
+    m_ctx = std::move(ctx);
+
+    auto handshake = [this, &where](std::initializer_list<std::string_view> args, const char* step) {
+        ReplyPtr r = command(args);
+        if (reply::isError(r.get())) {
+            const std::string text(reply::errorText(r.get()));
+            m_ctx.reset();
+            throw ReplyError("Redis at " + where + ": " + step + " failed: " + text);
+        }
+    };
+    if (!m_options.password.empty()) {
+        if (m_options.user.empty())
+            handshake({"AUTH", m_options.password}, "authentication");
+        else
+            handshake({"AUTH", m_options.user, m_options.password}, "authentication");
+    }
+    if (m_options.db != 0) {
+        const std::string db = std::to_string(m_options.db);
+        handshake({"SELECT", db}, "selecting the database");
+    }
+}
+
+void Connection::ensureConnected()
+{
+    if (m_ctx)
+        return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < m_nextAttempt) {
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(m_nextAttempt - now);
+        throw ClosedError(m_lastError + " (next reconnect in " + std::to_string(wait.count()) + " ms)");
+    }
+    try {
+        connect();
+        m_backoff = std::chrono::milliseconds(0);
+    } catch (const IoError& e) {
+        m_lastError = e.what();
+        m_backoff = m_backoff.count() == 0 ? m_options.reconnectMin
+                                           : std::min(m_backoff * 2, m_options.reconnectMax);
+        m_nextAttempt = std::chrono::steady_clock::now() + m_backoff;
+        throw;
+    }
+}
+
+void Connection::fail(const char* what)
+{
+    const int err = m_ctx ? m_ctx->err : 0;
+    const std::string text = m_ctx ? std::string(m_ctx->errstr) : std::string("no connection");
+    m_ctx.reset(); // a hiredis context is unusable after an I/O or protocol error
+    const std::string msg = "Redis at " + m_options.describe() + ": " + what + ": " + text;
+    if (err == REDIS_ERR_IO && (text.find("temporarily unavailable") != std::string::npos ||
+                                text.find("timed out") != std::string::npos))
+        throw TimeoutError("Redis at " + m_options.describe() + ": no reply within " +
+                           std::to_string(m_options.commandTimeout.count()) + " ms");
+    if (err == REDIS_ERR_EOF)
+        throw ClosedError(msg);
+    if (err == REDIS_ERR_PROTOCOL)
+        throw ProtoError(msg);
+    throw IoError(msg);
+}
+
+ReplyPtr Connection::command(std::initializer_list<std::string_view> args)
+{
+    return command(std::vector<std::string_view>(args));
+}
+
+ReplyPtr Connection::command(const std::vector<std::string_view>& args)
+{
+    ensureConnected();
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    argv.reserve(args.size());
+    lens.reserve(args.size());
+    for (auto a : args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+    }
+    void* raw = redisCommandArgv(m_ctx.get(), static_cast<int>(argv.size()), argv.data(), lens.data());
+    if (!raw)
+        fail("command failed");
+    return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+ReplyPtr Connection::checked(std::initializer_list<std::string_view> args)
+{
+    ReplyPtr r = command(args);
+    if (reply::isError(r.get()))
+        throw ReplyError(std::string(reply::errorText(r.get())));
+    return r;
+}
+
+std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::string_view>>& commands)
+{
+    ensureConnected();
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const auto& args : commands) {
+        argv.clear();
+        lens.clear();
+        for (auto a : args) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        if (redisAppendCommandArgv(m_ctx.get(), static_cast<int>(argv.size()), argv.data(),
+                                   lens.data()) != REDIS_OK)
+            fail("pipeline append failed");
+    }
+    std::vector<ReplyPtr> replies;
+    replies.reserve(commands.size());
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        void* raw = nullptr;
+        if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
+            fail("pipeline read failed");
+        replies.emplace_back(static_cast<redisReply*>(raw));
+    }
+    return replies;
+}
+
+} // namespace idem

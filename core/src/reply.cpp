@@ -1,0 +1,69 @@
+#include "idem/reply.h"
+
+#include "idem/errors.h"
+
+#include <charconv>
+#include <hiredis/hiredis.h>
+
+namespace idem {
+
+void ReplyDeleter::operator()(redisReply* r) const noexcept
+{
+    if (r)
+        freeReplyObject(r);
+}
+
+namespace reply {
+
+bool isNil(const redisReply* r) { return !r || r->type == REDIS_REPLY_NIL; }
+bool isError(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
+
+std::string_view errorText(const redisReply* r)
+{
+    return isError(r) ? std::string_view(r->str, r->len) : std::string_view();
+}
+
+std::string str(const redisReply* r)
+{
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
+        return std::string(r->str, r->len);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        return std::to_string(r->integer);
+    if (isError(r))
+        throw ReplyError(std::string(r->str, r->len));
+    throw ProtoError("unexpected reply type (wanted a string)");
+}
+
+std::int64_t integer(const redisReply* r)
+{
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        return r->integer;
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+        std::int64_t v = 0;
+        auto [p, ec] = std::from_chars(r->str, r->str + r->len, v);
+        if (ec == std::errc() && p == r->str + r->len)
+            return v;
+    }
+    if (isError(r))
+        throw ReplyError(std::string(r->str, r->len));
+    throw ProtoError("unexpected reply type (wanted an integer)");
+}
+
+std::size_t arraySize(const redisReply* r)
+{
+    if (r && r->type == REDIS_REPLY_ARRAY)
+        return r->elements;
+    if (isError(r))
+        throw ReplyError(std::string(r->str, r->len));
+    throw ProtoError("unexpected reply type (wanted an array)");
+}
+
+const redisReply* element(const redisReply* r, std::size_t i)
+{
+    if (i >= arraySize(r))
+        throw ProtoError("reply array too short");
+    return r->element[i];
+}
+
+} // namespace reply
+} // namespace idem

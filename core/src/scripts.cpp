@@ -1,0 +1,106 @@
+#include "idem/scripts.h"
+
+#include "idem/errors.h"
+#include "idem/hash.h"
+
+#include <hiredis/hiredis.h>
+
+namespace idem {
+
+namespace lua {
+extern const std::string_view acquire, complete, fail, renew, force_fail, purge;
+}
+
+namespace {
+Script make(std::string_view name, std::string_view source)
+{
+    return Script{name, source, toHex(sha1(source))};
+}
+} // namespace
+
+namespace scripts {
+const Script& acquire()
+{
+    static const Script s = make("acquire", lua::acquire);
+    return s;
+}
+const Script& complete()
+{
+    static const Script s = make("complete", lua::complete);
+    return s;
+}
+const Script& fail()
+{
+    static const Script s = make("fail", lua::fail);
+    return s;
+}
+const Script& renew()
+{
+    static const Script s = make("renew", lua::renew);
+    return s;
+}
+const Script& forceFail()
+{
+    static const Script s = make("force_fail", lua::force_fail);
+    return s;
+}
+const Script& purge()
+{
+    static const Script s = make("purge", lua::purge);
+    return s;
+}
+const std::vector<const Script*>& all()
+{
+    static const std::vector<const Script*> v = {&acquire(), &complete(), &fail(),
+                                                 &renew(),   &forceFail(), &purge()};
+    return v;
+}
+} // namespace scripts
+
+std::vector<std::string_view> evalshaArgs(const Script& s, const std::vector<std::string_view>& keys,
+                                          const std::vector<std::string_view>& args)
+{
+    // numkeys must outlive the returned views: the scripts here have 1 or 2 keys
+    static const std::string_view counts[] = {"0", "1", "2", "3", "4"};
+    if (keys.size() >= std::size(counts))
+        throw UsageError("too many keys for a script");
+    std::vector<std::string_view> argv;
+    argv.reserve(3 + keys.size() + args.size());
+    argv.push_back("EVALSHA");
+    argv.push_back(s.sha1);
+    argv.push_back(counts[keys.size()]);
+    argv.insert(argv.end(), keys.begin(), keys.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+bool isNoScript(const redisReply* r)
+{
+    return reply::isError(r) && reply::errorText(r).starts_with("NOSCRIPT");
+}
+
+void loadScript(Connection& c, const Script& s)
+{
+    ReplyPtr r = c.command({"SCRIPT", "LOAD", s.source});
+    if (reply::isError(r.get()))
+        throw ReplyError("SCRIPT LOAD " + std::string(s.name) + ": " +
+                         std::string(reply::errorText(r.get())));
+    if (reply::str(r.get()) != s.sha1)
+        throw ProtoError("SCRIPT LOAD " + std::string(s.name) + " returned an unexpected SHA1");
+}
+
+ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args)
+{
+    const auto argv = evalshaArgs(s, keys, args);
+    ReplyPtr r = c.command(argv);
+    if (isNoScript(r.get())) {
+        loadScript(c, s);
+        r = c.command(argv);
+    }
+    if (reply::isError(r.get()))
+        throw ReplyError("script " + std::string(s.name) + ": " + std::string(reply::errorText(r.get())));
+    return r;
+}
+
+} // namespace idem

@@ -1,0 +1,343 @@
+#include "idem/store.h"
+
+#include "idem/errors.h"
+#include "idem/hash.h"
+
+#include <hiredis/hiredis.h>
+#include <random>
+
+namespace idem {
+
+std::string_view toString(FailPolicy p)
+{
+    switch (p) {
+    case FailPolicy::Release: return "release";
+    case FailPolicy::Retryable: return "retryable";
+    case FailPolicy::Terminal: return "terminal";
+    }
+    return "release";
+}
+
+std::optional<FailPolicy> failPolicyFromString(std::string_view s)
+{
+    if (s == "release")
+        return FailPolicy::Release;
+    if (s == "retryable")
+        return FailPolicy::Retryable;
+    if (s == "terminal")
+        return FailPolicy::Terminal;
+    return std::nullopt;
+}
+
+std::string_view toString(AcquireStatus s)
+{
+    switch (s) {
+    case AcquireStatus::Acquired: return "acquired";
+    case AcquireStatus::Duplicate: return "duplicate";
+    case AcquireStatus::InProgress: return "in_progress";
+    case AcquireStatus::FailedTerminal: return "failed_terminal";
+    case AcquireStatus::Mismatch: return "payload_mismatch";
+    case AcquireStatus::Unusable: break;
+    }
+    return "unusable";
+}
+
+std::string newToken()
+{
+    thread_local std::mt19937_64 rng = [] {
+        std::random_device rd;
+        std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd()};
+        return std::mt19937_64(seq);
+    }();
+    const std::uint64_t a = rng(), b = rng();
+    std::uint8_t bytes[16];
+    for (int i = 0; i < 8; ++i) {
+        bytes[i] = static_cast<std::uint8_t>(a >> (8 * i));
+        bytes[8 + i] = static_cast<std::uint8_t>(b >> (8 * i));
+    }
+    return toHex(bytes, sizeof bytes);
+}
+
+Store::Store(ConnectionPool& pool, StoreOptions options) : m_pool(pool), m_options(std::move(options))
+{
+    if (m_options.keyNamespace.empty())
+        throw UsageError("namespace must not be empty");
+    if (m_options.keyNamespace.find_first_of("{}") != std::string::npos)
+        throw UsageError("namespace must not contain '{' or '}' (they delimit the cluster hash tag)");
+    if (m_options.lease.count() <= 0)
+        throw UsageError("lease must be positive");
+}
+
+std::string Store::recordKey(std::string_view id) const
+{
+    std::string k;
+    k.reserve(m_options.keyNamespace.size() + id.size() + 3);
+    k.append(m_options.keyNamespace).append(":{").append(id).append("}");
+    return k;
+}
+
+std::string Store::metaKey(std::string_view id) const { return recordKey(id) + ":meta"; }
+
+void Store::checkId(std::string_view id) const
+{
+    if (id.empty())
+        throw UsageError("idempotency id must not be empty");
+    if (id.size() > m_options.maxIdBytes)
+        throw UsageError("idempotency id is " + std::to_string(id.size()) + " bytes, over the " +
+                         std::to_string(m_options.maxIdBytes) + "-byte limit");
+}
+
+AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id) const
+{
+    using namespace reply;
+    AcquireResult out;
+    const std::string status = str(element(r, 0));
+    const std::size_t n = arraySize(r);
+    out.serverNowMs = integer(element(r, n - 1));
+    if (status == "ACQUIRED") {
+        out.status = AcquireStatus::Acquired;
+        out.ticket.id = std::string(id);
+        out.ticket.token = str(element(r, 1));
+        out.ticket.fence = out.fence = integer(element(r, 2));
+        out.ticket.attempt = out.attempt = integer(element(r, 3));
+        out.ticket.leaseUntilMs = integer(element(r, 4));
+        out.takeover = integer(element(r, 5)) != 0;
+    } else if (status == "DUPLICATE") {
+        out.status = AcquireStatus::Duplicate;
+        out.response = str(element(r, 1));
+        out.fence = integer(element(r, 2));
+    } else if (status == "IN_PROGRESS") {
+        out.status = AcquireStatus::InProgress;
+        out.remainingMs = integer(element(r, 1));
+        out.attempt = integer(element(r, 2));
+        out.fence = integer(element(r, 3));
+    } else if (status == "FAILED") {
+        out.status = AcquireStatus::FailedTerminal;
+        out.error = str(element(r, 1));
+        out.fence = integer(element(r, 2));
+    } else if (status == "MISMATCH") {
+        out.status = AcquireStatus::Mismatch;
+        out.storedFingerprint = str(element(r, 1));
+    } else if (status == "UNUSABLE") {
+        out.status = AcquireStatus::Unusable;
+        out.error = str(element(r, 1));
+    } else {
+        throw ProtoError("acquire script answered '" + status + "'");
+    }
+    return out;
+}
+
+AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
+{
+    auto results = acquireBatch({AcquireRequest{std::string(id), std::string(fingerprint)}}, lease);
+    return std::move(results.front());
+}
+
+std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>& requests,
+                                               std::optional<Millis> lease)
+{
+    for (const auto& rq : requests)
+        checkId(rq.id);
+    const std::string leaseMs = std::to_string(lease.value_or(m_options.lease).count());
+    const std::string keepMs = std::to_string(m_options.staleKeep.count());
+    if (lease && lease->count() <= 0)
+        throw UsageError("lease must be positive");
+    const Script& s = scripts::acquire();
+
+    std::vector<std::string> keys, tokens;
+    keys.reserve(requests.size() * 2);
+    tokens.reserve(requests.size());
+    for (const auto& rq : requests) {
+        keys.push_back(recordKey(rq.id));
+        keys.push_back(metaKey(rq.id));
+        tokens.push_back(newToken());
+    }
+    std::vector<std::vector<std::string_view>> cmds;
+    cmds.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        cmds.push_back(evalshaArgs(s, {keys[2 * i], keys[2 * i + 1]},
+                                   {requests[i].fingerprint, tokens[i], leaseMs, keepMs}));
+
+    auto conn = m_pool.acquire();
+    std::vector<ReplyPtr> replies;
+    if (cmds.size() == 1)
+        replies.push_back(conn->command(cmds.front()));
+    else
+        replies = conn->pipeline(cmds);
+
+    // NOSCRIPT means the script did not run: load it once and send those again.
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < replies.size(); ++i)
+        if (isNoScript(replies[i].get()))
+            again.push_back(i);
+    if (!again.empty()) {
+        loadScript(*conn, s);
+        std::vector<std::vector<std::string_view>> retry;
+        for (auto i : again)
+            retry.push_back(cmds[i]);
+        auto second = conn->pipeline(retry);
+        for (std::size_t k = 0; k < again.size(); ++k)
+            replies[again[k]] = std::move(second[k]);
+    }
+
+    std::vector<AcquireResult> out;
+    out.reserve(replies.size());
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+        if (reply::isError(replies[i].get()))
+            throw ReplyError("acquire: " + std::string(reply::errorText(replies[i].get())));
+        out.push_back(parseAcquire(replies[i].get(), requests[i].id));
+    }
+    return out;
+}
+
+OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args)
+{
+    checkId(t.id);
+    const std::string rk = recordKey(t.id), mk = metaKey(t.id);
+    ReplyPtr r;
+    {
+        auto conn = m_pool.acquire();
+        r = runScript(*conn, s, {rk, mk}, args);
+    }
+    using namespace reply;
+    OwnerResult out;
+    const std::string status = str(element(r.get(), 0));
+    out.serverNowMs = integer(element(r.get(), arraySize(r.get()) - 1));
+    if (status == "OK") {
+        out.status = OwnerStatus::Ok;
+        if (&s == &scripts::renew())
+            out.leaseUntilMs = integer(element(r.get(), 1));
+    } else if (status == "LEASE_LOST") {
+        out.status = OwnerStatus::LeaseLost;
+        out.currentState = str(element(r.get(), 1));
+    } else if (status == "TOO_LARGE") {
+        throw UsageError("response refused by the server-side cap of " + str(element(r.get(), 1)) +
+                         " bytes");
+    } else {
+        throw ProtoError(std::string(s.name) + " script answered '" + status + "'");
+    }
+    return out;
+}
+
+OwnerResult Store::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention)
+{
+    if (response.size() > m_options.maxResponseBytes)
+        throw UsageError("response is " + std::to_string(response.size()) + " bytes, over the " +
+                         std::to_string(m_options.maxResponseBytes) + "-byte cap");
+    const auto ret = retention.value_or(m_options.retention);
+    if (ret.count() <= 0)
+        throw UsageError("retention must be positive");
+    const std::string retMs = std::to_string(ret.count());
+    const std::string cap = std::to_string(m_options.maxResponseBytes);
+    return ownerCall(scripts::complete(), t, {t.token, response, retMs, cap});
+}
+
+OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view error)
+{
+    const std::string retMs = std::to_string(m_options.failureRetention.count());
+    return ownerCall(scripts::fail(), t, {t.token, toString(policy), error, retMs});
+}
+
+OwnerResult Store::renew(const Ticket& t, std::optional<Millis> lease)
+{
+    const std::string leaseMs = std::to_string(lease.value_or(m_options.lease).count());
+    const std::string keepMs = std::to_string(m_options.staleKeep.count());
+    return ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs});
+}
+
+namespace {
+AdminResult parseAdmin(const redisReply* r)
+{
+    using namespace reply;
+    AdminResult out;
+    const std::string status = str(element(r, 0));
+    if (status == "OK") {
+        out.status = AdminStatus::Ok;
+        out.previousState = str(element(r, 1));
+    } else if (status == "NOT_FOUND") {
+        out.status = AdminStatus::NotFound;
+    } else if (status == "REFUSED") {
+        out.status = AdminStatus::Refused;
+        out.reason = str(element(r, 1));
+    } else {
+        throw ProtoError("operator script answered '" + status + "'");
+    }
+    return out;
+}
+} // namespace
+
+AdminResult Store::forceFail(std::string_view id, std::string_view reason, bool terminal,
+                             std::string_view who)
+{
+    checkId(id);
+    const std::string rk = recordKey(id), mk = metaKey(id);
+    const std::string retMs = std::to_string(m_options.failureRetention.count());
+    auto conn = m_pool.acquire();
+    ReplyPtr r = runScript(*conn, scripts::forceFail(), {rk, mk},
+                           {reason, terminal ? "terminal" : "retryable", who, retMs});
+    return parseAdmin(r.get());
+}
+
+AdminResult Store::purge(std::string_view id, std::string_view who, std::string_view reason)
+{
+    checkId(id);
+    const std::string rk = recordKey(id), mk = metaKey(id);
+    // the fencing counter must outlive any lease that could still be held
+    const std::string keepMs =
+        std::to_string(std::max(m_options.retention, m_options.lease + m_options.staleKeep).count());
+    auto conn = m_pool.acquire();
+    ReplyPtr r = runScript(*conn, scripts::purge(), {rk, mk}, {who, reason, keepMs});
+    return parseAdmin(r.get());
+}
+
+std::optional<Record> Store::inspect(std::string_view id)
+{
+    checkId(id);
+    const std::string rk = recordKey(id);
+    auto conn = m_pool.acquire();
+    auto head = conn->pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
+    const std::string type = reply::str(head[0].get());
+    if (type == "none")
+        return std::nullopt;
+    DecodeOptions o;
+    o.nowMs = reply::integer(reply::element(head[2].get(), 0)) * 1000 +
+              reply::integer(reply::element(head[2].get(), 1)) / 1000;
+    Record rec;
+    if (type == "hash") {
+        ReplyPtr all = conn->checked({"HGETALL", rk});
+        std::vector<std::pair<std::string, std::string>> fields;
+        for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
+            fields.emplace_back(reply::str(reply::element(all.get(), i)),
+                                reply::str(reply::element(all.get(), i + 1)));
+        rec = decodeHash(std::move(fields), o);
+    } else if (type == "string") {
+        ReplyPtr len = conn->checked({"STRLEN", rk});
+        const auto bytes = static_cast<std::size_t>(reply::integer(len.get()));
+        if (bytes > o.maxValueBytes) {
+            rec = decodeOversized(bytes);
+        } else {
+            ReplyPtr v = conn->checked({"GET", rk});
+            rec = reply::isNil(v.get()) ? decodeString({}, o) : decodeString(reply::str(v.get()), o);
+        }
+    } else {
+        rec = decodeOtherType(type);
+    }
+    rec.key = rk;
+    rec.id = std::string(id);
+    rec.ttlMs = reply::integer(head[1].get());
+    return rec;
+}
+
+std::vector<std::pair<std::string, std::string>> Store::meta(std::string_view id)
+{
+    checkId(id);
+    auto conn = m_pool.acquire();
+    ReplyPtr all = conn->checked({"HGETALL", metaKey(id)});
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
+        fields.emplace_back(reply::str(reply::element(all.get(), i)),
+                            reply::str(reply::element(all.get(), i + 1)));
+    return fields;
+}
+
+} // namespace idem

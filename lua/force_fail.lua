@@ -1,0 +1,37 @@
+-- idem: an operator marks a record FAILED without its token (a stuck or poisoned id).
+-- KEYS[1] record hash, KEYS[2] meta hash
+-- ARGV[1] reason, ARGV[2] 'terminal' or 'retryable', ARGV[3] who, ARGV[4] retention in ms
+-- Replies: {'OK', previous_state, now_ms} | {'NOT_FOUND', '', now_ms}
+--          | {'REFUSED', why, now_ms}   (COMPLETED records keep their result: purge them instead)
+local rec, meta = KEYS[1], KEYS[2]
+local reason, failure, who = ARGV[1], ARGV[2], ARGV[3]
+local retention = tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local ktype = redis.call('TYPE', rec)['ok']
+if ktype == 'none' then
+  return {'NOT_FOUND', '', now}
+end
+if ktype ~= 'hash' then
+  return {'REFUSED', 'key holds a ' .. ktype .. ', not an idem record (purge it instead)', now}
+end
+local state = redis.call('HGET', rec, 'state')
+if state == 'COMPLETED' then
+  return {'REFUSED', 'record is COMPLETED and keeps its result; purge it to let the id run again', now}
+end
+if state ~= 'STARTED' and state ~= 'FAILED' then
+  return {'REFUSED', 'hash has no idem state field (purge it instead)', now}
+end
+-- clearing the token makes the current owner's complete/renew answer "lease lost"
+redis.call('HDEL', rec, 'token')
+redis.call('HSET', rec, 'state', 'FAILED', 'failure', failure, 'error', 'forced: ' .. reason,
+           'finished_ms', now, 'updated_ms', now,
+           'op', 'force-fail', 'op_by', who, 'op_at_ms', now, 'op_reason', reason)
+redis.call('PEXPIRE', rec, retention)
+if redis.call('PTTL', meta) < retention then
+  redis.call('PEXPIRE', meta, retention)
+end
+redis.call('HSET', meta, 'last_op', 'force-fail', 'last_op_by', who, 'last_op_at_ms', now,
+           'last_op_reason', reason)
+return {'OK', state, now}
