@@ -1,0 +1,101 @@
+#include "cli.h"
+
+#include "idem/errors.h"
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <pwd.h>
+#include <unistd.h>
+
+namespace idemctl {
+
+Args::Args(std::vector<std::string> argv, std::set<std::string> valued, std::set<std::string> flags)
+{
+    for (const auto& g : kGlobalValued)
+        valued.insert(g);
+    flags.insert("--help");
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+        const std::string& a = argv[i];
+        if (a == "--") {
+            m_hadDashes = true;
+            m_afterDashes.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
+            return;
+        }
+        if (a == "-h") {
+            m_flags.insert("--help");
+            continue;
+        }
+        if (a.size() > 2 && a.starts_with("--")) {
+            const auto eq = a.find('=');
+            const std::string name = a.substr(0, eq);
+            if (valued.count(name)) {
+                if (eq != std::string::npos) {
+                    m_values[name] = a.substr(eq + 1);
+                } else {
+                    if (i + 1 >= argv.size())
+                        throw UsageFailure{name + " needs a value"};
+                    m_values[name] = argv[++i];
+                }
+            } else if (flags.count(name) && eq == std::string::npos) {
+                m_flags.insert(name);
+            } else {
+                throw UsageFailure{"unknown option " + name};
+            }
+            continue;
+        }
+        m_positional.push_back(a);
+    }
+}
+
+std::optional<std::string> Args::value(const std::string& name) const
+{
+    auto it = m_values.find(name);
+    if (it == m_values.end())
+        return std::nullopt;
+    return it->second;
+}
+
+Global globalFrom(const Args& args)
+{
+    Global g;
+    if (auto u = args.value("--url")) {
+        g.url = *u;
+        g.urlGiven = true;
+    } else if (const char* env = std::getenv("IDEM_URL"); env && *env) {
+        g.url = env;
+        g.urlGiven = true;
+    } else {
+        g.url = "redis://127.0.0.1:6379/0";
+    }
+    try {
+        g.connection = idem::ConnectionOptions::fromUrl(g.url);
+    } catch (const idem::UsageError& e) {
+        throw UsageFailure{e.what()};
+    }
+    if (auto ns = args.value("--namespace"))
+        g.keyNamespace = *ns;
+    if (g.keyNamespace.empty() || g.keyNamespace.find_first_of("{}") != std::string::npos)
+        throw UsageFailure{"--namespace must be non-empty and free of '{' and '}'"};
+    return g;
+}
+
+std::string whoAmI()
+{
+    std::string user;
+    if (const passwd* pw = getpwuid(geteuid()))
+        user = pw->pw_name;
+    else if (const char* u = std::getenv("USER"))
+        user = u;
+    else
+        user = "uid" + std::to_string(geteuid());
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return user + "@" + host + " (idemctl)";
+}
+
+std::string jsonEscape(const std::string& s)
+{
+    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace idemctl

@@ -1,0 +1,68 @@
+#pragma once
+
+#include "idem/options.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace idemctl {
+
+// Exit codes (sysexits.h where one fits); the README lists them.
+enum Exit : int {
+    Ok = 0,
+    Usage = 64,
+    PayloadMismatch = 65,
+    NotFound = 66,
+    Unavailable = 69,
+    NotStored = 70,   // the command ran but its result is not stored (lease lost / Redis went away)
+    InProgress = 75,
+    TerminalFailure = 79,
+    Refused = 1,
+};
+
+// A usage problem: printed as one line, exit 64.
+struct UsageFailure {
+    std::string message;
+};
+
+// Options of one subcommand: --name value, --name=value, --flag; "--" ends options.
+class Args {
+public:
+    Args(std::vector<std::string> argv, std::set<std::string> valued, std::set<std::string> flags);
+    std::optional<std::string> value(const std::string& name) const;
+    bool flag(const std::string& name) const { return m_flags.count(name) > 0; }
+    const std::vector<std::string>& positional() const { return m_positional; }
+    const std::vector<std::string>& afterDashes() const { return m_afterDashes; }
+    bool hadDashes() const { return m_hadDashes; }
+
+private:
+    std::map<std::string, std::string> m_values;
+    std::set<std::string> m_flags;
+    std::vector<std::string> m_positional;
+    std::vector<std::string> m_afterDashes;
+    bool m_hadDashes = false;
+};
+
+struct Global {
+    idem::ConnectionOptions connection;
+    std::string keyNamespace = "idempotency";
+    std::string url;
+    bool urlGiven = false;
+};
+
+// Global options every subcommand takes.
+inline const std::set<std::string> kGlobalValued = {"--url", "--namespace"};
+Global globalFrom(const Args& args);
+std::string whoAmI();
+std::string jsonEscape(const std::string& s);
+
+int cmdRun(const std::vector<std::string>& argv);
+int cmdInspect(const std::vector<std::string>& argv);
+int cmdForceFail(const std::vector<std::string>& argv);
+int cmdPurge(const std::vector<std::string>& argv);
+int cmdDemo(const std::vector<std::string>& argv, const std::string& self);
+
+} // namespace idemctl

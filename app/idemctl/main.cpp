@@ -1,0 +1,107 @@
+// idemctl: the idem command line for operators and scripts.
+#include "cli.h"
+
+#include "idem/errors.h"
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <unistd.h>
+
+namespace {
+
+const char* kUsage = R"(usage: idemctl [--url URL] [--namespace NAME] COMMAND [options]
+
+Exactly-once execution and inspection of idempotency records in Redis.
+
+commands:
+  run --key ID [--lease DUR] [--ttl DUR] [--payload-file F] [--wait DUR] -- CMD [ARGS...]
+                        run CMD unless ID already has a completed run; replay it otherwise
+  inspect ID [--json]   show one record (any format) and its fencing counter
+  force-fail ID [--reason R] [--terminal]
+                        mark a record FAILED without its owner token (stuck work)
+  purge ID [--reason R] delete a record so the id can run again
+  demo [--ids N] [--duplicates D]
+                        race duplicate deliveries through `idemctl run` on a private redis-server
+
+global options:
+  --url URL          redis://[user:password@]host[:port][/db] or unix:///path.sock[?db=N]
+                     (default: $IDEM_URL, else redis://127.0.0.1:6379/0)
+  --namespace NAME   key namespace (default: idempotency); records live at NAME:{ID}
+  --help             help for idemctl or for a command
+
+exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;
+69 store unavailable (CMD not run); 70 CMD ran but its result was not stored; 75 in progress;
+79 a terminal failure is stored for the id; 1 operator action refused.
+)";
+
+// The running executable, to start more of itself (argv[0] may be a bare name from PATH).
+std::string selfPath(const char* argv0)
+{
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string(argv0);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    // global options may come before the command
+    std::vector<std::string> globals;
+    std::size_t i = 0;
+    while (i < args.size() && args[i].starts_with("--") && args[i] != "--") {
+        const std::string a = args[i];
+        if (a == "--help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (a == "--version") {
+            std::puts("idemctl 0.1.0");
+            return 0;
+        }
+        globals.push_back(a);
+        if (a.find('=') == std::string::npos && i + 1 < args.size())
+            globals.push_back(args[++i]);
+        ++i;
+    }
+    if (i >= args.size()) {
+        std::fputs(kUsage, stderr);
+        return idemctl::Usage;
+    }
+    const std::string command = args[i];
+    std::vector<std::string> rest = globals;
+    rest.insert(rest.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+    try {
+        if (command == "run")
+            return idemctl::cmdRun(rest);
+        if (command == "inspect")
+            return idemctl::cmdInspect(rest);
+        if (command == "force-fail")
+            return idemctl::cmdForceFail(rest);
+        if (command == "purge")
+            return idemctl::cmdPurge(rest);
+        if (command == "demo")
+            return idemctl::cmdDemo(rest, selfPath(argv[0]));
+        if (command == "help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        std::fprintf(stderr, "idemctl: unknown command '%s' (see idemctl --help)\n", command.c_str());
+        return idemctl::Usage;
+    } catch (const idemctl::UsageFailure& e) {
+        std::fprintf(stderr, "idemctl %s: %s (see idemctl %s --help)\n", command.c_str(),
+                     e.message.c_str(), command.c_str());
+        return idemctl::Usage;
+    } catch (const idem::UsageError& e) {
+        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
+        return idemctl::Usage;
+    } catch (const idem::IoError& e) {
+        std::fprintf(stderr, "idemctl %s: store unavailable: %s\n", command.c_str(), e.what());
+        return idemctl::Unavailable;
+    } catch (const idem::Error& e) {
+        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
+        return idemctl::Unavailable;
+    }
+}

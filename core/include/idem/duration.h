@@ -1,0 +1,18 @@
+#pragma once
+
+#include "idem/options.h"
+
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+// "250ms", "30s", "5m", "2h", "1d", or a plain number of seconds. Throws UsageError otherwise.
+Millis parseDuration(std::string_view text);
+// 90061000 ms -> "1d1h1m1s"; below a second "250ms".
+std::string formatDuration(Millis d);
+
+// "512KiB", "1MiB", "10k", "4096" -> bytes. Throws UsageError otherwise.
+std::size_t parseSize(std::string_view text);
+
+} // namespace idem
