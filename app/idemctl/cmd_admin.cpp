@@ -53,8 +53,8 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
     json j;
     j["key"] = r.key;
     j["id"] = r.id;
-    j["format"] = idem::toString(r.format);
-    j["state"] = idem::toString(r.state);
+    j["format"] = idem::nameOf(r.format);
+    j["state"] = idem::nameOf(r.state);
     j["status_as_written"] = r.rawStatus;
     j["stale"] = r.stale;
     if (r.stale)
@@ -122,9 +122,9 @@ int cmdInspect(const std::vector<std::string>& argv)
     }
     const auto& r = *rec;
     std::printf("key        %s\n", r.key.c_str());
-    std::printf("state      %s%s%s\n", std::string(idem::toString(r.state)).c_str(),
+    std::printf("state      %s%s%s\n", std::string(idem::nameOf(r.state)).c_str(),
                 r.stale ? " (STALE: " : "", r.stale ? (r.staleWhy + ")").c_str() : "");
-    std::printf("format     %s%s\n", std::string(idem::toString(r.format)).c_str(),
+    std::printf("format     %s%s\n", std::string(idem::nameOf(r.format)).c_str(),
                 r.rawStatus.empty() ? "" : (" (status '" + shown(r.rawStatus, 40) + "')").c_str());
     if (r.state == idem::RecordState::Malformed)
         std::printf("reason     %s\n", r.reason.c_str());

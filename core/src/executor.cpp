@@ -8,7 +8,7 @@
 
 namespace idem {
 
-std::string_view toString(OutcomeKind k)
+std::string_view nameOf(OutcomeKind k)
 {
     switch (k) {
     case OutcomeKind::Executed: return "executed";

@@ -9,7 +9,7 @@
 
 namespace idem {
 
-std::string_view toString(RecordFormat f)
+std::string_view nameOf(RecordFormat f)
 {
     switch (f) {
     case RecordFormat::Native: return "native";
@@ -20,7 +20,7 @@ std::string_view toString(RecordFormat f)
     return "unknown";
 }
 
-std::string_view toString(RecordState s)
+std::string_view nameOf(RecordState s)
 {
     switch (s) {
     case RecordState::Started: return "STARTED";

@@ -8,7 +8,7 @@
 
 namespace idem {
 
-std::string_view toString(FailPolicy p)
+std::string_view nameOf(FailPolicy p)
 {
     switch (p) {
     case FailPolicy::Release: return "release";
@@ -29,7 +29,7 @@ std::optional<FailPolicy> failPolicyFromString(std::string_view s)
     return std::nullopt;
 }
 
-std::string_view toString(AcquireStatus s)
+std::string_view nameOf(AcquireStatus s)
 {
     switch (s) {
     case AcquireStatus::Acquired: return "acquired";
@@ -235,7 +235,7 @@ OwnerResult Store::complete(const Ticket& t, std::string_view response, std::opt
 OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view error)
 {
     const std::string retMs = std::to_string(m_options.failureRetention.count());
-    return ownerCall(scripts::fail(), t, {t.token, toString(policy), error, retMs});
+    return ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs});
 }
 
 OwnerResult Store::renew(const Ticket& t, std::optional<Millis> lease)

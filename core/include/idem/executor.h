@@ -47,7 +47,7 @@ enum class OutcomeKind {
     LeaseLost,        // the work ran, but its lease was taken over (or force-failed): result not stored
     StoreUnavailable, // Redis unreachable, timed out, or the key is unusable: the work did not run
 };
-std::string_view toString(OutcomeKind k);
+std::string_view nameOf(OutcomeKind k);
 
 struct Outcome {
     OutcomeKind kind = OutcomeKind::StoreUnavailable;

@@ -11,8 +11,8 @@ namespace idem {
 
 enum class RecordFormat { Native, Json, Plain, Unknown };
 enum class RecordState { Started, Completed, Failed, Malformed };
-std::string_view toString(RecordFormat f);
-std::string_view toString(RecordState s);
+std::string_view nameOf(RecordFormat f);
+std::string_view nameOf(RecordState s);
 
 // One idempotency record as a monitor or `idemctl inspect` sees it, whoever wrote it.
 struct Record {

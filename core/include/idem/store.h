@@ -18,7 +18,7 @@ enum class FailPolicy {
     Retryable, // keep FAILED; the next acquire starts a new attempt
     Terminal,  // keep FAILED; duplicates get the stored failure back
 };
-std::string_view toString(FailPolicy p);
+std::string_view nameOf(FailPolicy p);
 std::optional<FailPolicy> failPolicyFromString(std::string_view s);
 
 struct StoreOptions {
@@ -48,7 +48,7 @@ enum class AcquireStatus {
     Mismatch,       // same id, different payload fingerprint: nothing changed
     Unusable,       // the key holds something that is not an idem record: `error` says what
 };
-std::string_view toString(AcquireStatus s);
+std::string_view nameOf(AcquireStatus s);
 
 struct AcquireResult {
     AcquireStatus status = AcquireStatus::Unusable;

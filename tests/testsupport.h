@@ -1,0 +1,50 @@
+#pragma once
+
+#include "idem/connection.h"
+#include "idem/options.h"
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+#include <string>
+
+namespace idemtest {
+
+// The fixture's shared redis-server (tests/CMakeLists.txt starts it); QSKIPs nothing: a missing
+// fixture is a failure.
+idem::ConnectionOptions sharedRedis();
+std::string sharedRedisUrl();
+// A namespace no other test uses, so tests can share the server.
+std::string uniqueNamespace(const char* prefix = "t");
+// The idemctl binary under test.
+QString idemctlPath();
+
+struct ProcessResult {
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+// Runs idemctl with args and waits (at most timeoutMs).
+ProcessResult runIdemctl(const QStringList& args, int timeoutMs = 30000, const QByteArray& stdinData = {});
+
+} // namespace idemtest
+
+#include "idem/executor.h"
+#include "idem/record.h"
+#include "idem/store.h"
+
+// Readable QCOMPARE failures for idem's enums.
+namespace idem {
+inline char* toString(const OutcomeKind& k) { return qstrdup(std::string(nameOf(k)).c_str()); }
+inline char* toString(const AcquireStatus& s) { return qstrdup(std::string(nameOf(s)).c_str()); }
+inline char* toString(const RecordState& s) { return qstrdup(std::string(nameOf(s)).c_str()); }
+inline char* toString(const RecordFormat& f) { return qstrdup(std::string(nameOf(f)).c_str()); }
+inline char* toString(const OwnerStatus& s)
+{
+    return qstrdup(s == OwnerStatus::Ok ? "Ok" : "LeaseLost");
+}
+inline char* toString(const AdminStatus& s)
+{
+    return qstrdup(s == AdminStatus::Ok ? "Ok" : s == AdminStatus::NotFound ? "NotFound" : "Refused");
+}
+} // namespace idem

@@ -1,0 +1,208 @@
+// The record decoder on native, foreign and malformed values; and on a real Redis through
+// Store::inspect (wrong key types, huge values, keys without TTL).
+#include "idem/errors.h"
+#include "idem/record.h"
+#include "idem/store.h"
+#include "testsupport.h"
+
+#include <QtTest>
+
+using idem::RecordFormat;
+using idem::RecordState;
+
+Q_DECLARE_METATYPE(idem::RecordState)
+Q_DECLARE_METATYPE(idem::RecordFormat)
+
+namespace {
+constexpr std::int64_t kNow = 1'700'000'000'000; // 2023-11-14T22:13:20Z
+}
+
+class TestDecoder : public QObject {
+    Q_OBJECT
+private slots:
+    void strings_data()
+    {
+        QTest::addColumn<QByteArray>("value");
+        QTest::addColumn<idem::RecordState>("state");
+        QTest::addColumn<idem::RecordFormat>("format");
+        QTest::addColumn<bool>("stale");
+        QTest::addColumn<QString>("reasonContains");
+
+        auto row = [](const char* name, QByteArray v, RecordState s, RecordFormat f, bool stale = false,
+                      const char* reason = "") {
+            QTest::newRow(name) << v << s << f << stale << QString::fromLatin1(reason);
+        };
+        row("json started", R"({"status":"STARTED","started_at":1700000000})", RecordState::Started, RecordFormat::Json);
+        row("json pending", R"({"status":"PENDING"})", RecordState::Started, RecordFormat::Json);
+        row("json processing", R"({"status":"PROCESSING"})", RecordState::Started, RecordFormat::Json);
+        row("json in_progress", R"({"status":"IN_PROGRESS"})", RecordState::Started, RecordFormat::Json);
+        row("json lowercase", R"({"status":"processing"})", RecordState::Started, RecordFormat::Json);
+        row("json completed", R"({"status":"COMPLETED","response":{"ok":true}})", RecordState::Completed, RecordFormat::Json);
+        row("json response_body", R"({"status":"COMPLETED","response_body":"done"})", RecordState::Completed, RecordFormat::Json);
+        row("json failed", R"({"status":"FAILED","error":"card declined"})", RecordState::Failed, RecordFormat::Json);
+        row("json lock expired", R"({"status":"PROCESSING","lock_expiry":1699999999})", RecordState::Started,
+            RecordFormat::Json, true);
+        row("json lock live", R"({"status":"PROCESSING","lock_expiry":1700000060000})", RecordState::Started,
+            RecordFormat::Json, false);
+        row("json lock iso", R"({"status":"STARTED","lock_expiry":"2023-11-14T22:00:00Z"})", RecordState::Started,
+            RecordFormat::Json, true);
+        row("json old started_at", R"({"status":"STARTED","started_at":"2023-11-14T20:00:00.250+00:00"})",
+            RecordState::Started, RecordFormat::Json, true);
+        row("json recent started_at", R"({"status":"STARTED","started_at":"2023-11-14T23:10:00+01:00"})",
+            RecordState::Started, RecordFormat::Json, false);
+        row("plain processing", "PROCESSING", RecordState::Started, RecordFormat::Plain);
+        row("plain completed", "COMPLETED", RecordState::Completed, RecordFormat::Plain);
+        row("plain failed newline", "FAILED\n", RecordState::Failed, RecordFormat::Plain);
+        row("invalid json", R"({"status":"STARTED")", RecordState::Malformed, RecordFormat::Json, false, "invalid JSON");
+        row("json array", "[1,2]", RecordState::Malformed, RecordFormat::Json, false, "not an object");
+        row("json no status", R"({"state":"x"})", RecordState::Malformed, RecordFormat::Json, false, "status");
+        row("json status number", R"({"status":3})", RecordState::Malformed, RecordFormat::Json, false, "status");
+        row("json unknown status", R"({"status":"EXPLODED"})", RecordState::Malformed, RecordFormat::Json, false,
+            "unknown status");
+        row("plain junk", "hello world", RecordState::Malformed, RecordFormat::Unknown, false, "not a known status");
+        row("empty", "", RecordState::Malformed, RecordFormat::Unknown, false, "empty");
+        row("binary", QByteArray("\x00\x01\xff\xfe garbage", 12), RecordState::Malformed, RecordFormat::Unknown,
+            false, "binary");
+        row("bad utf8 in json", QByteArray("{\"status\":\"\xc3\x28\"}"), RecordState::Malformed,
+            RecordFormat::Unknown, false, "binary");
+        row("huge", QByteArray(5 * 1024 * 1024, 'x'), RecordState::Malformed, RecordFormat::Unknown, false,
+            "too large");
+    }
+    void strings()
+    {
+        QFETCH(QByteArray, value);
+        idem::DecodeOptions o;
+        o.nowMs = kNow;
+        o.staleAfterMs = 15 * 60'000;
+        const auto r = idem::decodeString(std::string_view(value.constData(), value.size()), o);
+        QTEST(r.state, "state");
+        QTEST(r.format, "format");
+        QTEST(r.stale, "stale");
+        QFETCH(QString, reasonContains);
+        if (!reasonContains.isEmpty())
+            QVERIFY2(r.reason.find(reasonContains.toStdString()) != std::string::npos, r.reason.c_str());
+        if (r.state == RecordState::Malformed) {
+            QVERIFY(!r.reason.empty());
+            QVERIFY(r.reason.find('\n') == std::string::npos);
+        }
+    }
+
+    void foreignResponseKept()
+    {
+        idem::DecodeOptions o;
+        o.nowMs = kNow;
+        auto r = idem::decodeString(R"({"status":"COMPLETED","response":{"ok":true,"id":7}})", o);
+        QVERIFY(r.response);
+        QCOMPARE(*r.response, std::string(R"({"id":7,"ok":true})"));
+        r = idem::decodeString(R"({"status":"COMPLETED","response_body":"plain text"})", o);
+        QCOMPARE(r.response.value_or(""), std::string("plain text"));
+        r = idem::decodeString(R"({"status":"FAILED","error":"card declined"})", o);
+        QCOMPARE(r.error, std::string("card declined"));
+    }
+
+    void timestamps()
+    {
+        QCOMPARE(idem::parseTimestampMs("1700000000").value_or(0), kNow);
+        QCOMPARE(idem::parseTimestampMs("1700000000000").value_or(0), kNow);
+        QCOMPARE(idem::parseTimestampMs("1700000000.5").value_or(0), kNow + 500);
+        QCOMPARE(idem::parseTimestampMs("2023-11-14T22:13:20Z").value_or(0), kNow);
+        QCOMPARE(idem::parseTimestampMs("2023-11-14 23:13:20.125+01:00").value_or(0), kNow + 125);
+        QVERIFY(!idem::parseTimestampMs("yesterday"));
+        QVERIFY(!idem::parseTimestampMs("2023-13-14T22:13:20Z"));
+        QVERIFY(!idem::parseTimestampMs("2023-11-14T22:13:20Zjunk"));
+    }
+
+    void nativeHash()
+    {
+        idem::DecodeOptions o;
+        o.nowMs = kNow;
+        auto r = idem::decodeHash({{"state", "STARTED"}, {"lease_until_ms", std::to_string(kNow - 1)},
+                                   {"token", "abc"}, {"fence", "3"}, {"attempt", "2"}},
+                                  o);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.stale);
+        QCOMPARE(r.fence, std::int64_t(3));
+        QCOMPARE(r.attempt, std::int64_t(2));
+        r = idem::decodeHash({{"state", "STARTED"}, {"lease_until_ms", std::to_string(kNow + 1000)}}, o);
+        QVERIFY(!r.stale);
+        r = idem::decodeHash({{"state", "STARTED"}}, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        r = idem::decodeHash({{"state", "WHATEVER"}}, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        r = idem::decodeHash({{"foo", "bar"}}, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        r = idem::decodeHash({{"state", "FAILED"}, {"failure", "terminal"}, {"error", "x"}}, o);
+        QCOMPARE(r.state, RecordState::Failed);
+        QVERIFY(r.terminal);
+        // a hash written by another implementation with a status field
+        r = idem::decodeHash({{"status", "PROCESSING"}, {"lock_expiry", "1699999999"}}, o);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.stale);
+    }
+
+    void keyShapes()
+    {
+        QCOMPARE(idem::idFromKey("idempotency:{order-1}", "idempotency"), std::string("order-1"));
+        QCOMPARE(idem::idFromKey("idempotency:{a}b}", "idempotency"), std::string("a}b"));
+        QCOMPARE(idem::idFromKey("idempotency:{x}:meta", "idempotency"), std::string());
+        QCOMPARE(idem::idFromKey("other:{x}", "idempotency"), std::string());
+    }
+
+    // On a real Redis: every kind of thing that can sit at a record's key.
+    void inspectOnRealRedis()
+    {
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 2);
+        idem::StoreOptions so;
+        so.keyNamespace = idemtest::uniqueNamespace("dec");
+        idem::Store store(pool, so);
+        idem::Connection c(idemtest::sharedRedis());
+        auto key = [&](const char* id) { return store.recordKey(id); };
+
+        c.checked({"RPUSH", key("list"), "a", "b"});
+        c.checked({"XADD", key("stream"), "*", "f", "v"});
+        c.checked({"SADD", key("set"), "m"});
+        c.checked({"ZADD", key("zset"), "1", "m"});
+        const std::string big(10 * 1024 * 1024, 'z');
+        c.checked({"SET", key("big"), big});
+        c.checked({"SET", key("json"), R"({"status":"PROCESSING","started_at":1})"});
+        c.checked({"SET", key("binary"), std::string("\x00\xff\x10", 3)});
+        c.checked({"SET", key("plain"), "COMPLETED", "PX", "60000"});
+
+        auto expectMalformed = [&](const char* id, const char* why) {
+            auto r = store.inspect(id);
+            QVERIFY(r);
+            QCOMPARE(r->state, RecordState::Malformed);
+            QVERIFY2(r->reason.find(why) != std::string::npos, r->reason.c_str());
+        };
+        expectMalformed("list", "list");
+        expectMalformed("stream", "stream");
+        expectMalformed("set", "set");
+        expectMalformed("zset", "zset");
+        expectMalformed("big", "too large");
+        expectMalformed("binary", "binary");
+
+        auto r = store.inspect("json");
+        QVERIFY(r);
+        QCOMPARE(r->state, RecordState::Started);
+        QVERIFY(r->stale); // started in 1970, no lock_expiry
+        QCOMPARE(r->ttlMs, std::int64_t(-1)); // no TTL: flagged
+        r = store.inspect("plain");
+        QCOMPARE(r->state, RecordState::Completed);
+        QVERIFY(r->ttlMs > 0 && r->ttlMs <= 60000);
+        QVERIFY(!store.inspect("absent"));
+
+        // acquire refuses to touch what is not an idem record, and leaves it alone
+        for (const char* id : {"list", "json", "big"}) {
+            const auto a = store.acquire(id, "");
+            QCOMPARE(a.status, idem::AcquireStatus::Unusable);
+            QVERIFY(!a.error.empty());
+        }
+        QCOMPARE(idem::reply::str(c.checked({"TYPE", key("list")}).get()), std::string("list"));
+        QCOMPARE(idem::reply::integer(c.checked({"STRLEN", key("big")}).get()), std::int64_t(big.size()));
+        QCOMPARE(idem::reply::str(c.checked({"GET", key("json")}).get()),
+                 std::string(R"({"status":"PROCESSING","started_at":1})"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDecoder)
+#include "tst_decoder.moc"

@@ -1,0 +1,149 @@
+// Pure logic: hashes, fingerprints, derived ids, URL and duration parsing.
+#include "idem/duration.h"
+#include "idem/errors.h"
+#include "idem/fingerprint.h"
+#include "idem/hash.h"
+#include "idem/options.h"
+
+#include <QtTest>
+
+class TestHashing : public QObject {
+    Q_OBJECT
+private slots:
+    void knownVectors()
+    {
+        QCOMPARE(idem::toHex(idem::sha1("abc")), std::string("a9993e364706816aba3e25717850c26c9cd0d89d"));
+        QCOMPARE(idem::toHex(idem::sha256("abc")),
+                 std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        QCOMPARE(idem::toHex(idem::sha256("")),
+                 std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+        // two-block message (56 bytes forces a second padding block)
+        QCOMPARE(idem::toHex(idem::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+                 std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+        QCOMPARE(idem::toHex(idem::sha1(std::string(1000000, 'a'))),
+                 std::string("34aa973cd4c4daa4f61eeb2bdbad27316534016f"));
+    }
+
+    void uuidV5MatchesRfc()
+    {
+        // uuid.uuid5(uuid.NAMESPACE_DNS, "www.example.com")
+        std::string dns;
+        for (int b : {0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8})
+            dns.push_back(static_cast<char>(b));
+        QCOMPARE(idem::uuidV5(dns, "www.example.com"), std::string("2ed6657d-e927-568b-95e1-2665a8aea6a2"));
+    }
+
+    void fingerprintIgnoresFieldOrderAndSpacing()
+    {
+        const auto a = idem::fingerprint(R"({"amount": 100, "currency": "EUR", "items": [1, 2]})");
+        const auto b = idem::fingerprint(R"({"items":[1,2],"currency":"EUR","amount":100})");
+        const auto c = idem::fingerprint(R"({"amount": 101, "currency": "EUR", "items": [1, 2]})");
+        const auto d = idem::fingerprint(R"({"amount": 100, "currency": "EUR", "items": [2, 1]})");
+        QVERIFY(a.starts_with("sha256:"));
+        QCOMPARE(a, b);
+        QVERIFY(a != c);
+        QVERIFY(a != d); // array order is data
+        QCOMPARE(idem::fingerprint(""), std::string());
+        // not JSON: byte for byte
+        QVERIFY(idem::fingerprint("a b") != idem::fingerprint("a  b"));
+        QCOMPARE(idem::fingerprint("{broken"), "sha256:" + idem::toHex(idem::sha256("{broken")));
+    }
+
+    void derivedIdsIgnoreFieldOrder()
+    {
+        const auto a = idem::deriveId("payments", {{"order", "42"}, {"line", "7"}});
+        const auto b = idem::deriveId("payments", {{"line", "7"}, {"order", "42"}});
+        QCOMPARE(a, b);
+        QCOMPARE(a.size(), std::size_t(36));
+        QCOMPARE(a[14], '5'); // version 5
+        QVERIFY(a != idem::deriveId("refunds", {{"order", "42"}, {"line", "7"}}));
+        QVERIFY(a != idem::deriveId("payments", {{"order", "42"}, {"line", "8"}}));
+        // no ambiguity between field boundaries
+        QVERIFY(idem::deriveId("n", {{"a", "bc"}}) != idem::deriveId("n", {{"ab", "c"}}));
+        const auto h1 = idem::deriveId("payments", {{"order", "42"}}, idem::IdScheme::Sha256);
+        QVERIFY(h1.starts_with("sha256:"));
+        QCOMPARE(h1, idem::deriveId("payments", {{"order", "42"}}, idem::IdScheme::Sha256));
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::deriveId("n", {{"a", "1"}, {"a", "2"}}));
+        // binary field values are ids too, and distinct ones stay distinct
+        QVERIFY(idem::deriveId("n", {{"a", std::string("\xff\x00", 2)}}) !=
+                idem::deriveId("n", {{"a", std::string("\xfe\x00", 2)}}));
+    }
+
+    void urls_data()
+    {
+        QTest::addColumn<QString>("url");
+        QTest::addColumn<QString>("host");
+        QTest::addColumn<int>("port");
+        QTest::addColumn<int>("db");
+        QTest::addColumn<QString>("user");
+        QTest::addColumn<QString>("password");
+        QTest::addColumn<QString>("socket");
+        QTest::newRow("plain") << "redis://127.0.0.1:6379/0" << "127.0.0.1" << 6379 << 0 << "" << "" << "";
+        QTest::newRow("no port") << "redis://cache" << "cache" << 6379 << 0 << "" << "" << "";
+        QTest::newRow("db") << "redis://h:7000/3" << "h" << 7000 << 3 << "" << "" << "";
+        QTest::newRow("acl") << "redis://ops:s%40cret@h:1/2" << "h" << 1 << 2 << "ops" << "s@cret" << "";
+        QTest::newRow("password only") << "redis://pw@h" << "h" << 6379 << 0 << "" << "pw" << "";
+        QTest::newRow("ipv6") << "redis://[::1]:6380" << "::1" << 6380 << 0 << "" << "" << "";
+        QTest::newRow("unix") << "unix:///run/redis.sock?db=4" << "127.0.0.1" << 6379 << 4 << "" << ""
+                              << "/run/redis.sock";
+    }
+    void urls()
+    {
+        QFETCH(QString, url);
+        const auto o = idem::ConnectionOptions::fromUrl(url.toStdString());
+        QTEST(QString::fromStdString(o.host), "host");
+        QTEST(o.port, "port");
+        QTEST(o.db, "db");
+        QTEST(QString::fromStdString(o.user), "user");
+        QTEST(QString::fromStdString(o.password), "password");
+        QTEST(QString::fromStdString(o.unixSocket), "socket");
+        QVERIFY(o.describe().find("cret") == std::string::npos); // never shows the password
+    }
+
+    void badUrls_data()
+    {
+        QTest::addColumn<QString>("url");
+        QTest::newRow("scheme") << "http://h:1";
+        QTest::newRow("empty") << "";
+        QTest::newRow("port text") << "redis://h:abc";
+        QTest::newRow("port range") << "redis://h:70000";
+        QTest::newRow("db text") << "redis://h:1/x";
+        QTest::newRow("no host") << "redis://:6379";
+        QTest::newRow("tls") << "rediss://h:6379";
+        QTest::newRow("bad escape") << "redis://u:%zz@h";
+        QTest::newRow("relative socket") << "unix://redis.sock";
+    }
+    void badUrls()
+    {
+        QFETCH(QString, url);
+        try {
+            idem::ConnectionOptions::fromUrl(url.toStdString());
+            QFAIL("accepted a bad URL");
+        } catch (const idem::UsageError& e) {
+            const std::string msg = e.what();
+            QVERIFY(msg.find('\n') == std::string::npos);
+            QVERIFY(msg.starts_with("bad URL"));
+        }
+    }
+
+    void durations()
+    {
+        QCOMPARE(idem::parseDuration("250ms").count(), 250);
+        QCOMPARE(idem::parseDuration("30s").count(), 30000);
+        QCOMPARE(idem::parseDuration("1.5s").count(), 1500);
+        QCOMPARE(idem::parseDuration("5m").count(), 300000);
+        QCOMPARE(idem::parseDuration("2h").count(), 7200000);
+        QCOMPARE(idem::parseDuration("1d").count(), 86400000);
+        QCOMPARE(idem::parseDuration("10").count(), 10000);
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration("ten"));
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration("-5s"));
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration(""));
+        QCOMPARE(idem::formatDuration(idem::Millis(90061000)), std::string("1d1h1m1s"));
+        QCOMPARE(idem::parseSize("512KiB"), std::size_t(524288));
+        QCOMPARE(idem::parseSize("100"), std::size_t(100));
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseSize("lots"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHashing)
+#include "tst_hashing.moc"
