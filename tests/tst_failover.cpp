@@ -1,1 +1,216 @@
-int main() { return 0; }
+// Redis going away: fail closed, recover, keep completed results (AOF), survive SCRIPT FLUSH;
+// wrong passwords and unreachable servers. Each test starts its own redis-server.
+#include "idem/errors.h"
+#include "idem/executor.h"
+#include "idem/localserver.h"
+#include "idem/scripts.h"
+#include "idem/store.h"
+#include "testsupport.h"
+
+#include <QElapsedTimer>
+#include <QtTest>
+#include <atomic>
+#include <thread>
+
+using idem::OutcomeKind;
+
+namespace {
+idem::ConnectionOptions quick(idem::ConnectionOptions o)
+{
+    o.connectTimeout = idem::Millis(300);
+    o.commandTimeout = idem::Millis(500);
+    o.reconnectMin = idem::Millis(20);
+    o.reconnectMax = idem::Millis(200);
+    return o;
+}
+idem::LocalServerOptions serverArgs(std::vector<std::string> args)
+{
+    idem::LocalServerOptions o;
+    o.extraArgs = std::move(args);
+    return o;
+}
+idem::StoreOptions ns(const char* name, idem::Millis lease = idem::Millis(30000))
+{
+    idem::StoreOptions o;
+    o.keyNamespace = name;
+    o.lease = lease;
+    return o;
+}
+idem::WorkResult counted(std::atomic<int>& runs, std::string r)
+{
+    ++runs;
+    return idem::WorkResult::success(std::move(r));
+}
+} // namespace
+
+class TestFailover : public QObject {
+    Q_OBJECT
+private slots:
+    // 9. killed mid-flight: nothing runs while it is down; restarted: EVALSHA recovers;
+    //    with appendonly on, completed records survive
+    void killedAndRestarted()
+    {
+        idem::LocalServer server(serverArgs({"--appendonly", "yes", "--appendfsync", "always"}));
+        idem::ConnectionPool pool(quick(server.connectionOptions()), 4);
+        idem::Store store(pool, ns("fo"));
+        idem::Executor ex(store);
+        std::atomic<int> runs{0};
+
+        QCOMPARE(ex.execute("before", "", [&](auto&) { return counted(runs, "kept"); }).kind, OutcomeKind::Executed);
+        // a job in flight when Redis dies: its result cannot be stored, and it says so
+        std::atomic<bool> inWork{false};
+        idem::Outcome midFlight;
+        std::thread t([&] {
+            midFlight = ex.execute("mid", "", [&](auto&) {
+                inWork = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                return counted(runs, "mid");
+            });
+        });
+        QTRY_VERIFY(inWork.load());
+        server.kill();
+        t.join();
+        QCOMPARE(midFlight.kind, OutcomeKind::StoreUnavailable);
+        QVERIFY(midFlight.workRan);
+
+        // down: fail closed, fast, with a clear one-line error
+        const int before = runs;
+        for (int i = 0; i < 5; ++i) {
+            QElapsedTimer timer;
+            timer.start();
+            auto o = ex.execute("during-" + std::to_string(i), "", [&](auto&) { return counted(runs, "no"); });
+            QCOMPARE(o.kind, OutcomeKind::StoreUnavailable);
+            QVERIFY(!o.workRan);
+            QVERIFY(!o.error.empty());
+            QVERIFY(o.error.find('\n') == std::string::npos);
+            QVERIFY2(timer.elapsed() < 2000, "failing closed must not hang");
+        }
+        QCOMPARE(runs.load(), before);
+
+        server.start(); // same port, same directory: the AOF is replayed
+        idem::Outcome o;
+        QTRY_VERIFY_WITH_TIMEOUT((o = ex.execute("before", "", [&](auto&) { return counted(runs, "again"); }),
+                                  o.kind != OutcomeKind::StoreUnavailable),
+                                 5000);
+        QCOMPARE(o.kind, OutcomeKind::Replayed); // survived the crash
+        QCOMPARE(o.response, std::string("kept"));
+        QCOMPARE(runs.load(), before);
+        QCOMPARE(ex.execute("after", "", [&](auto&) { return counted(runs, "new"); }).kind, OutcomeKind::Executed);
+    }
+
+    void scriptFlushIsRecovered()
+    {
+        idem::LocalServer server;
+        idem::ConnectionPool pool(quick(server.connectionOptions()), 2);
+        idem::Store store(pool, ns("sf"));
+        idem::Executor ex(store);
+        idem::Connection admin(server.connectionOptions());
+        auto exists = [&] {
+            auto r = admin.checked({"SCRIPT", "EXISTS", idem::scripts::acquire().sha1});
+            return idem::reply::integer(idem::reply::element(r.get(), 0));
+        };
+        QCOMPARE(exists(), std::int64_t(0));
+        QCOMPARE(ex.execute("a", "", [](auto&) { return idem::WorkResult::success("1"); }).kind, OutcomeKind::Executed);
+        QCOMPARE(exists(), std::int64_t(1)); // loaded once, by SCRIPT LOAD, with the SHA1 computed locally
+        admin.checked({"SCRIPT", "FLUSH"});
+        QCOMPARE(exists(), std::int64_t(0));
+        QCOMPARE(ex.execute("a", "", [](auto&) { return idem::WorkResult::success("2"); }).kind, OutcomeKind::Replayed);
+        admin.checked({"SCRIPT", "FLUSH"});
+        auto batch = store.acquireBatch({{"b1", ""}, {"b2", ""}, {"a", ""}});
+        QCOMPARE(batch[0].status, idem::AcquireStatus::Acquired);
+        QCOMPARE(batch[1].status, idem::AcquireStatus::Acquired);
+        QCOMPARE(batch[2].status, idem::AcquireStatus::Duplicate);
+        admin.checked({"SCRIPT", "FLUSH"});
+        QCOMPARE(store.complete(batch[0].ticket, "x").status, idem::OwnerStatus::Ok);
+        admin.checked({"SCRIPT", "FLUSH"});
+        QCOMPARE(store.forceFail("b2", "r", false, "t").status, idem::AdminStatus::Ok);
+        admin.checked({"SCRIPT", "FLUSH"});
+        QCOMPARE(store.purge("b2", "t").status, idem::AdminStatus::Ok);
+    }
+
+    // a paused (hung) Redis: commands time out, the work is not run; renewals that keep failing
+    // tell the running work once its lease has certainly run out
+    void pausedServerTimesOut()
+    {
+        idem::LocalServer server;
+        auto opts = quick(server.connectionOptions());
+        opts.commandTimeout = idem::Millis(150);
+        idem::ConnectionPool pool(opts, 4);
+        idem::Store store(pool, ns("ps", idem::Millis(300)));
+        idem::Executor ex(store);
+
+        std::atomic<bool> told{false};
+        QElapsedTimer timer;
+        auto o = ex.execute("job", "", [&](const idem::WorkContext& ctx) {
+            server.pause();
+            timer.start();
+            for (int i = 0; i < 300 && !ctx.leaseLost.stop_requested(); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            told = ctx.leaseLost.stop_requested();
+            server.resume();
+            return idem::WorkResult::success("done");
+        });
+        QVERIFY(told.load());
+        QVERIFY2(timer.elapsed() < 1500, "the work must be told soon after the lease ran out");
+        QVERIFY(o.workRan);
+
+        server.pause();
+        std::atomic<int> runs{0};
+        QElapsedTimer t2;
+        t2.start();
+        auto down = ex.execute("other", "", [&](auto&) { return counted(runs, "x"); });
+        server.resume();
+        QCOMPARE(down.kind, OutcomeKind::StoreUnavailable);
+        QCOMPARE(runs.load(), 0);
+        QVERIFY(down.error.find("no reply within") != std::string::npos);
+        QVERIFY(t2.elapsed() < 1500);
+    }
+
+    void passwordsAndUnreachableServers()
+    {
+        idem::LocalServer server(serverArgs({"--requirepass", "s3cret"}));
+        auto o = quick(server.connectionOptions());
+        o.password = "wrong";
+        idem::ConnectionPool badPool(o, 1);
+        idem::Store bad(badPool, ns("pw"));
+        try {
+            bad.acquire("x", "");
+            QFAIL("a wrong password was accepted");
+        } catch (const idem::ReplyError& e) {
+            const std::string msg = e.what();
+            QVERIFY2(msg.find("authentication failed") != std::string::npos, e.what());
+            QVERIFY(msg.find("wrong") == std::string::npos); // the password is never echoed
+        }
+        idem::Executor badEx(bad);
+        int runs = 0;
+        auto out = badEx.execute("x", "", [&](auto&) { ++runs; return idem::WorkResult::success(""); });
+        QCOMPARE(out.kind, OutcomeKind::StoreUnavailable);
+        QCOMPARE(runs, 0);
+
+        o.password = "s3cret";
+        idem::ConnectionPool goodPool(o, 1);
+        idem::Store good(goodPool, ns("pw"));
+        QCOMPARE(good.acquire("x", "").status, idem::AcquireStatus::Acquired);
+
+        // an ACL user with just enough rights, and a database other than 0
+        idem::Connection admin(o);
+        admin.checked({"ACL", "SETUSER", "svc", "on", ">pa ss", "~*", "+@all"});
+        auto acl = quick(server.connectionOptions());
+        acl.user = "svc";
+        acl.password = "pa ss";
+        acl.db = 3;
+        idem::ConnectionPool aclPool(acl, 1);
+        idem::Store aclStore(aclPool, ns("pw"));
+        QCOMPARE(aclStore.acquire("x", "").status, idem::AcquireStatus::Acquired); // db 3: a fresh id
+
+        // nobody listening
+        auto gone = quick(idem::ConnectionOptions{});
+        gone.port = idem::freeLoopbackPort();
+        idem::ConnectionPool gonePool(gone, 1);
+        idem::Store goneStore(gonePool, ns("pw"));
+        QVERIFY_THROWS_EXCEPTION(idem::IoError, goneStore.acquire("x", ""));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFailover)
+#include "tst_failover.moc"

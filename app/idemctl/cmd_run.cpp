@@ -164,6 +164,7 @@ struct Child {
     std::string out;
     bool truncated = false;
     bool killedForLease = false;
+    bool spawnFailed = false;
 };
 
 // Spawns CMD with stdout on a pipe; tees it to our stdout and keeps up to `cap` bytes.
@@ -192,6 +193,7 @@ Child runChild(const std::vector<std::string>& cmd, std::size_t cap, const std::
         const std::string msg = "idemctl run: cannot run '" + cmd.front() + "': " + std::strerror(rc) + "\n";
         writeAll(2, msg);
         c.exitCode = rc == ENOENT ? 127 : 126;
+        c.spawnFailed = true;
         return c;
     }
     char buf[65536];
@@ -291,12 +293,14 @@ int cmdRun(const std::vector<std::string>& argv)
     idem::Store store(pool, so);
     idem::Executor executor(store);
     const std::vector<std::string> cmd = args.afterDashes();
-    // the JSON envelope needs some room; base64 grows 4/3
+    // encodeResult() shrinks what does not fit in the JSON envelope under the cap
     const std::size_t captureCap = so.maxResponseBytes;
 
     Child child;
     auto work = [&](const idem::WorkContext& ctx) -> idem::WorkResult {
         child = runChild(cmd, captureCap, ctx.leaseLost);
+        if (child.spawnFailed) // a typo must not be stored as the id's result
+            return idem::WorkResult::failure("command could not be started", idem::FailPolicy::Release);
         if (child.signal != 0)
             return idem::WorkResult::failure("command killed by signal " + std::to_string(child.signal),
                                              idem::FailPolicy::Release);
