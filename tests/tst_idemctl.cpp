@@ -1,1 +1,275 @@
-int main() { return 0; }
+// idemctl end to end against the fixture's redis-server.
+#include "idem/localserver.h"
+#include "testsupport.h"
+
+#include <QProcess>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+QString s(const char* text) { return QString::fromUtf8(text); }
+} // namespace
+
+class TestIdemctl : public QObject {
+    Q_OBJECT
+
+    QStringList common;
+    QTemporaryDir tmp;
+
+    idemtest::ProcessResult ctl(QStringList args, int timeoutMs = 30000)
+    {
+        return idemtest::runIdemctl(common + args, timeoutMs);
+    }
+    idemtest::ProcessResult run(const QString& key, QStringList cmd, QStringList opts = {})
+    {
+        return ctl(QStringList{s("run"), s("--key"), key} + opts + QStringList{s("--")} + cmd);
+    }
+    static void oneLineError(const idemtest::ProcessResult& r)
+    {
+        const QByteArray e = r.err.trimmed();
+        QVERIFY2(!e.isEmpty(), "an error must be reported");
+        QVERIFY2(!e.contains('\n'), e.constData());
+    }
+
+private slots:
+    void init()
+    {
+        common = {s("--url"), QString::fromStdString(idemtest::sharedRedisUrl()), s("--namespace"),
+                  QString::fromStdString(idemtest::uniqueNamespace("cli"))};
+    }
+
+    void runsOnceAndReplaysOutputAndExitCode()
+    {
+        const QString marker = tmp.filePath(s("ran-once"));
+        const QStringList cmd = {s("sh"), s("-c"), s("echo x >> '%1'; echo hello; exit 3").arg(marker)};
+        auto first = run(s("job-1"), cmd);
+        QCOMPARE(first.exitCode, 3);
+        QCOMPARE(first.out, QByteArray("hello\n"));
+        auto second = run(s("job-1"), cmd);
+        QCOMPARE(second.exitCode, 3);
+        QCOMPARE(second.out, QByteArray("hello\n"));
+        QFile f(marker);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray("x\n"));
+        // binary stdout round-trips
+        auto bin = run(s("bin"), {s("printf"), s("\\000\\377\\001ok")});
+        QCOMPARE(bin.exitCode, 0);
+        const QByteArray expected("\x00\xff\x01ok", 5);
+        QCOMPARE(bin.out, expected);
+        QCOMPARE(run(s("bin"), {s("false")}).out, expected);
+    }
+
+    void payloadMismatch()
+    {
+        const QString a = tmp.filePath(s("a.json")), b = tmp.filePath(s("b.json")), c = tmp.filePath(s("c.json"));
+        auto write = [](const QString& path, const char* text) {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(text);
+        };
+        write(a, R"({"amount": 10, "to": "bob"})");
+        write(b, R"({"to":"bob","amount":10})");
+        write(c, R"({"amount": 11, "to": "bob"})");
+        QCOMPARE(run(s("pay"), {s("echo"), s("paid")}, {s("--payload-file"), a}).exitCode, 0);
+        auto same = run(s("pay"), {s("echo"), s("again")}, {s("--payload-file"), b});
+        QCOMPARE(same.exitCode, 0);
+        QCOMPARE(same.out, QByteArray("paid\n"));
+        auto other = run(s("pay"), {s("echo"), s("again")}, {s("--payload-file"), c});
+        QCOMPARE(other.exitCode, 65);
+        QVERIFY(other.out.isEmpty());
+        oneLineError(other);
+        auto missing = run(s("pay2"), {s("true")}, {s("--payload-file"), tmp.filePath(s("nope"))});
+        QCOMPARE(missing.exitCode, 64);
+        oneLineError(missing);
+    }
+
+    void inProgressAndWait()
+    {
+        QProcess slow;
+        slow.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("slow"), s("--"), s("sh"),
+                                                                 s("-c"), s("sleep 1; echo slow-result")});
+        QVERIFY(slow.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("slow")}).exitCode == 0, 5000);
+        auto busy = run(s("slow"), {s("echo"), s("dup")});
+        QCOMPARE(busy.exitCode, 75);
+        oneLineError(busy);
+        auto waited = run(s("slow"), {s("echo"), s("dup")}, {s("--wait"), s("10s")});
+        QCOMPARE(waited.exitCode, 0);
+        QCOMPARE(waited.out, QByteArray("slow-result\n"));
+        QVERIFY(slow.waitForFinished(10000));
+        QCOMPARE(slow.exitCode(), 0);
+        // a wait that runs out is still "in progress"
+        QProcess slower;
+        slower.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("slower"), s("--"),
+                                                                   s("sleep"), s("2")});
+        QVERIFY(slower.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("slower")}).exitCode == 0, 5000);
+        QCOMPARE(run(s("slower"), {s("true")}, {s("--wait"), s("200ms")}).exitCode, 75);
+        QVERIFY(slower.waitForFinished(10000));
+    }
+
+    void failurePolicies()
+    {
+        const QString marker = tmp.filePath(s("release-runs"));
+        const QStringList failing = {s("sh"), s("-c"), s("echo x >> '%1'; exit 2").arg(marker)};
+        QCOMPARE(run(s("rel"), failing, {s("--on-failure"), s("release")}).exitCode, 2);
+        QCOMPARE(run(s("rel"), failing, {s("--on-failure"), s("release")}).exitCode, 2);
+        QFile f(marker);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray("x\nx\n")); // released: ran again
+        QCOMPARE(run(s("term"), {s("false")}, {s("--on-failure"), s("terminal")}).exitCode, 1);
+        auto dup = run(s("term"), {s("true")});
+        QCOMPARE(dup.exitCode, 79);
+        oneLineError(dup);
+        QCOMPARE(run(s("x"), {s("true")}, {s("--on-failure"), s("sometimes")}).exitCode, 64);
+        // a command that cannot start is not stored as the result
+        QCOMPARE(run(s("typo"), {s("/nonexistent/cmd")}).exitCode, 127);
+        QCOMPARE(run(s("typo"), {s("echo"), s("fixed")}).out, QByteArray("fixed\n"));
+    }
+
+    void outputOverTheCapIsTruncatedNotRefused()
+    {
+        auto big = run(s("big"), {s("sh"), s("-c"), s("head -c 5000 /dev/zero | tr '\\0' a")},
+                       {s("--max-response"), s("1KiB")});
+        QCOMPARE(big.exitCode, 0);
+        QCOMPARE(big.out.size(), 5000); // the live run prints everything
+        auto replay = run(s("big"), {s("true")});
+        QCOMPARE(replay.exitCode, 0);
+        QVERIFY(replay.out.size() > 0 && replay.out.size() < 1024);
+        QVERIFY(big.out.startsWith(replay.out));
+    }
+
+    void badInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::newRow("no key") << QStringList{s("run"), s("--"), s("true")};
+        QTest::newRow("empty key") << QStringList{s("run"), s("--key"), s(""), s("--"), s("true")};
+        QTest::newRow("huge key") << QStringList{s("run"), s("--key"), QString(2000, QLatin1Char('k')), s("--"), s("true")};
+        QTest::newRow("no command") << QStringList{s("run"), s("--key"), s("k")};
+        QTest::newRow("bad lease") << QStringList{s("run"), s("--key"), s("k"), s("--lease"), s("soon"), s("--"), s("true")};
+        QTest::newRow("unknown option") << QStringList{s("run"), s("--key"), s("k"), s("--frobnicate"), s("--"), s("true")};
+        QTest::newRow("unknown command") << QStringList{s("launch")};
+        QTest::newRow("inspect two ids") << QStringList{s("inspect"), s("a"), s("b")};
+    }
+    void badInput()
+    {
+        QFETCH(QStringList, args);
+        auto r = ctl(args);
+        QCOMPARE(r.exitCode, 64);
+        oneLineError(r);
+    }
+
+    void badUrlAndUnreachableServer()
+    {
+        const QString marker = tmp.filePath(s("never"));
+        const QStringList cmd = {s("run"), s("--key"), s("k"), s("--"), s("touch"), marker};
+        auto badUrl = idemtest::runIdemctl(QStringList{s("--url"), s("http://nope")} + cmd);
+        QCOMPARE(badUrl.exitCode, 64);
+        oneLineError(badUrl);
+        const int port = idem::freeLoopbackPort();
+        auto down = idemtest::runIdemctl(QStringList{s("--url"), s("redis://127.0.0.1:%1").arg(port)} + cmd);
+        QCOMPARE(down.exitCode, 69);
+        oneLineError(down);
+        QVERIFY(down.err.contains("not run"));
+        QVERIFY(!QFile::exists(marker)); // fail closed
+        // IDEM_URL is the default
+        QProcess p;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert(s("IDEM_URL"), s("redis://127.0.0.1:%1").arg(port));
+        p.setProcessEnvironment(env);
+        p.start(idemtest::idemctlPath(), cmd);
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 69);
+    }
+
+    void wrongPassword()
+    {
+        idem::LocalServerOptions o;
+        o.extraArgs = {"--requirepass", "right"};
+        idem::LocalServer server(o);
+        const QString url = s("redis://default:wrong@127.0.0.1:%1/0").arg(server.port());
+        auto r = idemtest::runIdemctl({s("--url"), url, s("run"), s("--key"), s("k"), s("--"), s("true")});
+        QCOMPARE(r.exitCode, 69);
+        oneLineError(r);
+        QVERIFY(r.err.contains("authentication failed"));
+        QVERIFY(!r.err.contains("wrong")); // the password is never printed
+    }
+
+    void inspectForceFailPurge()
+    {
+        QCOMPARE(ctl({s("inspect"), s("nothing")}).exitCode, 66);
+        QCOMPARE(run(s("rec"), {s("echo"), s("result")}).exitCode, 0);
+        auto text = ctl({s("inspect"), s("rec")});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY(text.out.contains("COMPLETED"));
+        auto json = ctl({s("inspect"), s("rec"), s("--json")});
+        QCOMPARE(json.exitCode, 0);
+        const auto doc = QJsonDocument::fromJson(json.out).object();
+        QCOMPARE(doc.value(s("state")).toString(), s("COMPLETED"));
+        QCOMPARE(doc.value(s("format")).toString(), s("native"));
+        QVERIFY(doc.value(s("ttl_ms")).toDouble() > 0);
+        QVERIFY(doc.value(s("response")).toString().contains(s("result")));
+
+        // completed records are refused by force-fail; purge lets the id run again
+        auto refused = ctl({s("force-fail"), s("rec"), s("--reason"), s("why not")});
+        QCOMPARE(refused.exitCode, 1);
+        oneLineError(refused);
+        QCOMPARE(ctl({s("purge"), s("rec"), s("--reason"), s("rerun")}).exitCode, 0);
+        QCOMPARE(ctl({s("inspect"), s("rec")}).exitCode, 66);
+        QCOMPARE(ctl({s("purge"), s("rec")}).exitCode, 66);
+        QCOMPARE(run(s("rec"), {s("echo"), s("second")}).out, QByteArray("second\n"));
+        auto after = QJsonDocument::fromJson(ctl({s("inspect"), s("rec"), s("--json")}).out).object();
+        QCOMPARE(after.value(s("fence")).toInt(), 2); // fences increase across the purge
+        QCOMPARE(after.value(s("meta")).toObject().value(s("last_op")).toString(), s("purge"));
+
+        // a stuck run is force-failed by an operator
+        QProcess stuck;
+        stuck.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("stuck"), s("--"),
+                                                                  s("sleep"), s("1")});
+        QVERIFY(stuck.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("stuck")}).exitCode == 0, 5000);
+        auto ff = ctl({s("force-fail"), s("stuck"), s("--reason"), s("host died"), s("--terminal")});
+        QCOMPARE(ff.exitCode, 0);
+        QVERIFY(stuck.waitForFinished(10000));
+        QCOMPARE(stuck.exitCode(), 70); // its lease was taken away: the result is not stored
+        auto rec = QJsonDocument::fromJson(ctl({s("inspect"), s("stuck"), s("--json")}).out).object();
+        QCOMPARE(rec.value(s("state")).toString(), s("FAILED"));
+        QCOMPARE(rec.value(s("terminal")).toBool(), true);
+        QCOMPARE(rec.value(s("operator")).toObject().value(s("reason")).toString(), s("host died"));
+        QCOMPARE(run(s("stuck"), {s("true")}).exitCode, 79);
+    }
+
+    void foreignAndWrongTypeKeys()
+    {
+        idem::Connection c(idemtest::sharedRedis());
+        const std::string ns = common.at(3).toStdString();
+        c.checked({"RPUSH", ns + ":{alist}", "a"});
+        c.checked({"SET", ns + ":{foreign}", R"({"status":"PROCESSING","lock_expiry":1})"});
+        auto r = run(s("alist"), {s("echo"), s("no")});
+        QCOMPARE(r.exitCode, 69);
+        QVERIFY(r.err.contains("list"));
+        QVERIFY(r.out.isEmpty());
+        QCOMPARE(idem::reply::integer(c.checked({"LLEN", ns + ":{alist}"}).get()), std::int64_t(1));
+        auto j = QJsonDocument::fromJson(ctl({s("inspect"), s("foreign"), s("--json")}).out).object();
+        QCOMPARE(j.value(s("format")).toString(), s("json"));
+        QCOMPARE(j.value(s("state")).toString(), s("STARTED"));
+        QCOMPARE(j.value(s("stale")).toBool(), true);
+        QCOMPARE(j.value(s("ttl_ms")).toInt(), -1);
+        auto l = QJsonDocument::fromJson(ctl({s("inspect"), s("alist"), s("--json")}).out).object();
+        QCOMPARE(l.value(s("state")).toString(), s("MALFORMED"));
+        QVERIFY(l.value(s("reason")).toString().contains(s("list")));
+    }
+
+    void demo()
+    {
+        auto r = idemtest::runIdemctl({s("demo"), s("--ids"), s("3"), s("--duplicates"), s("3")}, 60000);
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("0 double charges"));
+        QVERIFY(r.out.contains("3 executed"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestIdemctl)
+#include "tst_idemctl.moc"
