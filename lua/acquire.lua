@@ -1,62 +1,68 @@
 -- idem: acquire an idempotency record.
 -- KEYS[1] record hash  <ns>:{<id>}
--- KEYS[2] meta hash    <ns>:{<id>}:meta  (fencing counter and last operator action; outlives the record)
+-- KEYS[2] meta hash    <ns>:{<id>}:meta  (written by purge: the last fence and who purged; read here)
 -- ARGV[1] payload fingerprint ('' = do not check)
 -- ARGV[2] owner token proposed by the caller
 -- ARGV[3] lease in ms
 -- ARGV[4] how long a STARTED record is kept past its lease deadline, in ms (so stale locks stay visible)
 --
--- Replies (first element is the status):
---   {'ACQUIRED', token, fence, attempt, lease_until_ms, takeover(0/1), now_ms}
+-- Replies (first element is the status, last the server time in ms):
+--   {'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1), now_ms}
 --   {'DUPLICATE', response, fence, finished_ms, now_ms}
 --   {'IN_PROGRESS', remaining_ms, attempt, fence, now_ms}
 --   {'FAILED', error, fence, now_ms}          (terminal failure stored)
 --   {'MISMATCH', stored_fingerprint, state, now_ms}
 --   {'UNUSABLE', reason, now_ms}              (key holds something that is not an idem record)
+--
+-- Fencing numbers are max(previous fence + 1, server time in microseconds): they strictly increase
+-- across takeovers (previous + 1), across purges (purge keeps the last fence in the meta key) and
+-- across expiry (the clock has moved on), without a counter key on the hot path.
+-- This is the hot path: every redis.call costs, so the common cases make as few as they can.
 local rec, meta = KEYS[1], KEYS[2]
 local fp, token = ARGV[1], ARGV[2]
 local lease, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(nowUs / 1000)
 
-local ktype = redis.call('TYPE', rec)['ok']
-if ktype ~= 'none' and ktype ~= 'hash' then
-  return {'UNUSABLE', 'key holds a ' .. ktype .. ', not an idem record', now}
+local h = redis.pcall('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms',
+                      'failure', 'started_ms')
+if h.err then
+  return {'UNUSABLE', 'key holds a ' .. redis.call('TYPE', rec)['ok'] .. ', not an idem record', now}
 end
+local state = h[1]
 
-local function start(attempt, prevFence, takeover)
-  local fence = redis.call('HINCRBY', meta, 'fence', 1)
-  if fence <= prevFence then
-    -- the meta key was lost (never expected: it outlives the record); keep fences increasing anyway
-    fence = prevFence + 1
-    redis.call('HSET', meta, 'fence', fence)
+if not state then
+  if redis.call('EXISTS', rec) == 1 then
+    return {'UNUSABLE', 'hash has no idem state field', now}
   end
-  redis.call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms')
-  redis.call('HSET', rec, 'v', '1', 'state', 'STARTED', 'fp', fp, 'token', token,
-             'fence', fence, 'attempt', attempt, 'started_ms', now,
-             'lease_until_ms', now + lease, 'updated_ms', now)
-  redis.call('HSETNX', rec, 'created_ms', now)
+  local fence = math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs)
+  redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', fence,
+             'attempt', 1, 'started_ms', now, 'lease_until_ms', now + lease)
   redis.call('PEXPIRE', rec, lease + keep)
-  if redis.call('PTTL', meta) < lease + keep then
-    redis.call('PEXPIRE', meta, lease + keep)
-  end
-  return {'ACQUIRED', token, fence, attempt, now + lease, takeover, now}
+  return {'ACQUIRED', fence, 1, now + lease, 0, now}
 end
 
-if ktype == 'none' then
-  local lastFence = tonumber(redis.call('HGET', meta, 'fence') or '0') or 0
-  return start(1, lastFence, 0)
-end
-
-local h = redis.call('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms', 'failure')
-local state, sfp, stoken = h[1], h[2], h[3]
+local sfp, stoken = h[2], h[3]
 local sfence, sattempt = tonumber(h[4]) or 0, tonumber(h[5]) or 0
 local until_ms, failure = tonumber(h[6]) or 0, h[7]
 if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
-  return {'UNUSABLE', 'hash has no idem state field', now}
+  return {'UNUSABLE', 'hash has an unknown state', now}
 end
 if fp ~= '' and sfp and sfp ~= '' and sfp ~= fp then
   return {'MISMATCH', sfp, state, now}
+end
+
+-- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED)
+local function restart(takeover)
+  local fence = math.max(sfence + 1, nowUs)
+  local attempt = sattempt + 1
+  redis.call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms')
+  redis.call('HSETNX', rec, 'created_ms', h[8] or now)
+  redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', fence,
+             'attempt', attempt, 'started_ms', now, 'lease_until_ms', now + lease)
+  redis.call('PEXPIRE', rec, lease + keep)
+  return {'ACQUIRED', fence, attempt, now + lease, takeover, now}
 end
 
 if state == 'COMPLETED' then
@@ -66,15 +72,15 @@ end
 if state == 'STARTED' then
   if stoken == token then
     -- the same caller retrying after a lost reply: hand back the same ownership
-    return {'ACQUIRED', token, sfence, sattempt, until_ms, 0, now}
+    return {'ACQUIRED', sfence, sattempt, until_ms, 0, now}
   end
   if until_ms > now then
     return {'IN_PROGRESS', until_ms - now, sattempt, sfence, now}
   end
-  return start(sattempt + 1, sfence, 1)
+  return restart(1)
 end
 -- FAILED
 if failure == 'terminal' then
   return {'FAILED', redis.call('HGET', rec, 'error') or '', sfence, now}
 end
-return start(sattempt + 1, sfence, 0)
+return restart(0)

@@ -1,5 +1,5 @@
 -- idem: an operator marks a record FAILED without its token (a stuck or poisoned id).
--- KEYS[1] record hash, KEYS[2] meta hash
+-- KEYS[1] record hash, KEYS[2] meta hash (unused)
 -- ARGV[1] reason, ARGV[2] 'terminal' or 'retryable', ARGV[3] who, ARGV[4] retention in ms
 -- Replies: {'OK', previous_state, now_ms} | {'NOT_FOUND', '', now_ms}
 --          | {'REFUSED', why, now_ms}   (COMPLETED records keep their result: purge them instead)
@@ -26,12 +26,6 @@ end
 -- clearing the token makes the current owner's complete/renew answer "lease lost"
 redis.call('HDEL', rec, 'token')
 redis.call('HSET', rec, 'state', 'FAILED', 'failure', failure, 'error', 'forced: ' .. reason,
-           'finished_ms', now, 'updated_ms', now,
-           'op', 'force-fail', 'op_by', who, 'op_at_ms', now, 'op_reason', reason)
+           'finished_ms', now, 'op', 'force-fail', 'op_by', who, 'op_at_ms', now, 'op_reason', reason)
 redis.call('PEXPIRE', rec, retention)
-if redis.call('PTTL', meta) < retention then
-  redis.call('PEXPIRE', meta, retention)
-end
-redis.call('HSET', meta, 'last_op', 'force-fail', 'last_op_by', who, 'last_op_at_ms', now,
-           'last_op_reason', reason)
 return {'OK', state, now}

@@ -1,5 +1,6 @@
 -- idem: an operator deletes a record (any type) so the id can run again. The meta key keeps the
--- fencing counter, so fences stay increasing across the purge, and records who purged and why.
+-- record's last fencing number, so fences keep increasing after the purge whatever the clocks do,
+-- and records who purged, when and why.
 -- KEYS[1] record hash, KEYS[2] meta hash
 -- ARGV[1] who, ARGV[2] reason, ARGV[3] how long the meta key is kept at least, in ms
 -- Replies: {'OK', previous_state_or_type, now_ms} | {'NOT_FOUND', '', now_ms}
@@ -15,7 +16,12 @@ if ktype == 'none' then
 end
 local prev = ktype
 if ktype == 'hash' then
-  prev = redis.call('HGET', rec, 'state') or 'hash'
+  local h = redis.call('HMGET', rec, 'state', 'fence')
+  prev = h[1] or 'hash'
+  local fence = tonumber(h[2])
+  if fence and fence > (tonumber(redis.call('HGET', meta, 'fence')) or 0) then
+    redis.call('HSET', meta, 'fence', h[2])
+  end
 end
 redis.call('DEL', rec)
 redis.call('HSET', meta, 'last_op', 'purge', 'last_op_by', who, 'last_op_at_ms', now,

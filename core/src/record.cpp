@@ -243,11 +243,12 @@ Record decodeHash(std::vector<std::pair<std::string, std::string>> fields, const
         r.state = RecordState::Malformed;
         r.reason = "unknown state '" + *state + "'";
     }
-    r.createdMs = getInt("created_ms");
     r.startedMs = getInt("started_ms");
+    r.createdMs = getInt("created_ms"); // written on the second attempt; the first one's start otherwise
+    if (!r.createdMs)
+        r.createdMs = r.startedMs;
     r.leaseUntilMs = getInt("lease_until_ms");
     r.finishedMs = getInt("finished_ms");
-    r.updatedMs = getInt("updated_ms");
     r.fence = getInt("fence").value_or(0);
     r.attempt = getInt("attempt").value_or(0);
     if (const std::string* v = get("token"))

@@ -87,7 +87,7 @@ void Store::checkId(std::string_view id) const
                          std::to_string(m_options.maxIdBytes) + "-byte limit");
 }
 
-AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id) const
+AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id, std::string_view token) const
 {
     using namespace reply;
     AcquireResult out;
@@ -97,11 +97,11 @@ AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id) cons
     if (status == "ACQUIRED") {
         out.status = AcquireStatus::Acquired;
         out.ticket.id = std::string(id);
-        out.ticket.token = str(element(r, 1));
-        out.ticket.fence = out.fence = integer(element(r, 2));
-        out.ticket.attempt = out.attempt = integer(element(r, 3));
-        out.ticket.leaseUntilMs = integer(element(r, 4));
-        out.takeover = integer(element(r, 5)) != 0;
+        out.ticket.token = std::string(token);
+        out.ticket.fence = out.fence = integer(element(r, 1));
+        out.ticket.attempt = out.attempt = integer(element(r, 2));
+        out.ticket.leaseUntilMs = integer(element(r, 3));
+        out.takeover = integer(element(r, 4)) != 0;
     } else if (status == "DUPLICATE") {
         out.status = AcquireStatus::Duplicate;
         out.response = str(element(r, 1));
@@ -185,7 +185,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     for (std::size_t i = 0; i < replies.size(); ++i) {
         if (reply::isError(replies[i].get()))
             throw ReplyError("acquire: " + std::string(reply::errorText(replies[i].get())));
-        out.push_back(parseAcquire(replies[i].get(), requests[i].id));
+        out.push_back(parseAcquire(replies[i].get(), requests[i].id, tokens[i]));
     }
     return out;
 }

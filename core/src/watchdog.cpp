@@ -27,12 +27,18 @@ std::shared_ptr<WatchEntry> Watchdog::add(const Ticket& t, Millis lease, Clock::
     e->lease = lease;
     e->localDeadline = localDeadline;
     e->nextRenew = Clock::now() + std::max(Millis(1), lease / 3);
+    bool wake = false;
     {
         std::lock_guard lock(m_mutex);
         m_entries.push_back(e);
-        ++m_generation;
+        // wake the thread only if it would sleep past this entry's first renewal: with equal
+        // leases that is rare, and execute() stays free of a context switch per call
+        wake = e->nextRenew < m_wakeAt;
+        if (wake)
+            ++m_generation;
     }
-    m_cv.notify_all();
+    if (wake)
+        m_cv.notify_all();
     return e;
 }
 
@@ -46,17 +52,14 @@ void Watchdog::run(std::stop_token stop)
 {
     std::unique_lock lock(m_mutex);
     while (!stop.stop_requested()) {
-        if (m_entries.empty()) {
-            m_cv.wait(lock, stop, [this] { return !m_entries.empty(); });
-            continue;
-        }
-        auto next = std::min_element(m_entries.begin(), m_entries.end(), [](const auto& a, const auto& b) {
-                        return a->nextRenew < b->nextRenew;
-                    })->get()->nextRenew;
+        auto next = Clock::now() + std::chrono::seconds(1);
+        for (const auto& e : m_entries)
+            next = std::min(next, e->nextRenew);
         if (Clock::now() < next) {
             const auto gen = m_generation;
-            const auto until = std::min(next, Clock::now() + std::chrono::seconds(1));
-            m_cv.wait_until(lock, stop, until, [&] { return m_generation != gen; });
+            m_wakeAt = next;
+            m_cv.wait_until(lock, stop, next, [&] { return m_generation != gen; });
+            m_wakeAt = Clock::time_point::min(); // awake: add() need not notify
             continue;
         }
         std::vector<std::shared_ptr<WatchEntry>> due;

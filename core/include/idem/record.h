@@ -26,7 +26,7 @@ struct Record {
     std::string staleWhy;
     bool terminal = false; // FAILED and terminal
     std::int64_t ttlMs = -2; // PTTL: -1 = no TTL (flag it), -2 = unknown / not read
-    std::optional<std::int64_t> createdMs, startedMs, leaseUntilMs, finishedMs, updatedMs;
+    std::optional<std::int64_t> createdMs, startedMs, leaseUntilMs, finishedMs;
     std::string owner; // token
     std::string fingerprint;
     std::int64_t fence = 0;

@@ -40,6 +40,7 @@ private:
     std::condition_variable_any m_cv;
     std::list<std::shared_ptr<WatchEntry>> m_entries;
     std::uint64_t m_generation = 0; // bumped by add(): wakes the thread for an earlier deadline
+    std::chrono::steady_clock::time_point m_wakeAt = std::chrono::steady_clock::time_point::min();
     std::jthread m_thread; // last: started after the members it uses
 };
 

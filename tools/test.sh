@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One command for all tests: installs dependencies, builds with warnings as errors, runs the Qt Test
+# suite through ctest (a fixture starts a private redis-server), then builds and runs it again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup-debian.sh
+jobs=$(nproc)
+
+echo "== build (warnings are errors)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_BUILD_TESTS=ON
+cmake --build build -j "$jobs"
+echo "== tests"
+(cd build && ctest --output-on-failure -j 2)
+
+if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== build with AddressSanitizer + UBSan"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIDEM_WERROR=ON -DIDEM_SANITIZE=ON -DIDEM_BUILD_TESTS=ON
+  cmake --build build-asan -j "$jobs"
+  echo "== tests under AddressSanitizer + UBSan"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  (cd build-asan && ctest --output-on-failure -j 2)
+fi
