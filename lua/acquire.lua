@@ -1,12 +1,11 @@
--- idem: acquire an idempotency record.
--- KEYS[1] record hash  <ns>:{<id>}
--- KEYS[2] meta hash    <ns>:{<id>}:meta  (written by purge: the last fence and who purged; read here)
--- ARGV[1] payload fingerprint ('' = do not check)
--- ARGV[2] owner token proposed by the caller
--- ARGV[3] lease in ms
--- ARGV[4] how long a STARTED record is kept past its lease deadline, in ms (so stale locks stay visible)
+-- idem: acquire idempotency records, one or many in one call.
+-- For each id i (1-based):  KEYS[2i-1] record hash <ns>:{<id>}
+--                           KEYS[2i]   meta hash   <ns>:{<id>}:meta (written by purge; read here)
+-- ARGV[1] lease in ms
+-- ARGV[2] how long a STARTED record is kept past its lease deadline, in ms (stale locks stay visible)
+-- ARGV[2i+1] payload fingerprint of id i ('' = do not check), ARGV[2i+2] owner token it proposes
 --
--- Replies (first element is the status, last the server time in ms):
+-- Reply: one array per id, in order; first element the status, last the server time in ms:
 --   {'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1), now_ms}
 --   {'DUPLICATE', response, fence, finished_ms, now_ms}
 --   {'IN_PROGRESS', remaining_ms, attempt, fence, now_ms}
@@ -17,70 +16,80 @@
 -- Fencing numbers are max(previous fence + 1, server time in microseconds): they strictly increase
 -- across takeovers (previous + 1), across purges (purge keeps the last fence in the meta key) and
 -- across expiry (the clock has moved on), without a counter key on the hot path.
--- This is the hot path: every redis.call costs, so the common cases make as few as they can.
-local rec, meta = KEYS[1], KEYS[2]
-local fp, token = ARGV[1], ARGV[2]
-local lease, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- Many ids per call spare the per-command cost of EVALSHA; on a Redis Cluster the caller groups ids
+-- by hash slot. This is the hot path: the common cases make as few redis.calls as they can.
+local lease, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
 local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now = math.floor(nowUs / 1000)
+local nowS = string.format('%d', now)
 
-local h = redis.pcall('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms',
-                      'failure', 'started_ms')
-if h.err then
-  return {'UNUSABLE', 'key holds a ' .. redis.call('TYPE', rec)['ok'] .. ', not an idem record', now}
-end
-local state = h[1]
-
-if not state then
-  if redis.call('EXISTS', rec) == 1 then
-    return {'UNUSABLE', 'hash has no idem state field', now}
+local function acquire(rec, meta, fp, token)
+  local h = redis.pcall('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms',
+                        'failure', 'started_ms')
+  if h.err then
+    return {'UNUSABLE', 'key holds a ' .. redis.call('TYPE', rec)['ok'] .. ', not an idem record', now}
   end
-  local fence = math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs)
-  redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', fence,
-             'attempt', 1, 'started_ms', now, 'lease_until_ms', now + lease)
-  redis.call('PEXPIRE', rec, lease + keep)
-  return {'ACQUIRED', fence, 1, now + lease, 0, now}
-end
+  local state = h[1]
 
-local sfp, stoken = h[2], h[3]
-local sfence, sattempt = tonumber(h[4]) or 0, tonumber(h[5]) or 0
-local until_ms, failure = tonumber(h[6]) or 0, h[7]
-if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
-  return {'UNUSABLE', 'hash has an unknown state', now}
-end
-if fp ~= '' and sfp and sfp ~= '' and sfp ~= fp then
-  return {'MISMATCH', sfp, state, now}
-end
-
--- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED)
-local function restart(takeover)
-  local fence = math.max(sfence + 1, nowUs)
-  local attempt = sattempt + 1
-  redis.call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms')
-  redis.call('HSETNX', rec, 'created_ms', h[8] or now)
-  redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', fence,
-             'attempt', attempt, 'started_ms', now, 'lease_until_ms', now + lease)
-  redis.call('PEXPIRE', rec, lease + keep)
-  return {'ACQUIRED', fence, attempt, now + lease, takeover, now}
-end
-
-if state == 'COMPLETED' then
-  local r = redis.call('HMGET', rec, 'response', 'finished_ms')
-  return {'DUPLICATE', r[1] or '', sfence, tonumber(r[2]) or 0, now}
-end
-if state == 'STARTED' then
-  if stoken == token then
-    -- the same caller retrying after a lost reply: hand back the same ownership
-    return {'ACQUIRED', sfence, sattempt, until_ms, 0, now}
+  if not state then
+    if redis.call('EXISTS', rec) == 1 then
+      return {'UNUSABLE', 'hash has no idem state field', now}
+    end
+    local fence = math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs)
+    -- numbers formatted once with %d: cheaper than redis.call's own conversion of each
+    redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token,
+               'fence', string.format('%d', fence), 'attempt', '1', 'started_ms', nowS,
+               'lease_until_ms', string.format('%d', now + lease))
+    redis.call('PEXPIRE', rec, lease + keep)
+    return {'ACQUIRED', fence, 1, now + lease, 0, now}
   end
-  if until_ms > now then
-    return {'IN_PROGRESS', until_ms - now, sattempt, sfence, now}
+
+  local sfp, stoken = h[2], h[3]
+  local sfence, sattempt = tonumber(h[4]) or 0, tonumber(h[5]) or 0
+  local until_ms, failure = tonumber(h[6]) or 0, h[7]
+  if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
+    return {'UNUSABLE', 'hash has an unknown state', now}
   end
-  return restart(1)
+  if fp ~= '' and sfp and sfp ~= '' and sfp ~= fp then
+    return {'MISMATCH', sfp, state, now}
+  end
+
+  -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED)
+  local function restart(takeover)
+    local fence = math.max(sfence + 1, nowUs)
+    local attempt = sattempt + 1
+    redis.call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms')
+    redis.call('HSETNX', rec, 'created_ms', h[8] or now)
+    redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', fence,
+               'attempt', attempt, 'started_ms', now, 'lease_until_ms', now + lease)
+    redis.call('PEXPIRE', rec, lease + keep)
+    return {'ACQUIRED', fence, attempt, now + lease, takeover, now}
+  end
+
+  if state == 'COMPLETED' then
+    local r = redis.call('HMGET', rec, 'response', 'finished_ms')
+    return {'DUPLICATE', r[1] or '', sfence, tonumber(r[2]) or 0, now}
+  end
+  if state == 'STARTED' then
+    if stoken == token then
+      -- the same caller retrying after a lost reply: hand back the same ownership
+      return {'ACQUIRED', sfence, sattempt, until_ms, 0, now}
+    end
+    if until_ms > now then
+      return {'IN_PROGRESS', until_ms - now, sattempt, sfence, now}
+    end
+    return restart(1)
+  end
+  -- FAILED
+  if failure == 'terminal' then
+    return {'FAILED', redis.call('HGET', rec, 'error') or '', sfence, now}
+  end
+  return restart(0)
 end
--- FAILED
-if failure == 'terminal' then
-  return {'FAILED', redis.call('HGET', rec, 'error') or '', sfence, now}
+
+local out = {}
+for i = 1, #KEYS / 2 do
+  out[i] = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
 end
-return restart(0)
+return out

@@ -25,6 +25,6 @@ end
 if #response > cap then
   return {'TOO_LARGE', cap, now}
 end
-redis.call('HSET', rec, 'state', 'COMPLETED', 'response', response, 'finished_ms', now)
+redis.call('HSET', rec, 'state', 'COMPLETED', 'response', response, 'finished_ms', string.format('%d', now))
 redis.call('PEXPIRE', rec, retention)
 return {'OK', tonumber(h[3]) or 0, now}

@@ -360,12 +360,14 @@ private slots:
         // a caller retrying after a lost reply (same token) gets its own ownership back
         const std::string rk = store->recordKey("lost-reply"), mk = store->metaKey("lost-reply");
         const std::string token = idem::newToken();
-        auto once = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"", token, "5000", "60000"});
-        auto twice = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"", token, "5000", "60000"});
-        QCOMPARE(idem::reply::str(idem::reply::element(once.get(), 0)), std::string("ACQUIRED"));
-        QCOMPARE(idem::reply::str(idem::reply::element(twice.get(), 0)), std::string("ACQUIRED"));
-        QCOMPARE(idem::reply::integer(idem::reply::element(twice.get(), 2)),
-                 idem::reply::integer(idem::reply::element(once.get(), 2))); // same fence
+        auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "60000", "", token});
+        auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "60000", "", token});
+        const auto* once = idem::reply::element(onceReply.get(), 0);
+        const auto* twice = idem::reply::element(twiceReply.get(), 0);
+        QCOMPARE(idem::reply::str(idem::reply::element(once, 0)), std::string("ACQUIRED"));
+        QCOMPARE(idem::reply::str(idem::reply::element(twice, 0)), std::string("ACQUIRED"));
+        QCOMPARE(idem::reply::integer(idem::reply::element(twice, 1)),
+                 idem::reply::integer(idem::reply::element(once, 1))); // same fence
         // another token is a real duplicate
         QCOMPARE(store->acquire("lost-reply", "").status, AcquireStatus::InProgress);
         idem::Ticket t{"lost-reply", token, 1, 1, 0};

@@ -60,10 +60,15 @@ const std::vector<const Script*>& all()
 std::vector<std::string_view> evalshaArgs(const Script& s, const std::vector<std::string_view>& keys,
                                           const std::vector<std::string_view>& args)
 {
-    // numkeys must outlive the returned views: the scripts here have 1 or 2 keys
-    static const std::string_view counts[] = {"0", "1", "2", "3", "4"};
-    if (keys.size() >= std::size(counts))
-        throw UsageError("too many keys for a script");
+    // numkeys must outlive the returned views: a static table covers every count idem sends
+    static const std::vector<std::string> counts = [] {
+        std::vector<std::string> v;
+        for (std::size_t i = 0; i <= kMaxScriptKeys; ++i)
+            v.push_back(std::to_string(i));
+        return v;
+    }();
+    if (keys.size() > kMaxScriptKeys)
+        throw UsageError("too many keys for one script call");
     std::vector<std::string_view> argv;
     argv.reserve(3 + keys.size() + args.size());
     argv.push_back("EVALSHA");

@@ -136,12 +136,14 @@ AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, 
 std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>& requests,
                                                std::optional<Millis> lease)
 {
+    if (requests.empty())
+        return {};
     for (const auto& rq : requests)
         checkId(rq.id);
-    const std::string leaseMs = std::to_string(lease.value_or(m_options.lease).count());
-    const std::string keepMs = std::to_string(m_options.staleKeep.count());
     if (lease && lease->count() <= 0)
         throw UsageError("lease must be positive");
+    const std::string leaseMs = std::to_string(lease.value_or(m_options.lease).count());
+    const std::string keepMs = std::to_string(m_options.staleKeep.count());
     const Script& s = scripts::acquire();
 
     std::vector<std::string> keys, tokens;
@@ -149,14 +151,25 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     tokens.reserve(requests.size());
     for (const auto& rq : requests) {
         keys.push_back(recordKey(rq.id));
-        keys.push_back(metaKey(rq.id));
+        keys.push_back(keys.back() + ":meta");
         tokens.push_back(newToken());
     }
+    // acquire.lua takes many ids per call (sparing EVALSHA's per-command cost); chunks of
+    // kIdsPerCall go out pipelined, so a batch is one round trip whatever its size.
+    // (On a Redis Cluster each call would hold the ids of one hash slot.)
+    constexpr std::size_t kIdsPerCall = 64;
     std::vector<std::vector<std::string_view>> cmds;
-    cmds.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i)
-        cmds.push_back(evalshaArgs(s, {keys[2 * i], keys[2 * i + 1]},
-                                   {requests[i].fingerprint, tokens[i], leaseMs, keepMs}));
+    for (std::size_t first = 0; first < requests.size(); first += kIdsPerCall) {
+        const std::size_t last = std::min(requests.size(), first + kIdsPerCall);
+        std::vector<std::string_view> k(keys.begin() + static_cast<long>(2 * first),
+                                        keys.begin() + static_cast<long>(2 * last));
+        std::vector<std::string_view> a = {leaseMs, keepMs};
+        for (std::size_t i = first; i < last; ++i) {
+            a.push_back(requests[i].fingerprint);
+            a.push_back(tokens[i]);
+        }
+        cmds.push_back(evalshaArgs(s, k, a));
+    }
 
     auto conn = m_pool.acquire();
     std::vector<ReplyPtr> replies;
@@ -165,7 +178,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     else
         replies = conn->pipeline(cmds);
 
-    // NOSCRIPT means the script did not run: load it once and send those again.
+    // NOSCRIPT means the script did not run: load it once and send those calls again.
     std::vector<std::size_t> again;
     for (std::size_t i = 0; i < replies.size(); ++i)
         if (isNoScript(replies[i].get()))
@@ -181,11 +194,17 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     }
 
     std::vector<AcquireResult> out;
-    out.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-        if (reply::isError(replies[i].get()))
-            throw ReplyError("acquire: " + std::string(reply::errorText(replies[i].get())));
-        out.push_back(parseAcquire(replies[i].get(), requests[i].id, tokens[i]));
+    out.reserve(requests.size());
+    for (std::size_t c = 0; c < replies.size(); ++c) {
+        const redisReply* r = replies[c].get();
+        if (reply::isError(r))
+            throw ReplyError("acquire: " + std::string(reply::errorText(r)));
+        const std::size_t first = c * kIdsPerCall;
+        const std::size_t count = std::min(kIdsPerCall, requests.size() - first);
+        if (reply::arraySize(r) != count)
+            throw ProtoError("acquire script answered for the wrong number of ids");
+        for (std::size_t i = 0; i < count; ++i)
+            out.push_back(parseAcquire(reply::element(r, i), requests[first + i].id, tokens[first + i]));
     }
     return out;
 }

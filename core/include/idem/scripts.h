@@ -25,7 +25,9 @@ const Script& purge();
 const std::vector<const Script*>& all();
 } // namespace scripts
 
-// The argument vector of EVALSHA sha numkeys keys... args...
+inline constexpr std::size_t kMaxScriptKeys = 256;
+
+// The argument vector of EVALSHA sha numkeys keys... args... (at most kMaxScriptKeys keys)
 std::vector<std::string_view> evalshaArgs(const Script& s, const std::vector<std::string_view>& keys,
                                           const std::vector<std::string_view>& args);
 bool isNoScript(const redisReply* r);
