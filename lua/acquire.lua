@@ -37,16 +37,22 @@ local function acquire(rec, meta, fp, token)
       return {'UNUSABLE', 'hash has no idem state field', now}
     end
     local fence = math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs)
-    -- numbers formatted once with %d: cheaper than redis.call's own conversion of each
-    redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token,
-               'fence', string.format('%d', fence), 'attempt', '1', 'started_ms', nowS,
-               'lease_until_ms', string.format('%d', now + lease))
+    -- the fewest fields that say it all (attempt 1 and an empty fingerprint are implied), and
+    -- numbers formatted with %d: cheaper than redis.call's own conversion of each
+    if fp == '' then
+      redis.call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', string.format('%d', fence),
+                 'started_ms', nowS, 'lease_until_ms', string.format('%d', now + lease))
+    else
+      redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token,
+                 'fence', string.format('%d', fence), 'started_ms', nowS,
+                 'lease_until_ms', string.format('%d', now + lease))
+    end
     redis.call('PEXPIRE', rec, lease + keep)
     return {'ACQUIRED', fence, 1, now + lease, 0, now}
   end
 
   local sfp, stoken = h[2], h[3]
-  local sfence, sattempt = tonumber(h[4]) or 0, tonumber(h[5]) or 0
+  local sfence, sattempt = tonumber(h[4]) or 0, tonumber(h[5]) or 1
   local until_ms, failure = tonumber(h[6]) or 0, h[7]
   if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
     return {'UNUSABLE', 'hash has an unknown state', now}

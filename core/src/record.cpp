@@ -250,7 +250,7 @@ Record decodeHash(std::vector<std::pair<std::string, std::string>> fields, const
     r.leaseUntilMs = getInt("lease_until_ms");
     r.finishedMs = getInt("finished_ms");
     r.fence = getInt("fence").value_or(0);
-    r.attempt = getInt("attempt").value_or(0);
+    r.attempt = getInt("attempt").value_or(1); // the first attempt does not write it
     if (const std::string* v = get("token"))
         r.owner = *v;
     if (const std::string* v = get("fp"))
