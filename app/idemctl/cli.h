@@ -63,6 +63,10 @@ int cmdRun(const std::vector<std::string>& argv);
 int cmdInspect(const std::vector<std::string>& argv);
 int cmdForceFail(const std::vector<std::string>& argv);
 int cmdPurge(const std::vector<std::string>& argv);
+bool purgesMany(const std::vector<std::string>& argv);
+int cmdList(const std::vector<std::string>& argv);
+int cmdStats(const std::vector<std::string>& argv);
+int cmdPurgeMany(const std::vector<std::string>& argv);
 int cmdDemo(const std::vector<std::string>& argv, const std::string& self);
 
 } // namespace idemctl

@@ -184,13 +184,27 @@ int cmdForceFail(const std::vector<std::string>& argv)
     return Refused;
 }
 
+bool purgesMany(const std::vector<std::string>& argv)
+{
+    for (const auto& a : argv)
+        if (a == "--state" || a.starts_with("--state=") || a == "--stale" || a == "--pattern" ||
+            a.starts_with("--pattern="))
+            return true;
+    return false;
+}
+
 int cmdPurge(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--reason", "--by"}, {});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n\nDeletes the record of ID (any "
-                  "type) so the id can run again. The fencing counter\nis kept, so fences keep "
-                  "increasing; who, when and why are kept in the meta key.");
+        std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n"
+                  "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes]\n\n"
+                  "With an ID: deletes its record (any type) so the id can run again; the last fence,\n"
+                  "who, when and why are kept in the meta key.\n"
+                  "With --state (started, stale, completed, failed, malformed, no-ttl), --stale or\n"
+                  "--pattern: scans (SCAN, bounded COUNT) and deletes the matching keys with UNLINK in\n"
+                  "batches of 500, each only if it is unchanged since it was read (a lock renewed or\n"
+                  "completed meanwhile stays). Without --yes it only lists what it would remove.");
         return Ok;
     }
     const std::string id = oneId(args, "purge");

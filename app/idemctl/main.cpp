@@ -21,6 +21,12 @@ commands:
   force-fail ID [--reason R] [--terminal]
                         mark a record FAILED without its owner token (stuck work)
   purge ID [--reason R] delete a record so the id can run again
+  purge --state S | --stale | --pattern GLOB [--dry-run] [--yes]
+                        delete many, in bounded batches, only if unchanged since read
+  list [--state S] [--stale] [--pattern GLOB] [--json]
+                        records by state, format and TTL (SCAN, never KEYS)
+  stats [--pattern GLOB] [--json]
+                        counts: total, started, stale, completed, failed, malformed, no_ttl
   demo [--ids N] [--duplicates D]
                         race duplicate deliveries through `idemctl run` on a private redis-server
 
@@ -81,7 +87,11 @@ int main(int argc, char** argv)
         if (command == "force-fail")
             return idemctl::cmdForceFail(rest);
         if (command == "purge")
-            return idemctl::cmdPurge(rest);
+            return idemctl::purgesMany(rest) ? idemctl::cmdPurgeMany(rest) : idemctl::cmdPurge(rest);
+        if (command == "list")
+            return idemctl::cmdList(rest);
+        if (command == "stats")
+            return idemctl::cmdStats(rest);
         if (command == "demo")
             return idemctl::cmdDemo(rest, selfPath(argv[0]));
         if (command == "help") {

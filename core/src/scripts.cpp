@@ -8,7 +8,7 @@
 namespace idem {
 
 namespace lua {
-extern const std::string_view acquire, complete, fail, renew, force_fail, purge;
+extern const std::string_view acquire, complete, fail, renew, force_fail, purge, unlink_if;
 }
 
 namespace {
@@ -49,10 +49,15 @@ const Script& purge()
     static const Script s = make("purge", lua::purge);
     return s;
 }
+const Script& unlinkIf()
+{
+    static const Script s = make("unlink_if", lua::unlink_if);
+    return s;
+}
 const std::vector<const Script*>& all()
 {
     static const std::vector<const Script*> v = {&acquire(), &complete(), &fail(),
-                                                 &renew(),   &forceFail(), &purge()};
+                                                 &renew(),   &forceFail(), &purge(), &unlinkIf()};
     return v;
 }
 } // namespace scripts
@@ -106,6 +111,30 @@ ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string
     if (reply::isError(r.get()))
         throw ReplyError("script " + std::string(s.name) + ": " + std::string(reply::errorText(r.get())));
     return r;
+}
+
+std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
+                                         const std::vector<std::vector<std::string_view>>& calls)
+{
+    std::vector<ReplyPtr> replies;
+    if (calls.size() == 1)
+        replies.push_back(c.command(calls.front()));
+    else
+        replies = c.pipeline(calls);
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < replies.size(); ++i)
+        if (isNoScript(replies[i].get()))
+            again.push_back(i);
+    if (again.empty())
+        return replies;
+    loadScript(c, s);
+    std::vector<std::vector<std::string_view>> retry;
+    for (auto i : again)
+        retry.push_back(calls[i]);
+    auto second = c.pipeline(retry);
+    for (std::size_t k = 0; k < again.size(); ++k)
+        replies[again[k]] = std::move(second[k]);
+    return replies;
 }
 
 } // namespace idem

@@ -172,26 +172,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     }
 
     auto conn = m_pool.acquire();
-    std::vector<ReplyPtr> replies;
-    if (cmds.size() == 1)
-        replies.push_back(conn->command(cmds.front()));
-    else
-        replies = conn->pipeline(cmds);
-
-    // NOSCRIPT means the script did not run: load it once and send those calls again.
-    std::vector<std::size_t> again;
-    for (std::size_t i = 0; i < replies.size(); ++i)
-        if (isNoScript(replies[i].get()))
-            again.push_back(i);
-    if (!again.empty()) {
-        loadScript(*conn, s);
-        std::vector<std::vector<std::string_view>> retry;
-        for (auto i : again)
-            retry.push_back(cmds[i]);
-        auto second = conn->pipeline(retry);
-        for (std::size_t k = 0; k < again.size(); ++k)
-            replies[again[k]] = std::move(second[k]);
-    }
+    const std::vector<ReplyPtr> replies = runScriptPipelined(*conn, s, cmds);
 
     std::vector<AcquireResult> out;
     out.reserve(requests.size());
@@ -342,6 +323,7 @@ std::optional<Record> Store::inspect(std::string_view id)
         rec = decodeOtherType(type);
     }
     rec.key = rk;
+    rec.keyType = type;
     rec.id = std::string(id);
     rec.ttlMs = reply::integer(head[1].get());
     return rec;

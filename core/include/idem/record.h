@@ -18,6 +18,7 @@ std::string_view nameOf(RecordState s);
 struct Record {
     std::string key;
     std::string id;
+    std::string keyType; // Redis type of the key: "hash", "string", "list", ... (when read)
     RecordFormat format = RecordFormat::Unknown;
     RecordState state = RecordState::Malformed;
     std::string rawStatus; // the status as written ("PROCESSING", "STARTED", ...)

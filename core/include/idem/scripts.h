@@ -22,6 +22,7 @@ const Script& fail();
 const Script& renew();
 const Script& forceFail();
 const Script& purge();
+const Script& unlinkIf();
 const std::vector<const Script*>& all();
 } // namespace scripts
 
@@ -36,5 +37,10 @@ bool isNoScript(const redisReply* r);
 ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
                    const std::vector<std::string_view>& args);
 void loadScript(Connection& c, const Script& s);
+// Many calls of one script in one round trip (argument vectors from evalshaArgs). Calls answered
+// NOSCRIPT did not run: the script is loaded and just those are sent again. Error replies are
+// returned as they are.
+std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
+                                         const std::vector<std::vector<std::string_view>>& calls);
 
 } // namespace idem

@@ -1,0 +1,234 @@
+// idemctl list / stats / purge --state|--stale|--pattern: the monitor engine on the command line.
+#include "cli.h"
+
+#include "idem/duration.h"
+#include "idem/monitor.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace idemctl {
+
+namespace {
+
+struct Scan {
+    Global g;
+    idem::Connection conn;
+    idem::Monitor monitor;
+    Scan(const Args& args, const Global& global)
+        : g(global), conn(g.connection), monitor(conn, options(args, g))
+    {
+    }
+    static idem::MonitorOptions options(const Args& args, const Global& g)
+    {
+        idem::MonitorOptions o;
+        o.keyNamespace = g.keyNamespace;
+        if (auto p = args.value("--pattern")) {
+            if (p->empty())
+                throw UsageFailure{"--pattern must not be empty"};
+            o.pattern = *p;
+        }
+        if (auto c = args.value("--count")) {
+            const auto n = idem::parseSize(*c);
+            if (n < 1 || n > 10000)
+                throw UsageFailure{"--count must be from 1 to 10000"};
+            o.scanCount = n;
+        }
+        if (auto s = args.value("--stale-after"))
+            o.staleAfterMs = idem::parseDuration(*s).count();
+        return o;
+    }
+    // Every record, page by page (SCAN with a bounded COUNT).
+    template <typename F> void each(F&& f)
+    {
+        std::string cursor = "0";
+        do {
+            idem::ScanPage page = monitor.scanPage(cursor);
+            for (auto& r : page.records)
+                f(r, page.serverNowMs);
+            cursor = page.cursor;
+        } while (cursor != "0");
+    }
+};
+
+idem::StateFilter filterFrom(const Args& args)
+{
+    idem::StateFilter f = idem::StateFilter::Any;
+    if (auto s = args.value("--state")) {
+        auto parsed = idem::stateFilterFromString(*s);
+        if (!parsed)
+            throw UsageFailure{"--state must be started, stale, completed, failed, malformed or no-ttl"};
+        f = *parsed;
+    }
+    if (args.flag("--stale")) {
+        if (args.value("--state"))
+            throw UsageFailure{"give --state or --stale, not both"};
+        f = idem::StateFilter::Stale;
+    }
+    return f;
+}
+
+nlohmann::json toJson(const idem::Record& r, std::int64_t nowMs)
+{
+    using nlohmann::json;
+    json j;
+    j["key"] = r.key;
+    j["id"] = r.id;
+    j["state"] = idem::nameOf(r.state);
+    j["format"] = idem::nameOf(r.format);
+    j["type"] = r.keyType;
+    j["ttl_ms"] = r.ttlMs;
+    j["stale"] = r.stale;
+    if (r.stale)
+        j["stale_why"] = r.staleWhy;
+    if (r.state == idem::RecordState::Malformed)
+        j["reason"] = r.reason;
+    if (r.state == idem::RecordState::Failed)
+        j["terminal"] = r.terminal;
+    if (r.state == idem::RecordState::Started && r.leaseUntilMs)
+        j["lease_remaining_ms"] = *r.leaseUntilMs - nowMs;
+    if (r.createdMs)
+        j["age_ms"] = nowMs - *r.createdMs;
+    else if (r.startedMs)
+        j["age_ms"] = nowMs - *r.startedMs;
+    if (!r.owner.empty())
+        j["owner"] = r.owner;
+    if (r.fence)
+        j["fence"] = r.fence;
+    if (r.attempt)
+        j["attempt"] = r.attempt;
+    return j;
+}
+
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+std::string printable(const std::string& s, std::size_t width)
+{
+    std::string out;
+    for (char c : s.substr(0, width))
+        out.push_back(static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+    if (s.size() > width)
+        out.replace(out.size() - 1, 1, "~");
+    return out;
+}
+
+} // namespace
+
+int cmdList(const std::vector<std::string>& argv)
+{
+    Args args(argv, {"--state", "--pattern", "--count", "--stale-after"}, {"--json", "--stale"});
+    if (args.flag("--help")) {
+        std::puts("usage: idemctl list [--state started|stale|completed|failed|malformed|no-ttl] [--stale]\n"
+                  "                    [--pattern GLOB] [--count N] [--stale-after DUR] [--json]\n\n"
+                  "Lists the records under the namespace (SCAN MATCH NS:* COUNT 500, never KEYS), with\n"
+                  "their state, format and TTL. --json prints one JSON object per key with key, id, state,\n"
+                  "format, type, ttl_ms (-1: no TTL), stale, reason (malformed ones), lease_remaining_ms,\n"
+                  "age_ms, owner, fence, attempt. --stale-after: when a foreign record with only\n"
+                  "started_at counts as stale (default 15m).");
+        return Ok;
+    }
+    if (!args.positional().empty())
+        throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
+    const auto filter = filterFrom(args);
+    Scan scan(args, globalFrom(args));
+    const bool json = args.flag("--json");
+    if (!json)
+        std::printf("%-40s %-10s %-7s %-6s %12s  %s\n", "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");
+    std::size_t n = 0;
+    scan.each([&](const idem::Record& r, std::int64_t now) {
+        if (!idem::matches(r, filter))
+            return;
+        ++n;
+        if (json) {
+            std::printf("%s\n", dump(toJson(r, now)).c_str());
+            return;
+        }
+        const std::string ttl = r.ttlMs == -1 ? "none!" : idem::formatDuration(idem::Millis(r.ttlMs));
+        std::string note = r.state == idem::RecordState::Malformed ? r.reason : r.staleWhy;
+        std::printf("%-40s %-10s %-7s %-6s %12s  %s\n", printable(r.id, 40).c_str(),
+                    std::string(idem::nameOf(r.state)).c_str(), std::string(idem::nameOf(r.format)).c_str(),
+                    r.stale ? "yes" : "", ttl.c_str(), printable(note, 60).c_str());
+    });
+    if (!json)
+        std::fprintf(stderr, "%zu record(s)\n", n);
+    return Ok;
+}
+
+int cmdStats(const std::vector<std::string>& argv)
+{
+    Args args(argv, {"--pattern", "--count", "--stale-after"}, {"--json"});
+    if (args.flag("--help")) {
+        std::puts("usage: idemctl stats [--pattern GLOB] [--json]\n\nCounts the records by state: total, "
+                  "started (stale ones included), stale, completed,\nfailed, malformed, and no_ttl (keys "
+                  "that never expire).");
+        return Ok;
+    }
+    if (!args.positional().empty())
+        throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
+    Scan scan(args, globalFrom(args));
+    idem::Stats s;
+    scan.each([&](const idem::Record& r, std::int64_t) { s.add(r); });
+    if (args.flag("--json")) {
+        nlohmann::json j = {{"total", s.total},         {"started", s.started}, {"stale", s.stale},
+                            {"completed", s.completed}, {"failed", s.failed},   {"malformed", s.malformed},
+                            {"no_ttl", s.noTtl}};
+        std::printf("%s\n", j.dump().c_str());
+    } else {
+        std::printf("total      %zu\nstarted    %zu (stale %zu)\ncompleted  %zu\nfailed     %zu\n"
+                    "malformed  %zu\nno TTL     %zu\n",
+                    s.total, s.started, s.stale, s.completed, s.failed, s.malformed, s.noTtl);
+    }
+    return Ok;
+}
+
+int cmdPurgeMany(const std::vector<std::string>& argv)
+{
+    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--reason", "--by"},
+              {"--stale", "--dry-run", "--yes", "--json"});
+    if (args.flag("--help"))
+        return cmdPurge({"--help"});
+    if (!args.positional().empty())
+        throw UsageFailure{"give an ID or --state/--stale/--pattern, not both"};
+    const auto filter = filterFrom(args);
+    if (filter == idem::StateFilter::Any && !args.value("--pattern"))
+        throw UsageFailure{"say what to purge: --state S, --stale or --pattern GLOB"};
+    Scan scan(args, globalFrom(args));
+    const bool act = args.flag("--yes") && !args.flag("--dry-run");
+    std::size_t matched = 0, removed = 0, changed = 0;
+    std::vector<idem::Record> batch;
+    auto flush = [&] {
+        if (batch.empty())
+            return;
+        const auto n = scan.monitor.unlinkIfUnchanged(batch);
+        removed += n;
+        changed += batch.size() - n;
+        batch.clear();
+    };
+    idem::Stats byState;
+    scan.each([&](const idem::Record& r, std::int64_t) {
+        if (!idem::matches(r, filter))
+            return;
+        ++matched;
+        byState.add(r);
+        if (args.flag("--json") || !act)
+            std::printf("%s %s\n", act ? "purge" : "would purge", r.key.c_str());
+        if (act) {
+            batch.push_back(r);
+            if (batch.size() >= 500)
+                flush();
+        }
+    });
+    flush();
+    if (!act) {
+        std::fprintf(stderr, "%zu key(s) match (started %zu, stale %zu, completed %zu, failed %zu, malformed %zu);"
+                     " nothing removed%s\n",
+                     matched, byState.started, byState.stale, byState.completed, byState.failed, byState.malformed,
+                     args.flag("--dry-run") ? " (dry run)" : ": add --yes to purge them");
+        return Ok;
+    }
+    std::printf("purged %zu key(s)%s\n", removed,
+                changed ? (", left " + std::to_string(changed) + " that changed since they were read").c_str() : "");
+    return Ok;
+}
+
+} // namespace idemctl

@@ -1,0 +1,275 @@
+// The monitor engine (SCAN + classify) and idemctl list / stats / bulk purge, on a real Redis.
+#include "idem/executor.h"
+#include "idem/monitor.h"
+#include "idem/store.h"
+#include "testsupport.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+#include <map>
+#include <thread>
+
+using idem::RecordState;
+
+class TestMonitor : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<idem::ConnectionPool> pool;
+    std::unique_ptr<idem::Connection> raw;
+
+    std::map<std::string, idem::Record> snapshot(idem::Monitor& m, std::size_t* pages = nullptr)
+    {
+        std::map<std::string, idem::Record> all;
+        std::string cursor = "0";
+        std::size_t n = 0;
+        do {
+            auto page = m.scanPage(cursor);
+            for (auto& r : page.records)
+                all[r.id] = r;
+            cursor = page.cursor;
+            ++n;
+        } while (cursor != "0");
+        if (pages)
+            *pages = n;
+        return all;
+    }
+
+    // A store with one record in every state and format idem knows, and the malformed ones.
+    void seed(const std::string& ns)
+    {
+        idem::StoreOptions so;
+        so.keyNamespace = ns;
+        idem::Store store(*pool, so);
+        idem::Executor ex(store);
+        ex.execute("completed", "", [](auto&) { return idem::WorkResult::success("r"); });
+        store.acquire("live", "", idem::Millis(60000));
+        store.acquire("stale", "", idem::Millis(1));
+        auto f = store.acquire("failed-retry", "");
+        store.fail(f.ticket, idem::FailPolicy::Retryable, "x");
+        auto t = store.acquire("failed-term", "");
+        store.fail(t.ticket, idem::FailPolicy::Terminal, "x");
+        store.purge("completed-then-purged", "t"); // leaves nothing (no record); meta only if it existed
+        auto k = [&](const char* id) { return ns + ":{" + id + "}"; };
+        raw->checked({"SET", k("json-started"), R"({"status":"PENDING","lock_expiry":9999999999})", "EX", "600"});
+        raw->checked({"SET", k("json-stale"), R"({"status":"PROCESSING","lock_expiry":1})", "EX", "600"});
+        raw->checked({"SET", k("json-done"), R"({"status":"COMPLETED","response_body":"ok"})", "EX", "600"});
+        raw->checked({"SET", k("json-failed"), R"({"status":"FAILED"})", "EX", "600"});
+        raw->checked({"SET", k("plain"), "IN_PROGRESS", "EX", "600"});
+        raw->checked({"SET", k("bad-json"), R"({"status":)", "EX", "600"});
+        raw->checked({"SET", k("binary"), std::string("\x00\x01\xfe\xff", 4), "EX", "600"});
+        raw->checked({"RPUSH", k("list"), "a"});
+        raw->checked({"XADD", k("stream"), "*", "f", "v"});
+        raw->checked({"SET", k("huge"), std::string(10 * 1024 * 1024, 'h')});
+        raw->checked({"HSET", k("foreign-hash"), "owner", "someone"});
+        // a meta key, which is not a record
+        store.acquire("purged", "");
+        store.purge("purged", "t");
+    }
+
+private slots:
+    void initTestCase()
+    {
+        pool = std::make_unique<idem::ConnectionPool>(idemtest::sharedRedis(), 4);
+        raw = std::make_unique<idem::Connection>(idemtest::sharedRedis());
+    }
+
+    void classifiesEveryStateAndFormat()
+    {
+        const std::string ns = idemtest::uniqueNamespace("mon");
+        seed(ns);
+        QThread::msleep(5); // "stale" had a 1 ms lease
+        idem::Connection c(idemtest::sharedRedis());
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        mo.scanCount = 5; // many small pages
+        idem::Monitor m(c, mo);
+        std::size_t pages = 0;
+        auto all = snapshot(m, &pages);
+        QVERIFY(pages > 1);
+        QCOMPARE(all.size(), std::size_t(16));
+        QVERIFY(!all.count("purged")); // its meta key is not listed
+        auto expect = [&](const char* id, RecordState s, idem::RecordFormat f, bool stale) {
+            QVERIFY2(all.count(id), id);
+            const auto& r = all.at(id);
+            QVERIFY2(r.state == s, id);
+            QVERIFY2(r.format == f, id);
+            QVERIFY2(r.stale == stale, id);
+        };
+        using F = idem::RecordFormat;
+        expect("completed", RecordState::Completed, F::Native, false);
+        expect("live", RecordState::Started, F::Native, false);
+        expect("stale", RecordState::Started, F::Native, true);
+        expect("failed-retry", RecordState::Failed, F::Native, false);
+        expect("failed-term", RecordState::Failed, F::Native, false);
+        QVERIFY(all.at("failed-term").terminal);
+        expect("json-started", RecordState::Started, F::Json, false);
+        expect("json-stale", RecordState::Started, F::Json, true);
+        expect("json-done", RecordState::Completed, F::Json, false);
+        expect("json-failed", RecordState::Failed, F::Json, false);
+        expect("plain", RecordState::Started, F::Plain, false);
+        for (const char* id : {"bad-json", "binary", "list", "stream", "huge", "foreign-hash"}) {
+            QVERIFY2(all.at(id).state == RecordState::Malformed, id);
+            QVERIFY2(!all.at(id).reason.empty(), id);
+        }
+        QVERIFY(all.at("huge").reason.find("too large") != std::string::npos);
+        QVERIFY(all.at("stream").reason.find("stream") != std::string::npos);
+        // the stored response is never read by the monitor
+        QVERIFY(!all.at("completed").response);
+        // keys without TTL are flagged
+        QCOMPARE(all.at("list").ttlMs, std::int64_t(-1));
+        QCOMPARE(all.at("huge").ttlMs, std::int64_t(-1));
+        QVERIFY(all.at("completed").ttlMs > 0);
+
+        idem::Stats s;
+        for (const auto& [id, r] : all)
+            s.add(r);
+        QCOMPARE(s.total, std::size_t(16));
+        QCOMPARE(s.started, std::size_t(5));
+        QCOMPARE(s.stale, std::size_t(2));
+        QCOMPARE(s.completed, std::size_t(2));
+        QCOMPARE(s.failed, std::size_t(3));
+        QCOMPARE(s.malformed, std::size_t(6));
+        QCOMPARE(s.noTtl, std::size_t(4)); // list, stream, huge, foreign-hash
+        QVERIFY(idem::matches(all.at("stale"), idem::StateFilter::Stale));
+        QVERIFY(idem::matches(all.at("stale"), idem::StateFilter::Started));
+        QVERIFY(!idem::matches(all.at("live"), idem::StateFilter::Stale));
+    }
+
+    void keysExpiringMidScan()
+    {
+        const std::string ns = idemtest::uniqueNamespace("exp");
+        std::vector<std::vector<std::string>> cmds;
+        for (int i = 0; i < 3000; ++i)
+            cmds.push_back({"SET", ns + ":{k" + std::to_string(i) + "}", "COMPLETED", "PX",
+                            std::to_string(1 + (i % 60))});
+        std::vector<std::vector<std::string_view>> views;
+        for (const auto& c : cmds)
+            views.emplace_back(c.begin(), c.end());
+        raw->pipeline(views);
+        idem::Connection c(idemtest::sharedRedis());
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        mo.scanCount = 50;
+        idem::Monitor m(c, mo);
+        std::size_t seen = 0;
+        std::string cursor = "0";
+        do {
+            auto page = m.scanPage(cursor);
+            for (const auto& r : page.records) {
+                QVERIFY2(r.state == RecordState::Completed, r.reason.c_str()); // never "malformed"
+                QVERIFY(r.ttlMs >= 0); // 0: expires within the millisecond
+                ++seen;
+            }
+            cursor = page.cursor;
+            QThread::msleep(1);
+        } while (cursor != "0");
+        QVERIFY(seen < 3000); // some expired while we scanned, and were dropped, not misread
+    }
+
+    void guardedUnlink()
+    {
+        const std::string ns = idemtest::uniqueNamespace("ul");
+        idem::StoreOptions so;
+        so.keyNamespace = ns;
+        so.lease = idem::Millis(1);
+        idem::Store store(*pool, so);
+        auto a = store.acquire("renewed", "");
+        store.acquire("left-alone", "");
+        raw->checked({"SET", ns + ":{json}", R"({"status":"PROCESSING","lock_expiry":1})"});
+        QThread::msleep(5);
+        idem::Connection c(idemtest::sharedRedis());
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Monitor m(c, mo);
+        auto all = snapshot(m);
+        QCOMPARE(all.size(), std::size_t(3));
+        // between reading and purging, one lock is renewed and the JSON record completes
+        QCOMPARE(store.renew(a.ticket, idem::Millis(60000)).status, idem::OwnerStatus::Ok);
+        raw->checked({"SET", ns + ":{json}", R"({"status":"COMPLETED"})"});
+        std::vector<idem::Record> stale;
+        for (const auto& [id, r] : all)
+            if (r.stale)
+                stale.push_back(r);
+        QCOMPARE(stale.size(), std::size_t(3));
+        QCOMPARE(m.unlinkIfUnchanged(stale), std::size_t(1)); // only the untouched one
+        QVERIFY(!store.inspect("left-alone"));
+        QCOMPARE(store.inspect("renewed")->state, RecordState::Started);
+        QCOMPARE(store.inspect("json")->state, RecordState::Completed);
+        // after SCRIPT FLUSH too
+        raw->checked({"SCRIPT", "FLUSH"});
+        auto again = snapshot(m);
+        std::vector<idem::Record> both;
+        for (const auto& [id, r] : again)
+            both.push_back(r);
+        QCOMPARE(m.unlinkIfUnchanged(both), std::size_t(2));
+    }
+
+    void idemctlListStatsPurge()
+    {
+        const std::string ns = idemtest::uniqueNamespace("cli");
+        seed(ns);
+        QThread::msleep(5);
+        const QStringList common = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                                    QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        auto stats = idemtest::runIdemctl(common + QStringList{QStringLiteral("stats"), QStringLiteral("--json")});
+        QCOMPARE(stats.exitCode, 0);
+        const auto s = QJsonDocument::fromJson(stats.out).object();
+        QCOMPARE(s.value(QStringLiteral("total")).toInt(), 16);
+        QCOMPARE(s.value(QStringLiteral("started")).toInt(), 5);
+        QCOMPARE(s.value(QStringLiteral("stale")).toInt(), 2);
+        QCOMPARE(s.value(QStringLiteral("completed")).toInt(), 2);
+        QCOMPARE(s.value(QStringLiteral("failed")).toInt(), 3);
+        QCOMPARE(s.value(QStringLiteral("malformed")).toInt(), 6);
+        QCOMPARE(s.value(QStringLiteral("no_ttl")).toInt(), 4);
+
+        auto list = idemtest::runIdemctl(common + QStringList{QStringLiteral("list"), QStringLiteral("--json"),
+                                                              QStringLiteral("--state"), QStringLiteral("malformed")});
+        QCOMPARE(list.exitCode, 0);
+        const auto lines = list.out.trimmed().split('\n');
+        QCOMPARE(lines.size(), 6);
+        for (const auto& line : lines) {
+            const auto o = QJsonDocument::fromJson(line).object();
+            for (const char* field : {"key", "id", "state", "format", "ttl_ms", "stale", "reason"})
+                QVERIFY2(o.contains(QLatin1String(field)), field);
+            QCOMPARE(o.value(QStringLiteral("state")).toString(), QStringLiteral("MALFORMED"));
+        }
+        auto noTtl = idemtest::runIdemctl(common + QStringList{QStringLiteral("list"), QStringLiteral("--json"),
+                                                               QStringLiteral("--state"), QStringLiteral("no-ttl")});
+        QCOMPARE(noTtl.out.trimmed().split('\n').size(), 4);
+        for (const auto& line : noTtl.out.trimmed().split('\n'))
+            QCOMPARE(QJsonDocument::fromJson(line).object().value(QStringLiteral("ttl_ms")).toInt(), -1);
+
+        // purge without --yes only tells; --dry-run too; --yes removes
+        auto tell = idemtest::runIdemctl(common + QStringList{QStringLiteral("purge"), QStringLiteral("--stale")});
+        QCOMPARE(tell.exitCode, 0);
+        QVERIFY(tell.err.contains("add --yes"));
+        auto dry = idemtest::runIdemctl(common + QStringList{QStringLiteral("purge"), QStringLiteral("--stale"),
+                                                             QStringLiteral("--dry-run"), QStringLiteral("--yes")});
+        QVERIFY(dry.err.contains("dry run"));
+        auto still = QJsonDocument::fromJson(
+            idemtest::runIdemctl(common + QStringList{QStringLiteral("stats"), QStringLiteral("--json")}).out).object();
+        QCOMPARE(still.value(QStringLiteral("stale")).toInt(), 2);
+        auto real = idemtest::runIdemctl(common + QStringList{QStringLiteral("purge"), QStringLiteral("--stale"),
+                                                              QStringLiteral("--yes")});
+        QCOMPARE(real.exitCode, 0);
+        QVERIFY2(real.out.contains("purged 2 key"), real.out.constData());
+        auto byPattern = idemtest::runIdemctl(common + QStringList{QStringLiteral("purge"), QStringLiteral("--pattern"),
+                                                                   QString::fromStdString(ns + ":{json-*"),
+                                                                   QStringLiteral("--yes")});
+        QVERIFY2(byPattern.out.contains("purged 3 key"), byPattern.out.constData()); // json-started, -done, -failed
+        auto after = QJsonDocument::fromJson(
+            idemtest::runIdemctl(common + QStringList{QStringLiteral("stats"), QStringLiteral("--json")}).out).object();
+        QCOMPARE(after.value(QStringLiteral("total")).toInt(), 11);
+        QCOMPARE(after.value(QStringLiteral("stale")).toInt(), 0);
+
+        auto bad = idemtest::runIdemctl(common + QStringList{QStringLiteral("list"), QStringLiteral("--state"),
+                                                             QStringLiteral("sleepy")});
+        QCOMPARE(bad.exitCode, 64);
+        auto nothing = idemtest::runIdemctl(common + QStringList{QStringLiteral("purge")});
+        QCOMPARE(nothing.exitCode, 64);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMonitor)
+#include "tst_monitor.moc"
