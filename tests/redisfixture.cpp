@@ -24,6 +24,7 @@ int main(int argc, char** argv)
             std::filesystem::remove_all(dir, ec);
             idem::LocalServerOptions o;
             o.dir = dir;
+            o.dieWithParent = false; // it must outlive this process: redis.stop ends it
             // keyspace notifications on, as the console's live view will want them
             o.extraArgs = {"--notify-keyspace-events", "KEA"};
             idem::LocalServer server(o);

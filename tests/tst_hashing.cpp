@@ -82,7 +82,8 @@ private slots:
         QTest::newRow("no port") << "redis://cache" << "cache" << 6379 << 0 << "" << "" << "";
         QTest::newRow("db") << "redis://h:7000/3" << "h" << 7000 << 3 << "" << "" << "";
         QTest::newRow("acl") << "redis://ops:s%40cret@h:1/2" << "h" << 1 << 2 << "ops" << "s@cret" << "";
-        QTest::newRow("password only") << "redis://pw@h" << "h" << 6379 << 0 << "" << "pw" << "";
+        QTest::newRow("password only") << "redis://:pw@h" << "h" << 6379 << 0 << "" << "pw" << "";
+        QTest::newRow("user only") << "redis://ops@h" << "h" << 6379 << 0 << "ops" << "" << "";
         QTest::newRow("ipv6") << "redis://[::1]:6380" << "::1" << 6380 << 0 << "" << "" << "";
         QTest::newRow("unix") << "unix:///run/redis.sock?db=4" << "127.0.0.1" << 6379 << 4 << "" << ""
                               << "/run/redis.sock";

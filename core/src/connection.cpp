@@ -7,6 +7,7 @@
 #include <cstring>
 #include <hiredis/hiredis.h>
 #include <mutex>
+#include <sys/socket.h>
 
 namespace idem {
 
@@ -47,11 +48,34 @@ Connection::Connection(ConnectionOptions options) : m_options(std::move(options)
 
 Connection::~Connection() = default;
 
-void Connection::disconnect() { m_ctx.reset(); }
+void Connection::disconnect() { dropContext(); }
+
+void Connection::dropContext()
+{
+    m_fd = -1;
+    m_ctx.reset();
+}
+
+void Connection::interrupt()
+{
+    const int fd = m_fd.load();
+    if (fd >= 0)
+        ::shutdown(fd, SHUT_RDWR);
+}
+
+ReplyPtr Connection::readReply()
+{
+    if (!m_ctx)
+        throw ClosedError("Redis at " + m_options.describe() + ": not connected");
+    void* raw = nullptr;
+    if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
+        fail("read failed");
+    return ReplyPtr(static_cast<redisReply*>(raw));
+}
 
 void Connection::connect()
 {
-    m_ctx.reset();
+    dropContext();
     const timeval ctv = toTimeval(m_options.connectTimeout);
     redisContext* raw = m_options.unixSocket.empty()
                             ? redisConnectWithTimeout(m_options.host.c_str(), m_options.port, ctv)
@@ -66,16 +90,18 @@ void Connection::connect()
             throw TimeoutError("Redis at " + where + " unreachable: connect timed out");
         throw IoError("Redis at " + where + " unreachable: " + why);
     }
-    redisSetTimeout(ctx.get(), toTimeval(m_options.commandTimeout));
+    if (m_options.commandTimeout.count() > 0)
+        redisSetTimeout(ctx.get(), toTimeval(m_options.commandTimeout));
     if (m_options.unixSocket.empty())
         redisEnableKeepAlive(ctx.get());
     m_ctx = std::move(ctx);
+    m_fd = m_ctx->fd;
 
     auto handshake = [this, &where](std::initializer_list<std::string_view> args, const char* step) {
         ReplyPtr r = command(args);
         if (reply::isError(r.get())) {
             const std::string text(reply::errorText(r.get()));
-            m_ctx.reset();
+            dropContext();
             throw ReplyError("Redis at " + where + ": " + step + " failed: " + text);
         }
     };
@@ -116,7 +142,7 @@ void Connection::fail(const char* what)
 {
     const int err = m_ctx ? m_ctx->err : 0;
     const std::string text = m_ctx ? std::string(m_ctx->errstr) : std::string("no connection");
-    m_ctx.reset(); // a hiredis context is unusable after an I/O or protocol error
+    dropContext(); // a hiredis context is unusable after an I/O or protocol error
     const std::string msg = "Redis at " + m_options.describe() + ": " + what + ": " + text;
     if (err == REDIS_ERR_IO && (text.find("temporarily unavailable") != std::string::npos ||
                                 text.find("timed out") != std::string::npos))

@@ -12,13 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace idem {
 
@@ -113,22 +111,49 @@ void LocalServer::spawn()
         argv.push_back(a.data());
     argv.push_back(nullptr);
 
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    // nothing inherited: a detached server must not hold a pipe of ctest's open
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-    pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), environ);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        throw IoError(m_options.executable + ": " + std::strerror(rc) +
-                      (rc == ENOENT ? " (install redis-server, or put it in PATH)" : ""));
+    // fork + exec rather than posix_spawn: the child must ask for PR_SET_PDEATHSIG itself
+    const pid_t parent = ::getpid();
+    const bool dieWithParent = m_options.dieWithParent;
+    int errPipe[2];
+    if (::pipe2(errPipe, O_CLOEXEC) != 0)
+        throw IoError(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(errPipe[0]);
+        ::close(errPipe[1]);
+        throw IoError(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+        // child: only async-signal-safe calls until exec
+        ::setsid();
+        if (dieWithParent) {
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (::getppid() != parent)
+                ::_exit(127); // the parent is already gone
+        }
+        const int devnull = ::open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            ::dup2(devnull, 0);
+            ::dup2(devnull, 1);
+            ::dup2(devnull, 2);
+        }
+        ::execvp(argv[0], argv.data());
+        const int err = errno;
+        (void)!::write(errPipe[1], &err, sizeof err);
+        ::_exit(127);
+    }
+    ::close(errPipe[1]);
+    int childErr = 0;
+    ssize_t n;
+    while ((n = ::read(errPipe[0], &childErr, sizeof childErr)) < 0 && errno == EINTR) {
+    }
+    ::close(errPipe[0]);
+    if (n == static_cast<ssize_t>(sizeof childErr)) { // exec failed
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        throw IoError(m_options.executable + ": " + std::strerror(childErr) +
+                      (childErr == ENOENT ? " (install redis-server, or put it in PATH)" : ""));
+    }
     m_pid = pid;
 }
 

@@ -68,8 +68,7 @@ ConnectionOptions ConnectionOptions::fromUrl(std::string_view url)
         rest = rest.substr(at + 1);
         const auto colon = cred.find(':');
         if (colon == std::string_view::npos) {
-            // redis://secret@host is the classic "password only" form
-            o.password = percentDecode(cred, url);
+            o.user = percentDecode(cred, url); // redis://user@host; password only: redis://:secret@host
         } else {
             o.user = percentDecode(cred.substr(0, colon), url);
             o.password = percentDecode(cred.substr(colon + 1), url);
@@ -124,11 +123,7 @@ ConnectionOptions ConnectionOptions::fromUrl(std::string_view url)
 
 std::string ConnectionOptions::describe() const
 {
-    std::string who;
-    if (!user.empty())
-        who = user + "@";
-    else if (!password.empty())
-        who = "***@";
+    const std::string who = user.empty() ? std::string() : user + "@"; // never the password
     if (!unixSocket.empty())
         return "unix://" + who + unixSocket + (db ? "?db=" + std::to_string(db) : std::string());
     const bool v6 = host.find(':') != std::string::npos;

@@ -293,7 +293,12 @@ AdminResult Store::purge(std::string_view id, std::string_view who, std::string_
 std::optional<Record> Store::inspect(std::string_view id)
 {
     checkId(id);
-    const std::string rk = recordKey(id);
+    return inspectKey(recordKey(id));
+}
+
+std::optional<Record> Store::inspectKey(std::string_view key)
+{
+    const std::string rk(key);
     auto conn = m_pool.acquire();
     auto head = conn->pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
     const std::string type = reply::str(head[0].get());
@@ -324,7 +329,9 @@ std::optional<Record> Store::inspect(std::string_view id)
     }
     rec.key = rk;
     rec.keyType = type;
-    rec.id = std::string(id);
+    rec.id = idFromKey(rk, m_options.keyNamespace);
+    if (rec.id.empty())
+        rec.id = rk;
     rec.ttlMs = reply::integer(head[1].get());
     return rec;
 }
@@ -332,8 +339,13 @@ std::optional<Record> Store::inspect(std::string_view id)
 std::vector<std::pair<std::string, std::string>> Store::meta(std::string_view id)
 {
     checkId(id);
+    return hashFields(metaKey(id));
+}
+
+std::vector<std::pair<std::string, std::string>> Store::hashFields(std::string_view key)
+{
     auto conn = m_pool.acquire();
-    ReplyPtr all = conn->checked({"HGETALL", metaKey(id)});
+    ReplyPtr all = conn->checked({"HGETALL", key});
     std::vector<std::pair<std::string, std::string>> fields;
     for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
         fields.emplace_back(reply::str(reply::element(all.get(), i)),

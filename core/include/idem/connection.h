@@ -3,6 +3,7 @@
 #include "idem/options.h"
 #include "idem/reply.h"
 
+#include <atomic>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -36,6 +37,12 @@ public:
     // Many commands in one round trip; replies in order.
     std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string_view>>& commands);
 
+    // The next reply without sending anything (subscriptions). Blocks up to the command timeout
+    // (0 = forever; interrupt() from another thread ends the wait).
+    ReplyPtr readReply();
+    // Shuts the socket down so that a blocked readReply() returns (thread-safe).
+    void interrupt();
+
     bool isConnected() const { return static_cast<bool>(m_ctx); }
     void connect();    // throws IoError/ReplyError; no backoff
     void disconnect(); // drop the socket; the next call reconnects
@@ -43,6 +50,7 @@ public:
 
 private:
     void ensureConnected();
+    void dropContext();
     [[noreturn]] void fail(const char* what);
 
     ConnectionOptions m_options;
@@ -50,6 +58,7 @@ private:
     std::chrono::steady_clock::time_point m_nextAttempt{};
     std::chrono::milliseconds m_backoff{0};
     std::string m_lastError;
+    std::atomic<int> m_fd{-1}; // for interrupt()
 };
 
 } // namespace idem

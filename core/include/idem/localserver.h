@@ -13,6 +13,10 @@ struct LocalServerOptions {
     std::vector<std::string> extraArgs;      // e.g. {"--appendonly", "yes"}
     std::string dir;                         // working directory; empty = a fresh temporary one
     Millis startTimeout{10'000};
+    // The server dies with the thread that started it even if the process is killed (Linux
+    // PR_SET_PDEATHSIG): start it from a thread that lives as long as it should. Off for a
+    // server that must outlive its starter (the ctest fixture).
+    bool dieWithParent = true;
 };
 
 // A private redis-server on a free loopback port in its own directory: the embedded default of

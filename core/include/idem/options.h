@@ -23,10 +23,11 @@ struct ConnectionOptions {
     Millis reconnectMin{50};
     Millis reconnectMax{2000};
 
-    // redis://[user[:password]@]host[:port][/db]  or  unix://[user[:password]@]/path/to.sock[?db=N]
+    // redis://[user[:password]@]host[:port][/db] (password only: redis://:password@host)
+    // or unix://[user[:password]@]/path/to.sock[?db=N]
     // Throws UsageError with a one-line reason on anything else.
     static ConnectionOptions fromUrl(std::string_view url);
-    // The URL without the password, for messages and window titles.
+    // The URL without the password, for messages, titles and remembered connections.
     std::string describe() const;
 };
 

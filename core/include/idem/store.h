@@ -107,8 +107,11 @@ public:
 
     // The record as it is now, decoded (native or foreign formats); nullopt when absent.
     std::optional<Record> inspect(std::string_view id);
+    // The same for any key (a monitor's pattern may match keys of other shapes).
+    std::optional<Record> inspectKey(std::string_view key);
     // The meta key's fields (fence counter, last operator action).
     std::vector<std::pair<std::string, std::string>> meta(std::string_view id);
+    std::vector<std::pair<std::string, std::string>> hashFields(std::string_view key);
 
     std::string recordKey(std::string_view id) const;
     std::string metaKey(std::string_view id) const;

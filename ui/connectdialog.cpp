@@ -1,0 +1,70 @@
+#include "connectdialog.h"
+
+#include "credentialstore.h"
+#include "settings.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QLineEdit>
+
+using namespace Qt::StringLiterals;
+
+ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
+    : QDialog(parent), m_credentials(credentials)
+{
+    setWindowTitle(tr("Connect to Redis"));
+    m_url = new QComboBox(this);
+    m_url->setEditable(true);
+    m_url->addItems(Settings::instance().recentUrls());
+    if (m_url->count() == 0)
+        m_url->addItem(u"redis://127.0.0.1:6379/0"_s);
+    m_url->setMinimumWidth(360);
+    m_user = new QLineEdit(this);
+    m_user->setPlaceholderText(tr("default"));
+    m_password = new QLineEdit(this);
+    m_password->setEchoMode(QLineEdit::Password);
+    m_remember = new QCheckBox(tr("Keep the password in the system keychain"), this);
+    m_namespace = new QLineEdit(Settings::instance().keyNamespace(), this);
+    m_pattern = new QLineEdit(this);
+    m_pattern->setPlaceholderText(tr("namespace:*"));
+    auto* form = new QFormLayout(this);
+    form->addRow(tr("URL:"), m_url);
+    form->addRow(tr("ACL user:"), m_user);
+    form->addRow(tr("Password:"), m_password);
+    form->addRow(QString(), m_remember);
+    form->addRow(tr("Namespace:"), m_namespace);
+    form->addRow(tr("Pattern:"), m_pattern);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    form->addRow(buttons);
+    connect(m_url, &QComboBox::currentTextChanged, this, &ConnectDialog::urlChosen);
+    urlChosen(m_url->currentText());
+}
+
+void ConnectDialog::urlChosen(const QString& url)
+{
+    if (!m_credentials)
+        return;
+    m_credentials->load(url, [this, url](const QString& password, const QString&) {
+        if (m_url->currentText() == url && m_password->text().isEmpty() && !password.isEmpty()) {
+            m_password->setText(password);
+            m_remember->setChecked(true);
+        }
+    });
+}
+
+ConnectionSettings ConnectDialog::settings() const
+{
+    ConnectionSettings s;
+    s.url = m_url->currentText().trimmed();
+    s.user = m_user->text();
+    s.password = m_password->text();
+    s.keyNamespace = m_namespace->text().trimmed().isEmpty() ? u"idempotency"_s : m_namespace->text().trimmed();
+    s.pattern = m_pattern->text().trimmed();
+    return s;
+}
+
+bool ConnectDialog::rememberPassword() const { return m_remember->isChecked(); }

@@ -1,0 +1,386 @@
+#include "consoleworker.h"
+
+#include "logging.h"
+
+#include "idem/duration.h"
+#include "idem/errors.h"
+#include "idem/keyspacelistener.h"
+#include "idem/monitor.h"
+#include "idem/store.h"
+
+#include <QDateTime>
+#include <QJsonDocument>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+constexpr int kMaxRetryDelayMs = 10'000;
+constexpr int kResyncWithNotificationsMs = 60'000;
+
+QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+QString html(const std::string& s)
+{
+    QString out = qs(s).toHtmlEscaped();
+    for (QChar& c : out)
+        if (c.unicode() < 0x20 && c != u'\n' && c != u'\t')
+            c = u'\uFFFD';
+    return out;
+}
+
+QString when(std::int64_t serverMs, std::int64_t nowMs)
+{
+    const QString at = QDateTime::fromMSecsSinceEpoch(serverMs).toString(Qt::ISODateWithMs);
+    const qint64 delta = nowMs - serverMs;
+    const QString rel = QString::fromStdString(idem::formatDuration(idem::Millis(delta < 0 ? -delta : delta)));
+    return at + (delta >= 0 ? u" (%1 ago)"_s : u" (in %1)"_s).arg(rel);
+}
+} // namespace
+
+ConsoleWorker::ConsoleWorker()
+{
+    qRegisterMetaType<KeyRow>();
+    qRegisterMetaType<QVector<KeyRow>>();
+    qRegisterMetaType<ScanSummary>();
+    qRegisterMetaType<ConnectionSettings>();
+    qRegisterMetaType<ActionResult>();
+    m_rescanTimer = new QTimer(this);
+    connect(m_rescanTimer, &QTimer::timeout, this, &ConsoleWorker::rescan);
+    m_retryTimer = new QTimer(this);
+    m_retryTimer->setSingleShot(true);
+    connect(m_retryTimer, &QTimer::timeout, this, &ConsoleWorker::connectNow);
+    m_dirtyTimer = new QTimer(this);
+    m_dirtyTimer->setSingleShot(true);
+    connect(m_dirtyTimer, &QTimer::timeout, this, &ConsoleWorker::flushDirty);
+}
+
+ConsoleWorker::~ConsoleWorker() { close(); }
+
+idem::Monitor& ConsoleWorker::monitor() { return *m_monitor; }
+
+void ConsoleWorker::open(const ConnectionSettings& settings)
+{
+    close();
+    m_settings = settings;
+    m_retryDelayMs = 500;
+    connectNow();
+}
+
+void ConsoleWorker::close()
+{
+    if (m_listener)
+        m_listener->stop();
+    m_listener.reset();
+    m_rescanTimer->stop();
+    m_retryTimer->stop();
+    m_dirtyTimer->stop();
+    m_store.reset();
+    m_pool.reset();
+    m_monitor.reset();
+    m_conn.reset();
+    m_scanning = false;
+    m_rescanQueued = false;
+    if (m_link != Link::Disconnected) {
+        m_link = Link::Disconnected;
+        Q_EMIT linkChanged(m_link, u"disconnected"_s);
+    }
+}
+
+void ConsoleWorker::connectNow()
+{
+    if (m_listener)
+        m_listener->stop();
+    m_listener.reset();
+    idem::ConnectionOptions o;
+    try {
+        o = idem::ConnectionOptions::fromUrl(m_settings.url.toStdString());
+    } catch (const idem::Error& e) {
+        m_link = Link::Disconnected;
+        Q_EMIT linkChanged(m_link, qs(e.what()));
+        return;
+    }
+    if (o.user.empty())
+        o.user = m_settings.user.toStdString();
+    if (o.password.empty())
+        o.password = m_settings.password.toStdString();
+    o.connectTimeout = idem::Millis(1500);
+    o.commandTimeout = idem::Millis(3000);
+    m_link = Link::Connecting;
+    Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(qs(o.describe())));
+    try {
+        m_conn = std::make_unique<idem::Connection>(o);
+        m_conn->connect();
+        idem::MonitorOptions mo;
+        mo.keyNamespace = m_settings.keyNamespace.toStdString();
+        mo.pattern = m_settings.pattern.toStdString();
+        mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
+        m_monitor = std::make_unique<idem::Monitor>(*m_conn, mo);
+        m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
+        idem::StoreOptions so;
+        so.keyNamespace = mo.keyNamespace;
+        m_store = std::make_unique<idem::Store>(*m_pool, so);
+    } catch (const idem::Error& e) {
+        lost(qs(e.what()));
+        return;
+    }
+    m_retryDelayMs = 500;
+    m_link = Link::Connected;
+    Q_EMIT linkChanged(m_link, u"connected to %1"_s.arg(qs(o.describe())));
+
+    // Live updates: keyspace notifications if the server sends them (never turned on by us).
+    m_listener = std::make_unique<idem::KeyspaceListener>(
+        o, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
+            QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+        });
+    std::string why;
+    const bool live = m_listener->start(&why);
+    if (!live)
+        m_listener.reset();
+    Q_EMIT liveUpdates(live, live ? u"keyspace notifications"_s
+                                  : u"rescanning every %1 s (%2)"_s.arg(m_settings.rescanIntervalMs / 1000).arg(qs(why)));
+    m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
+    rescan();
+}
+
+void ConsoleWorker::lost(const QString& why)
+{
+    qCInfo(lcWorker) << "connection lost:" << why;
+    if (m_listener)
+        m_listener->stop();
+    m_listener.reset();
+    m_rescanTimer->stop();
+    m_store.reset();
+    m_pool.reset();
+    m_monitor.reset();
+    m_conn.reset();
+    m_scanning = false;
+    m_link = Link::Retrying;
+    Q_EMIT linkChanged(m_link, u"%1 — retrying in %2 s"_s.arg(why).arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
+    m_retryTimer->start(m_retryDelayMs);
+    m_retryDelayMs = std::min(m_retryDelayMs * 2, kMaxRetryDelayMs);
+}
+
+void ConsoleWorker::rescan()
+{
+    if (!m_monitor)
+        return;
+    if (m_scanning) {
+        m_rescanQueued = true;
+        return;
+    }
+    m_scanning = true;
+    m_rescanQueued = false;
+    ++m_generation;
+    m_cursor.clear();
+    m_summary = ScanSummary{};
+    m_summary.generation = m_generation;
+    m_scanClock.start();
+    QTimer::singleShot(0, this, &ConsoleWorker::scanStep);
+}
+
+void ConsoleWorker::scanStep()
+{
+    if (!m_monitor || !m_scanning)
+        return;
+    try {
+        idem::ScanPage page = m_monitor->scanPage(m_cursor.empty() ? "0" : m_cursor);
+        QVector<KeyRow> rows;
+        rows.reserve(static_cast<qsizetype>(page.records.size()));
+        for (const auto& r : page.records)
+            rows.push_back(KeyRow::fromRecord(r, page.serverNowMs));
+        m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
+        ++m_summary.pages;
+        m_summary.serverNowMs = page.serverNowMs;
+        if (!rows.isEmpty())
+            Q_EMIT rowsArrived(rows, page.serverNowMs, m_generation);
+        m_cursor = page.cursor;
+        if (m_cursor == "0") {
+            m_scanning = false;
+            m_summary.elapsedMs = m_scanClock.elapsed();
+            Q_EMIT scanFinished(m_summary);
+            if (m_rescanQueued)
+                rescan();
+            return;
+        }
+        QTimer::singleShot(0, this, &ConsoleWorker::scanStep); // let queued requests in between pages
+    } catch (const idem::Error& e) {
+        lost(qs(e.what()));
+    }
+}
+
+void ConsoleWorker::noteDirty(const QString& key)
+{
+    m_dirty.insert(key);
+    if (!m_dirtyTimer->isActive())
+        m_dirtyTimer->start(150); // coalesce bursts
+}
+
+void ConsoleWorker::flushDirty()
+{
+    if (!m_monitor || m_dirty.isEmpty())
+        return;
+    std::vector<std::string> keys;
+    for (const QString& k : std::as_const(m_dirty))
+        if (!m_monitor->isMetaKey(k.toStdString()))
+            keys.push_back(k.toStdString());
+    QSet<QString> gone = m_dirty;
+    m_dirty.clear();
+    try {
+        for (std::size_t first = 0; first < keys.size(); first += 500) {
+            std::vector<std::string> chunk(keys.begin() + static_cast<long>(first),
+                                           keys.begin() + static_cast<long>(std::min(keys.size(), first + 500)));
+            std::int64_t now = 0;
+            const auto records = m_monitor->classify(chunk, &now);
+            QVector<KeyRow> rows;
+            for (const auto& r : records) {
+                rows.push_back(KeyRow::fromRecord(r, now));
+                gone.remove(rows.back().key);
+            }
+            if (!rows.isEmpty())
+                Q_EMIT rowsArrived(rows, now, m_generation);
+        }
+    } catch (const idem::Error& e) {
+        lost(qs(e.what()));
+        return;
+    }
+    if (!gone.isEmpty())
+        Q_EMIT rowsGone(QStringList(gone.begin(), gone.end()));
+}
+
+void ConsoleWorker::inspect(const QString& key)
+{
+    if (!m_store) {
+        Q_EMIT inspected(key, u"<p>Not connected.</p>"_s);
+        return;
+    }
+    try {
+        const auto rec = m_store->inspectKey(key.toStdString());
+        if (!rec) {
+            Q_EMIT inspected(key, u"<p><b>%1</b> is gone (expired or deleted).</p>"_s.arg(key.toHtmlEscaped()));
+            return;
+        }
+        std::int64_t now = 0;
+        m_monitor->classify({}, &now);
+        QString out = u"<h3>%1</h3><table cellspacing='0' cellpadding='2'>"_s.arg(html(rec->id));
+        auto row = [&out](const QString& name, const QString& value) {
+            out += u"<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
+        };
+        row(u"key"_s, html(rec->key));
+        row(u"state"_s, qs(std::string(idem::nameOf(rec->state))) +
+                            (rec->stale ? u" <span style='color:#d35400'>⚠ stale: %1</span>"_s.arg(html(rec->staleWhy))
+                                        : QString()));
+        row(u"format"_s, qs(std::string(idem::nameOf(rec->format))) + u" (%1)"_s.arg(qs(rec->keyType)));
+        if (rec->state == idem::RecordState::Malformed)
+            row(u"reason"_s, html(rec->reason));
+        row(u"TTL"_s, rec->ttlMs == -1 ? u"<span style='color:#c0392b'>none — this key never expires</span>"_s
+                                       : QString::fromStdString(idem::formatDuration(idem::Millis(rec->ttlMs))));
+        if (rec->createdMs)
+            row(u"created"_s, when(*rec->createdMs, now));
+        if (rec->startedMs)
+            row(u"started"_s, when(*rec->startedMs, now));
+        if (rec->leaseUntilMs)
+            row(u"lease until"_s, when(*rec->leaseUntilMs, now));
+        if (rec->finishedMs)
+            row(u"finished"_s, when(*rec->finishedMs, now));
+        if (!rec->owner.empty())
+            row(u"owner"_s, html(rec->owner));
+        if (rec->fence)
+            row(u"fence"_s, QString::number(rec->fence));
+        if (rec->attempt)
+            row(u"attempt"_s, QString::number(rec->attempt));
+        if (!rec->fingerprint.empty())
+            row(u"payload"_s, html(rec->fingerprint));
+        if (rec->state == idem::RecordState::Failed)
+            row(u"failure"_s, rec->terminal ? u"terminal"_s : u"retryable"_s);
+        if (!rec->error.empty())
+            row(u"error"_s, html(rec->error));
+        if (!rec->op.empty())
+            row(u"operator"_s, html(rec->op + " by " + rec->opBy + ": " + rec->opReason) +
+                                  (rec->opAtMs ? u", "_s + when(*rec->opAtMs, now) : QString()));
+        out += u"</table>"_s;
+        if (rec->response) {
+            const QByteArray raw = QByteArray::fromStdString(*rec->response);
+            QJsonParseError err{};
+            const QJsonDocument doc = QJsonDocument::fromJson(raw, &err);
+            const QString shown = err.error == QJsonParseError::NoError
+                                      ? QString::fromUtf8(doc.toJson(QJsonDocument::Indented))
+                                      : QString::fromUtf8(raw.left(64 * 1024));
+            out += u"<h4>stored response (%1 bytes)</h4><pre>%2</pre>"_s.arg(raw.size()).arg(shown.toHtmlEscaped());
+        }
+        out += u"<h4>all fields</h4><table cellspacing='0' cellpadding='1'>"_s;
+        for (const auto& [k, v] : rec->fields) {
+            if (k == "response")
+                continue;
+            out += u"<tr><td><tt>%1</tt>&nbsp;</td><td><tt>%2</tt></td></tr>"_s.arg(html(k), html(v.substr(0, 2000)));
+        }
+        out += u"</table>"_s;
+        Q_EMIT inspected(key, out);
+    } catch (const idem::Error& e) {
+        Q_EMIT inspected(key, u"<p style='color:#c0392b'>%1</p>"_s.arg(qs(e.what()).toHtmlEscaped()));
+    }
+}
+
+void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who)
+{
+    ActionResult result;
+    result.action = u"force-fail"_s;
+    result.requested = static_cast<int>(rows.size());
+    if (!m_store) {
+        result.error = u"not connected"_s;
+        Q_EMIT actionDone(result);
+        return;
+    }
+    std::vector<std::string> keys;
+    try {
+        for (const KeyRow& row : rows) {
+            const std::string id = idem::idFromKey(row.key.toStdString(), m_settings.keyNamespace.toStdString());
+            if (id.empty()) {
+                ++result.skipped;
+                continue;
+            }
+            const auto r = m_store->forceFail(id, reason.toStdString(), terminal, who.toStdString());
+            if (r.status == idem::AdminStatus::Ok)
+                ++result.changed;
+            else
+                ++result.skipped;
+            keys.push_back(row.key.toStdString());
+        }
+    } catch (const idem::Error& e) {
+        result.error = qs(e.what());
+    }
+    Q_EMIT actionDone(result);
+    for (const auto& k : keys)
+        m_dirty.insert(qs(k));
+    flushDirty();
+}
+
+void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who)
+{
+    Q_UNUSED(reason);
+    Q_UNUSED(who); // the audit trail keeps them; the key itself is gone
+    ActionResult result;
+    result.action = u"purge"_s;
+    result.requested = static_cast<int>(rows.size());
+    if (!m_monitor) {
+        result.error = u"not connected"_s;
+        Q_EMIT actionDone(result);
+        return;
+    }
+    try {
+        std::vector<idem::Record> batch;
+        for (qsizetype i = 0; i < rows.size(); ++i) {
+            batch.push_back(rows[i].toGuardRecord());
+            if (batch.size() == 500 || i + 1 == rows.size()) {
+                result.changed += static_cast<int>(m_monitor->unlinkIfUnchanged(batch));
+                batch.clear();
+            }
+        }
+        result.skipped = result.requested - result.changed;
+    } catch (const idem::Error& e) {
+        result.error = qs(e.what());
+    }
+    Q_EMIT actionDone(result);
+    for (const KeyRow& row : rows)
+        m_dirty.insert(row.key);
+    flushDirty();
+}

@@ -1,0 +1,97 @@
+#pragma once
+
+#include "keyrow.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QSet>
+#include <QString>
+#include <QTimer>
+#include <memory>
+#include <mutex>
+
+namespace idem {
+class Connection;
+class ConnectionPool;
+class KeyspaceListener;
+class Monitor;
+class Store;
+} // namespace idem
+
+struct ConnectionSettings {
+    QString url;      // redis://[user:password@]host:port/db (a password here wins)
+    QString user;     // ACL user, when not in the URL
+    QString password; // when not in the URL; never stored in settings
+    QString keyNamespace = QStringLiteral("idempotency");
+    QString pattern;  // SCAN MATCH; empty: "<namespace>:*"
+    int rescanIntervalMs = 5000; // when keyspace notifications are unavailable
+    int scanCount = 500;
+};
+Q_DECLARE_METATYPE(ConnectionSettings)
+
+struct ActionResult {
+    QString action; // "force-fail" or "purge"
+    int requested = 0;
+    int changed = 0;
+    int skipped = 0; // changed since they were read, or gone
+    QString error;
+};
+Q_DECLARE_METATYPE(ActionResult)
+
+// Runs every Redis conversation of the console on its own thread (moveToThread): scans in
+// pages (returning to its event loop between pages, so actions and inspections interleave),
+// follows keyspace notifications when the server has them, rescans on an interval otherwise,
+// reconnects with backoff after a drop. Results go back to the GUI as queued signals.
+class ConsoleWorker : public QObject {
+    Q_OBJECT
+public:
+    enum class Link { Disconnected, Connecting, Connected, Retrying };
+    Q_ENUM(Link)
+
+    ConsoleWorker();
+    ~ConsoleWorker() override;
+
+public Q_SLOTS:
+    void open(const ConnectionSettings& settings);
+    void close();
+    void rescan();
+    void inspect(const QString& key);
+    void forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who);
+    void purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who);
+
+Q_SIGNALS:
+    void linkChanged(ConsoleWorker::Link link, const QString& detail);
+    void liveUpdates(bool notifications, const QString& detail);
+    void rowsArrived(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
+    void rowsGone(const QStringList& keys);
+    void scanFinished(const ScanSummary& summary);
+    void inspected(const QString& key, const QString& html);
+    void actionDone(const ActionResult& result);
+
+private:
+    void connectNow();
+    void scanStep();
+    void flushDirty();
+    void lost(const QString& why);
+    void noteDirty(const QString& key);
+    idem::Monitor& monitor();
+
+    ConnectionSettings m_settings;
+    std::unique_ptr<idem::Connection> m_conn;
+    std::unique_ptr<idem::ConnectionPool> m_pool;
+    std::unique_ptr<idem::Monitor> m_monitor;
+    std::unique_ptr<idem::Store> m_store;
+    std::unique_ptr<idem::KeyspaceListener> m_listener;
+    QTimer* m_rescanTimer = nullptr;
+    QTimer* m_retryTimer = nullptr;
+    QTimer* m_dirtyTimer = nullptr;
+    int m_retryDelayMs = 500;
+    bool m_scanning = false;
+    bool m_rescanQueued = false;
+    std::string m_cursor;
+    quint64 m_generation = 0;
+    ScanSummary m_summary;
+    QElapsedTimer m_scanClock;
+    QSet<QString> m_dirty;
+    Link m_link = Link::Disconnected;
+};

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "idem/monitor.h"
+
+#include <QSortFilterProxyModel>
+
+// Filters the key table by state and by text (id, owner, note), sorts by KeyTableModel::SortRole.
+class KeyFilterProxy : public QSortFilterProxyModel {
+    Q_OBJECT
+public:
+    explicit KeyFilterProxy(QObject* parent = nullptr);
+    void setStateFilter(idem::StateFilter f);
+    idem::StateFilter stateFilter() const { return m_state; }
+    void setText(const QString& text);
+    QString text() const { return m_text; }
+
+protected:
+    bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
+
+private:
+    idem::StateFilter m_state = idem::StateFilter::Any;
+    QString m_text;
+};

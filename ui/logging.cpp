@@ -1,0 +1,4 @@
+#include "logging.h"
+
+Q_LOGGING_CATEGORY(lcConsole, "idem.console")
+Q_LOGGING_CATEGORY(lcWorker, "idem.worker")

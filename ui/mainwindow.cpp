@@ -1,0 +1,520 @@
+#include "mainwindow.h"
+
+#include "confirmdialog.h"
+#include "connectdialog.h"
+#include "countschart.h"
+#include "credentialstore.h"
+#include "keyfilterproxy.h"
+#include "keytablemodel.h"
+#include "logging.h"
+#include "settings.h"
+
+#include "idem/options.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <unistd.h>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+QString whoAmI()
+{
+    const QString user = qEnvironmentVariable("USER", u"operator"_s);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return user + u'@' + QString::fromLocal8Bit(host) + u" (idem-console)"_s;
+}
+
+QString describe(const QString& url)
+{
+    try {
+        return QString::fromStdString(idem::ConnectionOptions::fromUrl(url.toStdString()).describe());
+    } catch (...) {
+        return url;
+    }
+}
+
+struct FilterChoice {
+    const char* label;
+    idem::StateFilter filter;
+};
+const FilterChoice kFilters[] = {
+    {"All", idem::StateFilter::Any},         {"Started", idem::StateFilter::Started},
+    {"Stale", idem::StateFilter::Stale},     {"Completed", idem::StateFilter::Completed},
+    {"Failed", idem::StateFilter::Failed},   {"Malformed", idem::StateFilter::Malformed},
+    {"No TTL", idem::StateFilter::NoTtl},
+};
+
+} // namespace
+
+MainWindow::MainWindow(Options options, QWidget* parent)
+    : QMainWindow(parent), m_options(std::move(options)), m_model(new KeyTableModel(this)),
+      m_proxy(new KeyFilterProxy(this)),
+      m_audit(new AuditTrail(m_options.auditPath.isEmpty() ? AuditTrail::defaultPath() : m_options.auditPath, this)),
+      m_credentials(new CredentialStore(this))
+{
+    m_proxy->setSourceModel(m_model);
+    buildUi();
+    buildActions();
+
+    m_thread.setObjectName(u"idem-redis"_s);
+    m_worker = new ConsoleWorker;
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    connect(m_worker, &ConsoleWorker::rowsArrived, this,
+            [this](const QVector<KeyRow>& rows, qint64 now, quint64 gen) { m_model->upsert(rows, now, gen); });
+    connect(m_worker, &ConsoleWorker::rowsGone, m_model, &KeyTableModel::removeKeys);
+    connect(m_worker, &ConsoleWorker::scanFinished, this, [this](const ScanSummary& s) {
+        m_model->finishGeneration(s.generation);
+        m_lastScan = tr(" · last full scan %1 ms, %2 page(s)").arg(s.elapsedMs).arg(s.pages);
+        updateCounters();
+        Q_EMIT scanCompleted(s);
+    });
+    connect(m_worker, &ConsoleWorker::linkChanged, this, [this](ConsoleWorker::Link link, const QString& detail) {
+        const char* dot = link == ConsoleWorker::Link::Connected    ? "#27ae60"
+                          : link == ConsoleWorker::Link::Connecting ? "#f1c40f"
+                                                                    : "#c0392b";
+        m_linkLabel->setText(u"<span style='color:%1'>●</span> %2"_s.arg(QLatin1String(dot), detail.toHtmlEscaped()));
+        Q_EMIT linkStateChanged(link);
+    });
+    connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
+        m_liveLabel->setText(live ? tr("live: %1").arg(detail) : detail);
+        m_liveLabel->setToolTip(detail);
+    });
+    connect(m_worker, &ConsoleWorker::inspected, this, &MainWindow::showInspection);
+    connect(m_worker, &ConsoleWorker::actionDone, this, [this](const ActionResult& r) {
+        statusBar()->showMessage(r.error.isEmpty()
+                                     ? tr("%1: %2 of %3 key(s) changed, %4 left as they were")
+                                           .arg(r.action).arg(r.changed).arg(r.requested).arg(r.skipped)
+                                     : tr("%1 failed: %2").arg(r.action, r.error),
+                                 8000);
+        Q_EMIT actionCompleted(r);
+    });
+    m_thread.start();
+
+    setReadOnly(m_options.readOnly || Settings::instance().readOnly());
+    auto* timer = new QTimer(this);
+    connect(timer, &QTimer::timeout, this, &MainWindow::tick);
+    timer->start(1000);
+    if (m_options.connectNow && !m_options.connection.url.isEmpty())
+        connectTo(m_options.connection);
+    restoreState(Settings::instance().windowState());
+}
+
+MainWindow::~MainWindow()
+{
+    Settings::instance().setWindowState(saveState());
+    m_thread.quit();
+    m_thread.wait();
+}
+
+void MainWindow::buildUi()
+{
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(6, 6, 6, 0);
+
+    auto* counters = new QHBoxLayout;
+    for (const auto& f : kFilters) {
+        auto* b = new QToolButton(central);
+        b->setCheckable(true);
+        b->setAutoExclusive(true);
+        b->setToolButtonStyle(Qt::ToolButtonTextOnly);
+        b->setMinimumWidth(96);
+        b->setObjectName(u"counter-"_s + QString::fromLatin1(f.label).toLower().replace(u' ', u'-'));
+        b->setToolTip(tr("Show only %1 keys").arg(QString::fromLatin1(f.label).toLower()));
+        connect(b, &QToolButton::clicked, this, [this, filter = f.filter] {
+            for (int i = 0; i < m_stateBox->count(); ++i)
+                if (m_stateBox->itemData(i).toInt() == static_cast<int>(filter))
+                    m_stateBox->setCurrentIndex(i);
+        });
+        counters->addWidget(b);
+        m_counters.push_back(b);
+    }
+    m_counters.front()->setChecked(true);
+    counters->addStretch();
+    layout->addLayout(counters);
+
+    auto* filterBar = new QHBoxLayout;
+    m_stateBox = new QComboBox(central);
+    m_stateBox->setObjectName(u"stateFilter"_s);
+    for (const auto& f : kFilters)
+        m_stateBox->addItem(tr(f.label), static_cast<int>(f.filter));
+    m_filter = new QLineEdit(central);
+    m_filter->setObjectName(u"textFilter"_s);
+    m_filter->setPlaceholderText(tr("Filter by id, owner or note (Ctrl+F)"));
+    m_filter->setClearButtonEnabled(true);
+    filterBar->addWidget(new QLabel(tr("State:"), central));
+    filterBar->addWidget(m_stateBox);
+    filterBar->addWidget(m_filter, 1);
+    layout->addLayout(filterBar);
+    connect(m_filter, &QLineEdit::textChanged, m_proxy, &KeyFilterProxy::setText);
+    connect(m_stateBox, &QComboBox::currentIndexChanged, this, [this](int i) {
+        const auto f = static_cast<idem::StateFilter>(m_stateBox->itemData(i).toInt());
+        m_proxy->setStateFilter(f);
+        if (i >= 0 && i < m_counters.size())
+            m_counters[i]->setChecked(true);
+    });
+
+    m_chart = new CountsChart(central);
+    m_table = new QTableView(central);
+    m_table->setObjectName(u"keyTable"_s);
+    m_table->setModel(m_proxy);
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(KeyTableModel::Age, Qt::AscendingOrder);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_table->setAlternatingRowColors(true);
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setWordWrap(false);
+    const int widths[] = {220, 130, 70, 80, 110, 100, 70, 140, 70};
+    for (int c = 0; c < 9; ++c)
+        m_table->setColumnWidth(c, widths[c]);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::currentRowChanged);
+
+    m_inspector = new QTextBrowser(central);
+    m_inspector->setObjectName(u"inspector"_s);
+    m_inspector->setPlaceholderText(tr("Select a key to see its record."));
+
+    auto* horizontal = new QSplitter(Qt::Horizontal, central);
+    horizontal->addWidget(m_table);
+    horizontal->addWidget(m_inspector);
+    horizontal->setStretchFactor(0, 3);
+    horizontal->setStretchFactor(1, 2);
+    auto* vertical = new QSplitter(Qt::Vertical, central);
+    vertical->addWidget(m_chart);
+    vertical->addWidget(horizontal);
+    vertical->setStretchFactor(0, 1);
+    vertical->setStretchFactor(1, 4);
+    layout->addWidget(vertical, 1);
+    setCentralWidget(central);
+
+    m_linkLabel = new QLabel(tr("not connected"), this);
+    m_liveLabel = new QLabel(this);
+    m_scanLabel = new QLabel(this);
+    statusBar()->addWidget(m_linkLabel);
+    statusBar()->addWidget(m_liveLabel);
+    statusBar()->addPermanentWidget(m_scanLabel);
+    resize(1280, 800);
+}
+
+void MainWindow::buildActions()
+{
+    auto* toolbar = addToolBar(tr("Actions"));
+    toolbar->setObjectName(u"actions"_s);
+    toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    auto* file = menuBar()->addMenu(tr("&File"));
+    auto* keys = menuBar()->addMenu(tr("&Keys"));
+    auto* view = menuBar()->addMenu(tr("&View"));
+
+    auto* connectAct = file->addAction(style()->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect…"), this,
+                                       &MainWindow::openConnectDialog);
+    connectAct->setShortcut(QKeySequence::Open);
+    auto* exportAct = file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export view…"), this,
+                                      &MainWindow::exportView);
+    exportAct->setShortcut(Qt::CTRL | Qt::Key_E);
+    file->addSeparator();
+    auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
+    quit->setShortcut(QKeySequence::Quit);
+
+    auto* refreshAct = view->addAction(style()->standardIcon(QStyle::SP_BrowserReload), tr("&Refresh"), this,
+                                       &MainWindow::refresh);
+    refreshAct->setShortcut(QKeySequence::Refresh);
+    auto* find = view->addAction(tr("&Filter"), this, [this] {
+        m_filter->setFocus();
+        m_filter->selectAll();
+    });
+    find->setShortcut(QKeySequence::Find);
+    auto* audit = view->addAction(style()->standardIcon(QStyle::SP_FileDialogDetailedView), tr("&Audit trail…"),
+                                  this, &MainWindow::showAuditTrail);
+    audit->setShortcut(Qt::CTRL | Qt::Key_L);
+
+    m_forceFail = keys->addAction(style()->standardIcon(QStyle::SP_MessageBoxWarning), tr("&Force-fail selected…"),
+                                  this, &MainWindow::forceFailSelected);
+    m_forceFail->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_F);
+    m_purge = keys->addAction(style()->standardIcon(QStyle::SP_TrashIcon), tr("&Purge selected…"), this,
+                              &MainWindow::purgeSelected);
+    m_purge->setShortcut(QKeySequence::Delete);
+    keys->addSeparator();
+    m_forceFailAll = keys->addAction(tr("Force-fail all &filtered…"), this, &MainWindow::forceFailFiltered);
+    m_purgeAll = keys->addAction(tr("Purge all f&iltered…"), this, &MainWindow::purgeFiltered);
+    keys->addSeparator();
+    m_readOnlyAction = keys->addAction(tr("&Read-only"), this, &MainWindow::setReadOnly);
+    m_readOnlyAction->setCheckable(true);
+
+    toolbar->addAction(connectAct);
+    toolbar->addAction(refreshAct);
+    toolbar->addSeparator();
+    toolbar->addAction(m_forceFail);
+    toolbar->addAction(m_purge);
+    toolbar->addSeparator();
+    toolbar->addAction(exportAct);
+    toolbar->addAction(audit);
+    toolbar->addAction(m_readOnlyAction);
+}
+
+void MainWindow::connectTo(const ConnectionSettings& settings)
+{
+    m_options.connection = settings;
+    m_server = describe(settings.url);
+    m_model->clear();
+    m_inspector->clear();
+    setWindowTitle(tr("idem console — %1%2").arg(m_server, m_options.titleNote.isEmpty() ? QString()
+                                                                                       : u" — "_s + m_options.titleNote));
+    QMetaObject::invokeMethod(m_worker, [w = m_worker, settings] { w->open(settings); });
+}
+
+void MainWindow::refresh()
+{
+    QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->rescan(); });
+}
+
+void MainWindow::setReadOnly(bool on)
+{
+    m_readOnly = on;
+    for (QAction* a : {m_forceFail, m_purge, m_forceFailAll, m_purgeAll})
+        a->setEnabled(!on);
+    m_readOnlyAction->setChecked(on);
+    Settings::instance().setReadOnly(on);
+}
+
+QVector<KeyRow> MainWindow::rowsFor(bool selectedOnly) const
+{
+    QVector<KeyRow> rows;
+    if (selectedOnly) {
+        for (const QModelIndex& i : m_table->selectionModel()->selectedRows())
+            rows.push_back(m_model->row(m_proxy->mapToSource(i).row()));
+    } else {
+        for (int r = 0; r < m_proxy->rowCount(); ++r)
+            rows.push_back(m_model->row(m_proxy->mapToSource(m_proxy->index(r, 0)).row()));
+    }
+    return rows;
+}
+
+void MainWindow::forceFailSelected() { runAction(true, rowsFor(true)); }
+void MainWindow::purgeSelected() { runAction(false, rowsFor(true)); }
+void MainWindow::forceFailFiltered() { runAction(true, rowsFor(false)); }
+void MainWindow::purgeFiltered() { runAction(false, rowsFor(false)); }
+
+void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows)
+{
+    if (m_readOnly) {
+        statusBar()->showMessage(tr("Read-only: operator actions are disabled"), 5000);
+        return;
+    }
+    if (rows.isEmpty()) {
+        statusBar()->showMessage(tr("No keys selected"), 5000);
+        return;
+    }
+    const qint64 now = m_model->serverNowMs();
+    QMap<QString, int> byState;
+    QVector<KeyRow> target;
+    for (const KeyRow& r : rows) {
+        if (forceFail && r.state == idem::RecordState::Completed)
+            continue; // the record keeps its result; force-fail refuses it anyway
+        QString s = QString::fromUtf8(idem::nameOf(r.state).data());
+        if (r.isStale(now))
+            s = u"stale STARTED"_s;
+        ++byState[s];
+        target.push_back(r);
+    }
+    if (target.isEmpty()) {
+        statusBar()->showMessage(tr("Nothing to force-fail: COMPLETED records keep their result (purge them)"), 6000);
+        return;
+    }
+    ConfirmDialog dialog(forceFail ? ConfirmDialog::Kind::ForceFail : ConfirmDialog::Kind::Purge,
+                         static_cast<int>(target.size()), byState, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const QString reason = dialog.reason();
+    const bool terminal = dialog.terminal();
+    const QString who = whoAmI();
+
+    AuditEntry entry;
+    entry.when = QDateTime::currentDateTime();
+    entry.who = who;
+    entry.action = forceFail ? (terminal ? u"force-fail (terminal)"_s : u"force-fail (retryable)"_s) : u"purge"_s;
+    entry.server = m_server;
+    entry.why = reason;
+    entry.keys = static_cast<int>(target.size());
+    QStringList sample;
+    for (int i = 0; i < std::min<int>(5, static_cast<int>(target.size())); ++i)
+        sample << target[i].id;
+    entry.sample = sample.join(u", "_s) + (target.size() > 5 ? u", …"_s : QString());
+    // the entry is written when the worker reports what changed
+    auto conn = std::make_shared<QMetaObject::Connection>();
+    *conn = connect(this, &MainWindow::actionCompleted, this, [this, entry, conn](const ActionResult& r) mutable {
+        disconnect(*conn);
+        entry.changed = r.changed;
+        entry.error = r.error;
+        if (!m_audit->append(entry))
+            QMessageBox::warning(this, tr("Audit trail"),
+                                 tr("Could not write the audit trail %1: %2").arg(m_audit->path(), m_audit->lastError()));
+    });
+    if (forceFail)
+        QMetaObject::invokeMethod(m_worker, [w = m_worker, target, reason, terminal, who] {
+            w->forceFail(target, reason, terminal, who);
+        });
+    else
+        QMetaObject::invokeMethod(m_worker, [w = m_worker, target, reason, who] { w->purge(target, reason, who); });
+}
+
+void MainWindow::tick()
+{
+    // countdowns: data() computes remaining time from deadlines; repainting the viewport
+    // repaints the visible rows only
+    m_table->viewport()->update();
+    updateCounters();
+    m_scanLabel->setText(tr("%1 keys · %2 shown").arg(m_model->rowCount()).arg(m_proxy->rowCount()) +
+                         m_lastScan);
+    if (++m_ticks % 2 == 0 && m_model->rowCount() >= 0)
+        m_chart->addSample(QDateTime::currentDateTime(), m_model->stats());
+}
+
+void MainWindow::updateCounters()
+{
+    const idem::Stats s = m_model->stats();
+    const std::size_t values[] = {s.total, s.started, s.stale, s.completed, s.failed, s.malformed, s.noTtl};
+    for (int i = 0; i < m_counters.size(); ++i)
+        m_counters[i]->setText(u"%1\n%2"_s.arg(tr(kFilters[i].label)).arg(values[i]));
+}
+
+void MainWindow::currentRowChanged()
+{
+    const QModelIndex current = m_table->selectionModel()->currentIndex();
+    if (!current.isValid())
+        return;
+    m_inspectedKey = m_proxy->data(current, KeyTableModel::KeyRole).toString();
+    m_inspector->setHtml(tr("<p>Reading %1…</p>").arg(m_inspectedKey.toHtmlEscaped()));
+    QMetaObject::invokeMethod(m_worker, [w = m_worker, key = m_inspectedKey] { w->inspect(key); });
+}
+
+void MainWindow::showInspection(const QString& key, const QString& html)
+{
+    if (key == m_inspectedKey) // a late answer for a row no longer selected is dropped
+        m_inspector->setHtml(html);
+}
+
+bool MainWindow::exportTo(const QString& path, QString* error) const
+{
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+        if (error)
+            *error = f.errorString();
+        return false;
+    }
+    const int columns = m_proxy->columnCount();
+    if (path.endsWith(u".json"_s, Qt::CaseInsensitive)) {
+        QJsonArray rows;
+        for (int r = 0; r < m_proxy->rowCount(); ++r) {
+            QJsonObject o;
+            o[u"key"_s] = m_proxy->data(m_proxy->index(r, 0), KeyTableModel::KeyRole).toString();
+            for (int c = 0; c < columns; ++c)
+                o[m_proxy->headerData(c, Qt::Horizontal).toString().toLower().replace(u' ', u'_')] =
+                    m_proxy->data(m_proxy->index(r, c)).toString();
+            rows.append(o);
+        }
+        f.write(QJsonDocument(rows).toJson(QJsonDocument::Indented));
+        return true;
+    }
+    auto csv = [](QString s) {
+        if (s.contains(u',') || s.contains(u'"') || s.contains(u'\n'))
+            s = u'"' + s.replace(u"\""_s, u"\"\""_s) + u'"';
+        return s;
+    };
+    QStringList header{u"key"_s};
+    for (int c = 0; c < columns; ++c)
+        header << csv(m_proxy->headerData(c, Qt::Horizontal).toString());
+    f.write(header.join(u',').toUtf8() + '\n');
+    for (int r = 0; r < m_proxy->rowCount(); ++r) {
+        QStringList line{csv(m_proxy->data(m_proxy->index(r, 0), KeyTableModel::KeyRole).toString())};
+        for (int c = 0; c < columns; ++c)
+            line << csv(m_proxy->data(m_proxy->index(r, c)).toString());
+        f.write(line.join(u',').toUtf8() + '\n');
+    }
+    return true;
+}
+
+void MainWindow::exportView()
+{
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the current view"), u"idem-keys.csv"_s,
+                                                      tr("CSV (*.csv);;JSON (*.json)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!exportTo(path, &error))
+        QMessageBox::warning(this, tr("Export"), tr("Could not write %1: %2").arg(path, error));
+    else
+        statusBar()->showMessage(tr("Exported %1 rows to %2").arg(m_proxy->rowCount()).arg(path), 6000);
+}
+
+void MainWindow::showAuditTrail()
+{
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Audit trail — %1").arg(m_audit->path()));
+    auto* table = new QTableWidget(&dialog);
+    const QStringList headers = {tr("When"), tr("Who"), tr("Action"), tr("Keys"), tr("Changed"),
+                                 tr("Why"),  tr("Server"), tr("Sample"), tr("Error")};
+    table->setColumnCount(static_cast<int>(headers.size()));
+    table->setHorizontalHeaderLabels(headers);
+    const auto entries = m_audit->entries();
+    table->setRowCount(static_cast<int>(entries.size()));
+    for (int i = 0; i < entries.size(); ++i) {
+        const AuditEntry& e = entries[entries.size() - 1 - i]; // newest first
+        const QString cells[] = {e.when.toString(u"yyyy-MM-dd HH:mm:ss"_s), e.who, e.action,
+                                 QString::number(e.keys), QString::number(e.changed), e.why, e.server, e.sample, e.error};
+        for (int c = 0; c < 9; ++c)
+            table->setItem(i, c, new QTableWidgetItem(cells[c]));
+    }
+    table->resizeColumnsToContents();
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    auto* layout = new QVBoxLayout(&dialog);
+    layout->addWidget(table);
+    dialog.resize(1000, 400);
+    dialog.exec();
+}
+
+void MainWindow::openConnectDialog()
+{
+    ConnectDialog dialog(m_credentials, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const ConnectionSettings s = dialog.settings();
+    const QString account = describe(s.url);
+    Settings::instance().addRecentUrl(account);
+    Settings::instance().setKeyNamespace(s.keyNamespace);
+    if (dialog.rememberPassword() && !s.password.isEmpty())
+        m_credentials->save(account, s.password, [this](const QString& error) {
+            if (!error.isEmpty())
+                statusBar()->showMessage(tr("Password not kept: %1").arg(error), 8000);
+        });
+    else
+        m_credentials->forget(account);
+    m_options.titleNote.clear();
+    connectTo(s);
+}
