@@ -18,7 +18,7 @@ ConfirmDialog::ConfirmDialog(Kind kind, int keys, const QMap<QString, int>& bySt
     QStringList parts;
     for (auto it = byState.cbegin(); it != byState.cend(); ++it)
         parts << u"%1 %2"_s.arg(it.value()).arg(it.key());
-    const QString what = tr("%n key(s)", nullptr, keys);
+    const QString what = keys == 1 ? tr("1 key") : tr("%1 keys").arg(keys);
     QString text;
     if (kind == Kind::ForceFail)
         text = tr("Force-fail %1: %2.\nEach becomes FAILED; its owner's late completion will be refused. "

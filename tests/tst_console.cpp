@@ -1,0 +1,260 @@
+// The console's main window, offscreen, against the fixture's redis-server: filters,
+// force-fail and purge through the confirmation dialog, read-only mode, live updates, export.
+#include "confirmdialog.h"
+#include "keyfilterproxy.h"
+#include "keytablemodel.h"
+#include "mainwindow.h"
+#include "testsupport.h"
+
+#include "idem/localserver.h"
+#include "idem/store.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QStatusBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QCheckBox>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTextBrowser>
+#include <QtTest>
+
+namespace {
+// Answers the next modal ConfirmDialog: checks what it says, types a reason, presses OK.
+void answerConfirmation(QString* summary, const QString& reason, bool terminal = false)
+{
+    QTimer::singleShot(0, [=] {
+        auto* dialog = qobject_cast<ConfirmDialog*>(QApplication::activeModalWidget());
+        if (!dialog)
+            return;
+        *summary = dialog->summary();
+        auto* ok = dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+        if (ok->isEnabled()) { // must not be enabled before a reason is given
+            dialog->reject();
+            return;
+        }
+        QTest::keyClicks(dialog->findChild<QLineEdit*>(QStringLiteral("reason")), reason);
+        if (terminal)
+            dialog->findChild<QCheckBox*>(QStringLiteral("terminal"))->setChecked(true);
+        QTest::mouseClick(ok, Qt::LeftButton);
+    });
+}
+
+void selectStateFilter(MainWindow& w, idem::StateFilter f)
+{
+    for (int i = 0; i < w.stateBox()->count(); ++i)
+        if (w.stateBox()->itemData(i).toInt() == static_cast<int>(f))
+            w.stateBox()->setCurrentIndex(i);
+}
+} // namespace
+
+class TestConsole : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp;
+    std::unique_ptr<idem::ConnectionPool> pool;
+    std::unique_ptr<idem::Store> store;
+    std::string ns;
+
+    MainWindow::Options options(bool readOnly = false)
+    {
+        MainWindow::Options o;
+        o.connection.url = QString::fromStdString(idemtest::sharedRedisUrl());
+        o.connection.keyNamespace = QString::fromStdString(ns);
+        o.readOnly = readOnly;
+        o.auditPath = tmp.filePath(QString::fromStdString(ns) + QStringLiteral("-audit.jsonl"));
+        return o;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        pool = std::make_unique<idem::ConnectionPool>(idemtest::sharedRedis(), 2);
+    }
+
+    void init()
+    {
+        ns = idemtest::uniqueNamespace("ui");
+        idem::StoreOptions so;
+        so.keyNamespace = ns;
+        store = std::make_unique<idem::Store>(*pool, so);
+        for (const char* id : {"stuck-1", "stuck-2", "stuck-3"})
+            store->acquire(id, "", idem::Millis(1));
+        for (const char* id : {"done-1", "done-2"}) {
+            auto a = store->acquire(id, "");
+            store->complete(a.ticket, "{\"ok\":true}");
+        }
+        store->acquire("running", "", idem::Millis(60000));
+        idem::Connection c(idemtest::sharedRedis());
+        c.checked({"RPUSH", ns + ":{not-a-record}", "x"});
+        QThread::msleep(5);
+    }
+
+    void filtersForceFailAndPurge()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(w.model()->rowCount(), 7);
+
+        // filters
+        QTest::keyClicks(w.filterEdit(), QStringLiteral("done"));
+        QCOMPARE(w.proxy()->rowCount(), 2);
+        w.filterEdit()->clear();
+        selectStateFilter(w, idem::StateFilter::Malformed);
+        QCOMPARE(w.proxy()->rowCount(), 1);
+        selectStateFilter(w, idem::StateFilter::Stale);
+        QCOMPARE(w.proxy()->rowCount(), 3);
+
+        // the inspector shows the selected record
+        w.table()->selectRow(0);
+        QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(QStringLiteral("stale")), 5000);
+
+        // force-fail all three stale locks, through the confirmation
+        w.table()->selectAll();
+        QString summary;
+        answerConfirmation(&summary, QStringLiteral("workers died in the outage"));
+        w.forceFailAction()->trigger();
+        QVERIFY(summary.contains(QStringLiteral("3 keys")));
+        QVERIFY(summary.contains(QStringLiteral("3 stale STARTED")));
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 3);
+        for (const char* id : {"stuck-1", "stuck-2", "stuck-3"}) {
+            const auto r = store->inspect(id);
+            QCOMPARE(r->state, idem::RecordState::Failed);
+            QCOMPARE(r->opReason, std::string("workers died in the outage"));
+            QVERIFY(r->opBy.find("idem-console") != std::string::npos);
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(w.proxy()->rowCount(), 0, 5000); // no longer stale
+        const auto audit = w.auditTrail()->entries();
+        QCOMPARE(audit.size(), 1);
+        QCOMPARE(audit.first().action, QStringLiteral("force-fail (retryable)"));
+        QCOMPARE(audit.first().changed, 3);
+        QCOMPARE(audit.first().why, QStringLiteral("workers died in the outage"));
+
+        // purge the completed ones
+        selectStateFilter(w, idem::StateFilter::Completed);
+        QCOMPARE(w.proxy()->rowCount(), 2);
+        w.table()->selectAll();
+        answerConfirmation(&summary, QStringLiteral("replay after the fix"));
+        w.purgeAction()->trigger();
+        QVERIFY(summary.contains(QStringLiteral("2 COMPLETED")));
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 2);
+        QVERIFY(!store->inspect("done-1"));
+        QVERIFY(!store->inspect("done-2"));
+        QTRY_COMPARE_WITH_TIMEOUT(w.proxy()->rowCount(), 0, 5000);
+        QCOMPARE(w.auditTrail()->entries().size(), 2);
+        QCOMPARE(store->inspect("running")->state, idem::RecordState::Started); // untouched
+    }
+
+    void cancelAndReadOnlyChangeNothing()
+    {
+        MainWindow w(options(true));
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QVERIFY(w.isReadOnly());
+        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(!w.forceFailAction()->isEnabled());
+        w.table()->selectAll();
+        w.purgeSelected(); // even if called directly: refused, no dialog
+        QVERIFY(!QApplication::activeModalWidget());
+        QCOMPARE(w.model()->rowCount(), 7);
+
+        w.setReadOnly(false);
+        QVERIFY(w.purgeAction()->isEnabled());
+        QTimer::singleShot(0, [] {
+            if (auto* d = qobject_cast<ConfirmDialog*>(QApplication::activeModalWidget()))
+                d->reject();
+        });
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.purgeAction()->trigger();
+        QVERIFY(!actions.wait(500));
+        QVERIFY(store->inspect("done-1").has_value());
+        QCOMPARE(w.auditTrail()->entries().size(), 0);
+        w.setReadOnly(true); // the setting is remembered: leave it off for the next test
+        w.setReadOnly(false);
+    }
+
+    void liveUpdatesAndExport()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        // keyspace notifications (the fixture enables them): a new key shows without a rescan
+        auto a = store->acquire("arrives-later", "");
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowOfKey(QString::fromStdString(store->recordKey("arrives-later"))) >= 0, 3000);
+        store->complete(a.ticket, "done");
+        QTRY_COMPARE_WITH_TIMEOUT(
+            w.model()->row(w.model()->rowOfKey(QString::fromStdString(store->recordKey("arrives-later")))).state,
+            idem::RecordState::Completed, 3000);
+        store->purge("arrives-later", "test");
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowOfKey(QString::fromStdString(store->recordKey("arrives-later"))) < 0, 3000);
+
+        const QString csv = tmp.filePath(QStringLiteral("view.csv")), json = tmp.filePath(QStringLiteral("view.json"));
+        QVERIFY(w.exportTo(csv));
+        QVERIFY(w.exportTo(json));
+        QFile c(csv);
+        QVERIFY(c.open(QIODevice::ReadOnly));
+        const auto lines = c.readAll().trimmed().split('\n');
+        QCOMPARE(lines.size(), 1 + w.proxy()->rowCount());
+        QVERIFY(lines.first().startsWith("key,ID,State"));
+        QFile j(json);
+        QVERIFY(j.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(j.readAll()).array().size(), w.proxy()->rowCount());
+    }
+
+    // Without keyspace notifications the console rescans on an interval; after a drop it
+    // reconnects by itself and says so in the status bar.
+    void fallbackRescanAndReconnect()
+    {
+        idem::LocalServer server; // notify-keyspace-events off
+        idem::ConnectionPool p(server.connectionOptions(), 1);
+        idem::StoreOptions so;
+        so.keyNamespace = "fb";
+        idem::Store s(p, so);
+        s.acquire("first", "");
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(server.url());
+        o.connection.keyNamespace = QStringLiteral("fb");
+        o.connection.rescanIntervalMs = 300;
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy links(&w, &MainWindow::linkStateChanged);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(w.model()->rowCount(), 1);
+        s.acquire("second", "");
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 2, 5000); // found by the next rescan
+        QVERIFY(w.statusBar()->findChildren<QLabel*>().size() > 0);
+
+        server.kill();
+        QTRY_VERIFY_WITH_TIMEOUT(!links.isEmpty() && links.last().at(0).value<ConsoleWorker::Link>() ==
+                                                         ConsoleWorker::Link::Retrying,
+                                 10000);
+        bool saysRetrying = false;
+        for (QLabel* l : w.statusBar()->findChildren<QLabel*>())
+            saysRetrying = saysRetrying || l->text().contains(QStringLiteral("retrying"));
+        QVERIFY(saysRetrying);
+        server.start(); // same port; the data is gone (no persistence), the console follows
+        QTRY_VERIFY_WITH_TIMEOUT(links.last().at(0).value<ConsoleWorker::Link>() == ConsoleWorker::Link::Connected,
+                                 15000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 0, 5000);
+    }
+};
+
+QTEST_MAIN(TestConsole)
+#include "tst_console.moc"

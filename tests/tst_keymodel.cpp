@@ -1,0 +1,133 @@
+// KeyTableModel and KeyFilterProxy: merges by key without resets, countdowns, stale on the
+// clock, filters. QAbstractItemModelTester is attached before any data arrives.
+#include "keyfilterproxy.h"
+#include "keytablemodel.h"
+#include "testsupport.h"
+
+#include <QAbstractItemModelTester>
+#include <QDateTime>
+#include <QSignalSpy>
+#include <QtTest>
+
+namespace {
+KeyRow row(const QString& id, idem::RecordState s, qint64 now, qint64 ttlMs = 60000, qint64 leaseLeftMs = 0)
+{
+    KeyRow r;
+    r.key = u"ns:{"_qs + id + u"}"_qs;
+    r.id = id;
+    r.state = s;
+    r.format = idem::RecordFormat::Native;
+    r.expiresAtMs = ttlMs < 0 ? -1 : now + ttlMs;
+    r.createdMs = now - 1000;
+    if (s == idem::RecordState::Started) {
+        r.leaseUntilMs = now + leaseLeftMs;
+        r.staleAtMs = r.leaseUntilMs;
+    }
+    r.keyType = "hash";
+    return r;
+}
+} // namespace
+
+class TestKeyModel : public QObject {
+    Q_OBJECT
+private slots:
+    void mergesWithoutReset()
+    {
+        KeyTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        KeyFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
+        QSignalSpy inserts(&model, &QAbstractItemModel::rowsInserted);
+        QSignalSpy removals(&model, &QAbstractItemModel::rowsRemoved);
+        QSignalSpy changes(&model, &QAbstractItemModel::dataChanged);
+
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        model.upsert({row(u"a"_qs, idem::RecordState::Started, now, 60000, 30000),
+                      row(u"b"_qs, idem::RecordState::Completed, now),
+                      row(u"c"_qs, idem::RecordState::Failed, now)},
+                     now, 1);
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(inserts.count(), 1);
+        // the same keys again, one changed: no insert, one dataChanged
+        auto a = row(u"a"_qs, idem::RecordState::Completed, now);
+        model.upsert({a}, now, 1);
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(inserts.count(), 1);
+        QVERIFY(changes.count() >= 1);
+        QCOMPARE(model.data(model.index(model.rowOfKey(a.key), KeyTableModel::State)).toString(), u"COMPLETED"_qs);
+        // a second scan sees only b and d: a and c go, d comes
+        model.upsert({row(u"b"_qs, idem::RecordState::Completed, now), row(u"d"_qs, idem::RecordState::Started, now, 1000, 500)},
+                     now, 2);
+        model.finishGeneration(2);
+        QCOMPARE(model.rowCount(), 2);
+        QVERIFY(model.rowOfKey(u"ns:{a}"_qs) < 0);
+        QVERIFY(model.rowOfKey(u"ns:{d}"_qs) >= 0);
+        model.removeKeys({u"ns:{b}"_qs, u"ns:{nope}"_qs});
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.row(0).id, u"d"_qs);
+        QCOMPARE(resets.count(), 0);
+        QVERIFY(removals.count() >= 2);
+    }
+
+    void countdownsAndStaleOnTheServerClock()
+    {
+        KeyTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        // the server's clock runs 1 hour ahead of ours: countdowns follow the server
+        const qint64 server = QDateTime::currentMSecsSinceEpoch() + 3600'000;
+        model.upsert({row(u"lease"_qs, idem::RecordState::Started, server, 60000, 1200),
+                      row(u"forever"_qs, idem::RecordState::Completed, server, -1)},
+                     server, 1);
+        const int r = model.rowOfKey(u"ns:{lease}"_qs);
+        QCOMPARE(model.data(model.index(r, KeyTableModel::Ttl)).toString(), u"1m"_qs);
+        QCOMPARE(model.data(model.index(r, KeyTableModel::State)).toString(), u"STARTED"_qs);
+        QVERIFY(!model.data(model.index(r, 0), KeyTableModel::StaleRole).toBool());
+        QTRY_VERIFY_WITH_TIMEOUT(model.data(model.index(r, 0), KeyTableModel::StaleRole).toBool(), 3000);
+        QCOMPARE(model.data(model.index(r, KeyTableModel::State)).toString(), u"STALE"_qs);
+        QVERIFY(model.data(model.index(r, KeyTableModel::Note)).toString().startsWith(u"lease expired"_qs));
+        QVERIFY(model.data(model.index(r, KeyTableModel::Ttl)).toString() != u"1m"_qs); // counted down
+        QVERIFY(model.data(model.index(r, 0), Qt::BackgroundRole).isValid());        // highlighted
+        QVERIFY(model.data(model.index(r, KeyTableModel::State), Qt::DecorationRole).isValid());
+        QVERIFY(model.data(model.index(r, KeyTableModel::State), Qt::ToolTipRole).toString().contains(u"Stale"_qs));
+        const int f = model.rowOfKey(u"ns:{forever}"_qs);
+        QCOMPARE(model.data(model.index(f, KeyTableModel::Ttl)).toString(), u"∞ no TTL"_qs);
+        QVERIFY(model.data(model.index(f, 0), KeyTableModel::NoTtlRole).toBool());
+        const auto s = model.stats();
+        QCOMPARE(s.total, std::size_t(2));
+        QCOMPARE(s.stale, std::size_t(1));
+        QCOMPARE(s.noTtl, std::size_t(1));
+    }
+
+    void filtersAndSorting()
+    {
+        KeyTableModel model;
+        KeyFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        QVector<KeyRow> rows;
+        for (int i = 0; i < 30; ++i) {
+            const auto s = static_cast<idem::RecordState>(i % 4);
+            rows.push_back(row(u"id-%1"_qs.arg(i, 2, 10, QLatin1Char('0')), s, now, 1000 * (30 - i),
+                               i % 8 == 0 ? -5000 : 5000));
+        }
+        model.upsert(rows, now, 1);
+        proxy.setStateFilter(idem::StateFilter::Completed);
+        QCOMPARE(proxy.rowCount(), 8); // i % 4 == 1
+        proxy.setStateFilter(idem::StateFilter::Stale);
+        QCOMPARE(proxy.rowCount(), 4); // i = 0, 8, 16, 24 are STARTED with an expired lease
+        proxy.setStateFilter(idem::StateFilter::Any);
+        proxy.setText(u"id-1"_qs);
+        QCOMPARE(proxy.rowCount(), 10);
+        proxy.setText(QString());
+        proxy.sort(KeyTableModel::Ttl, Qt::AscendingOrder);
+        QCOMPARE(proxy.data(proxy.index(0, 0)).toString(), u"id-29"_qs); // the soonest deadline
+        proxy.sort(KeyTableModel::Ttl, Qt::DescendingOrder);
+        QCOMPARE(proxy.data(proxy.index(0, 0)).toString(), u"id-00"_qs);
+    }
+};
+
+QTEST_MAIN(TestKeyModel)
+#include "tst_keymodel.moc"
