@@ -278,7 +278,7 @@ void ConsoleWorker::inspect(const QString& key)
             row(u"created"_s, when(*rec->createdMs, now));
         if (rec->startedMs)
             row(u"started"_s, when(*rec->startedMs, now));
-        if (rec->leaseUntilMs)
+        if (rec->leaseUntilMs && rec->state == idem::RecordState::Started)
             row(u"lease until"_s, when(*rec->leaseUntilMs, now));
         if (rec->finishedMs)
             row(u"finished"_s, when(*rec->finishedMs, now));

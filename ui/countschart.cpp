@@ -11,9 +11,11 @@ namespace {
 constexpr int kWindowSeconds = 600;
 }
 
-CountsChart::CountsChart(QWidget* parent) : QChartView(parent)
+// The chart is handed to the QChartView constructor: setChart() would release (and leak) the
+// default chart the view creates for itself.
+CountsChart::CountsChart(QWidget* parent) : QChartView(new QChart, parent)
 {
-    auto* chart = new QChart;
+    QChart* chart = this->chart();
     chart->legend()->setAlignment(Qt::AlignRight);
     chart->setMargins(QMargins(4, 4, 4, 4));
     chart->setBackgroundRoundness(0);
@@ -47,7 +49,6 @@ CountsChart::CountsChart(QWidget* parent) : QChartView(parent)
     }
     const QDateTime now = QDateTime::currentDateTime();
     m_x->setRange(now.addSecs(-60), now);
-    setChart(chart);
     setRenderHint(QPainter::Antialiasing);
     setMinimumHeight(150);
 }

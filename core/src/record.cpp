@@ -1,5 +1,7 @@
 #include "idem/record.h"
 
+#include "idem/duration.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -108,14 +110,14 @@ void markStale(Record& r, const DecodeOptions& o)
     if (r.leaseUntilMs) {
         if (*r.leaseUntilMs <= o.nowMs) {
             r.stale = true;
-            r.staleWhy = "lease expired " + std::to_string(o.nowMs - *r.leaseUntilMs) + " ms ago";
+            r.staleWhy = "lease expired " + formatDuration(Millis(o.nowMs - *r.leaseUntilMs)) + " ago";
         }
     } else if (r.startedMs) {
         if (o.nowMs - *r.startedMs > o.staleAfterMs) {
             r.stale = true;
-            r.staleWhy = "started " + std::to_string((o.nowMs - *r.startedMs) / 1000) +
-                         " s ago, over the " + std::to_string(o.staleAfterMs / 1000) +
-                         " s threshold, and has no lease deadline";
+            r.staleWhy = "started " + formatDuration(Millis((o.nowMs - *r.startedMs) / 1000 * 1000)) +
+                         " ago, over the " + formatDuration(Millis(o.staleAfterMs)) +
+                         " threshold, with no lease deadline";
         }
     }
 }
