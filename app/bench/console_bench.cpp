@@ -1,0 +1,241 @@
+// idem-console-bench: the console's scale goals, measured in one run on one redis-server.
+//
+//   1. load N keys (default 1,000,000) in mixed states and formats;
+//   2. reference: `redis-cli --scan --pattern 'scale:*'` (what a user would time);
+//   3. the monitor's full snapshot (enumerate + classify), and SLOWLOG entries at 10 ms;
+//   4. the console loading them: longest stall of the GUI thread, resident memory;
+//   5. sorting all rows; how many rows the once-a-second countdown repaints.
+#include "keyfilterproxy.h"
+#include "keytablemodel.h"
+#include "mainwindow.h"
+
+#include "idem/errors.h"
+#include "idem/localserver.h"
+#include "idem/monitor.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QHeaderView>
+#include <QIdentityProxyModel>
+#include <QTableView>
+#include <QTimer>
+#include <cstdio>
+#include <memory>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+struct Counting : QIdentityProxyModel {
+    mutable qint64 displayCalls = 0;
+    mutable QSet<int> rows;
+    QVariant data(const QModelIndex& i, int role) const override
+    {
+        if (role == Qt::DisplayRole) {
+            ++displayCalls;
+            rows.insert(i.row());
+        }
+        return QIdentityProxyModel::data(i, role);
+    }
+};
+
+qint64 statusKb(const char* field)
+{
+    QFile f(u"/proc/self/status"_s);
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    for (const QByteArray& line : f.readAll().split('\n'))
+        if (line.startsWith(field))
+            return line.mid(static_cast<qsizetype>(std::strlen(field))).trimmed().split(' ').first().toLongLong();
+    return -1;
+}
+
+void load(idem::Connection& c, int n)
+{
+    const qint64 nowMs = QDateTime::currentMSecsSinceEpoch();
+    const std::string now = std::to_string(nowMs), live = std::to_string(nowMs + 600'000),
+                      gone = std::to_string(nowMs - 60'000);
+    std::vector<std::vector<std::string>> cmds;
+    auto flush = [&] {
+        std::vector<std::vector<std::string_view>> views;
+        views.reserve(cmds.size());
+        for (const auto& cmd : cmds)
+            views.emplace_back(cmd.begin(), cmd.end());
+        c.pipeline(views);
+        cmds.clear();
+    };
+    for (int i = 0; i < n; ++i) {
+        const std::string key = "scale:{order-" + std::to_string(i) + "}";
+        const std::string token = "0123456789abcdef0123456789abcdef", fence = std::to_string(1795000000000000LL + i);
+        const int kind = i % 100;
+        if (kind < 60)
+            cmds.push_back({"HSET", key, "state", "COMPLETED", "token", token, "fence", fence, "started_ms", now,
+                            "lease_until_ms", now, "finished_ms", now, "response",
+                            R"({"charged":true,"amount":1999,"currency":"EUR"})"});
+        else if (kind < 70)
+            cmds.push_back({"HSET", key, "state", "STARTED", "token", token, "fence", fence, "started_ms", now,
+                            "lease_until_ms", live});
+        else if (kind < 75)
+            cmds.push_back({"HSET", key, "state", "STARTED", "token", token, "fence", fence, "started_ms", now,
+                            "lease_until_ms", gone});
+        else if (kind < 85)
+            cmds.push_back({"HSET", key, "state", "FAILED", "token", token, "fence", fence, "started_ms", now,
+                            "failure", kind % 2 ? "terminal" : "retryable", "error", "declined", "finished_ms", now});
+        else if (kind < 95)
+            cmds.push_back({"SET", key, R"({"status":"COMPLETED","response_body":"ok","started_at":1790000000})"});
+        else if (kind < 98)
+            cmds.push_back({"SET", key, "PROCESSING"});
+        else if (kind < 99)
+            cmds.push_back({"SET", key, R"({"status":)"});
+        else
+            cmds.push_back({"RPUSH", key, "x"});
+        if (kind != 99) // one key in a hundred has no TTL
+            cmds.push_back({"PEXPIRE", key, "86400000"});
+        if (cmds.size() >= 10'000)
+            flush();
+    }
+    flush();
+}
+
+double timeRedisCliScan(int port, long* count)
+{
+    QElapsedTimer t;
+    t.start();
+    const std::string cmd = "redis-cli -p " + std::to_string(port) + " --scan --pattern 'scale:*' | wc -l";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    long n = 0;
+    if (p) {
+        if (std::fscanf(p, "%ld", &n) != 1)
+            n = -1;
+        ::pclose(p);
+    }
+    *count = n;
+    return static_cast<double>(t.nsecsElapsed()) / 1e9;
+}
+
+void verdict(const char* what, const QString& value, bool met, const char* goal)
+{
+    std::printf("%-52s %22s   %-22s %s\n", what, value.toUtf8().constData(), goal, met ? "met" : "MISSED");
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    int keys = 1'000'000;
+    const QStringList args = app.arguments();
+    if (const auto i = args.indexOf(u"--keys"_s); i > 0 && i + 1 < args.size())
+        keys = std::max(1000, args.at(i + 1).toInt());
+    if (args.contains(u"--help"_s)) {
+        std::puts("usage: idem-console-bench [--keys N]   (default 1000000; starts a private redis-server)");
+        return 0;
+    }
+    try {
+        idem::LocalServer server;
+        idem::Connection c(server.connectionOptions());
+        QElapsedTimer t;
+        t.start();
+        load(c, keys);
+        std::printf("idem-console-bench: %d keys loaded into a private redis-server in %.1f s\n\n", keys,
+                    t.elapsed() / 1000.0);
+
+        long cliCount = 0;
+        const double cli = timeRedisCliScan(server.port(), &cliCount);
+
+        c.checked({"CONFIG", "SET", "slowlog-log-slower-than", "10000"});
+        c.checked({"SLOWLOG", "RESET"});
+        idem::MonitorOptions mo;
+        mo.keyNamespace = "scale";
+        idem::Monitor monitor(c, mo);
+        t.restart();
+        std::size_t records = 0;
+        std::string cursor = "0";
+        do {
+            auto page = monitor.scanPage(cursor);
+            records += page.records.size();
+            cursor = page.cursor;
+        } while (cursor != "0");
+        const double snapshot = static_cast<double>(t.nsecsElapsed()) / 1e9;
+
+        // the console loads them; a 5 ms timer on the GUI thread measures its longest stall
+        MainWindow::Options o;
+        o.connection.url = QString::fromStdString(server.url());
+        o.connection.keyNamespace = u"scale"_s;
+        o.auditPath = u"/dev/null"_s;
+        MainWindow w(o);
+        w.show();
+        QElapsedTimer gap;
+        qint64 worstStall = 0;
+        QTimer probe;
+        probe.setTimerType(Qt::PreciseTimer);
+        QObject::connect(&probe, &QTimer::timeout, [&] {
+            worstStall = std::max(worstStall, gap.restart());
+        });
+        bool loaded = false;
+        qint64 loadMs = 0;
+        QElapsedTimer loadClock;
+        QObject::connect(&w, &MainWindow::scanCompleted, [&] {
+            if (!loaded) {
+                loaded = true;
+                loadMs = loadClock.elapsed();
+            }
+        });
+        loadClock.start();
+        gap.start();
+        probe.start(5);
+        while (!loaded && loadClock.elapsed() < 600'000)
+            QApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+        probe.stop();
+        const qint64 rssKb = statusKb("VmRSS:"), peakKb = statusKb("VmHWM:");
+
+        t.restart();
+        w.proxy()->sort(KeyTableModel::Ttl, Qt::AscendingOrder);
+        const qint64 sortTtl = t.elapsed();
+        t.restart();
+        w.proxy()->sort(KeyTableModel::Id, Qt::AscendingOrder);
+        const qint64 sortId = t.elapsed();
+
+        // the countdown: one tick repaints the viewport; count the rows data() is asked for
+        auto* counting = new Counting;
+        counting->setSourceModel(w.proxy());
+        w.table()->setModel(counting);
+        QApplication::processEvents();
+        w.table()->repaint();
+        counting->displayCalls = 0;
+        counting->rows.clear();
+        w.table()->viewport()->update();
+        QApplication::processEvents();
+        const int visible = w.table()->rowAt(w.table()->viewport()->height() - 1) - w.table()->rowAt(0) + 1;
+        const qint64 repainted = counting->rows.size();
+
+        const qint64 slow = idem::reply::arraySize(c.checked({"SLOWLOG", "GET", "128"}).get());
+
+        std::printf("%-52s %22s   %-22s %s\n", "measurement", "value", "goal", "");
+        verdict("keys seen by redis-cli --scan (reference)", QString::number(cliCount), true, "");
+        verdict("records in idem's snapshot", QString::number(records), static_cast<long>(records) == cliCount,
+                "= reference");
+        verdict("snapshot time / redis-cli --scan time",
+                u"%1 s / %2 s = %3"_s.arg(snapshot, 0, 'f', 2).arg(cli, 0, 'f', 2).arg(snapshot / cli, 0, 'f', 2),
+                snapshot <= 2 * cli, "<= 2.0");
+        verdict("SLOWLOG entries (>= 10 ms) during the snapshot + load", QString::number(slow), slow == 0, "0");
+        verdict("console: full load", u"%1 s"_s.arg(loadMs / 1000.0, 0, 'f', 1), true, "");
+        verdict("console: longest GUI-thread stall while loading", u"%1 ms"_s.arg(worstStall), worstStall <= 50,
+                "<= 50 ms");
+        verdict("console: resident memory after load (peak)",
+                u"%1 MB (%2 MB)"_s.arg(rssKb / 1024).arg(peakKb / 1024), peakKb <= 400 * 1024, "<= 400 MB");
+        verdict("console: sort all rows by TTL / by id", u"%1 ms / %2 ms"_s.arg(sortTtl).arg(sortId),
+                sortTtl < 1000 && sortId < 1000, "< 1000 ms each");
+        verdict("console: rows repainted by one countdown tick", u"%1 (visible: %2)"_s.arg(repainted).arg(visible),
+                repainted <= visible + 1, "visible rows only");
+        std::printf("\nredis-cli 7.0 --scan sends SCAN without COUNT (10 keys a call); idem's snapshot uses COUNT "
+                    "500 and pipelines its reads.\n");
+        return 0;
+    } catch (const idem::Error& e) {
+        std::fprintf(stderr, "idem-console-bench: %s\n", e.what());
+        return 1;
+    }
+}
