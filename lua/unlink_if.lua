@@ -1,7 +1,8 @@
 -- idem: unlink a key only if it is still what the operator saw (bulk purge by state or pattern).
 -- KEYS[1] the key
 -- ARGV[1] expected type ('hash', 'string', 'list', ...)
--- ARGV[2] hash: expected state (or foreign 'status') | string: expected value ('' = only check type)
+-- ARGV[2] hash: expected state (or foreign 'status'; '*' = any) | string: SHA1 hex of the value
+--         ('' = only check the type)
 -- ARGV[3] hash: expected owner token ('' = none)
 -- ARGV[4] hash: expected lease_until_ms ('' = none)
 -- Reply: 1 when unlinked, 0 when the key changed (renewed, completed, rewritten) or is gone.
@@ -12,11 +13,12 @@ if ty ~= ARGV[1] then
 end
 if ty == 'hash' then
   local h = redis.call('HMGET', key, 'state', 'status', 'token', 'lease_until_ms')
-  if (h[1] or h[2] or '') ~= ARGV[2] or (h[3] or '') ~= ARGV[3] or (h[4] or '') ~= ARGV[4] then
+  if (ARGV[2] ~= '*' and (h[1] or h[2] or '') ~= ARGV[2]) or (h[3] or '') ~= ARGV[3]
+     or (h[4] or '') ~= ARGV[4] then
     return 0
   end
 elseif ty == 'string' and ARGV[2] ~= '' then
-  if redis.call('GET', key) ~= ARGV[2] then
+  if redis.sha1hex(redis.call('GET', key)) ~= ARGV[2] then
     return 0
   end
 end

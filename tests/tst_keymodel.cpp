@@ -13,17 +13,15 @@ namespace {
 KeyRow row(const QString& id, idem::RecordState s, qint64 now, qint64 ttlMs = 60000, qint64 leaseLeftMs = 0)
 {
     KeyRow r;
-    r.key = u"ns:{"_qs + id + u"}"_qs;
-    r.id = id;
+    r.key = "ns:{" + id.toUtf8() + "}";
     r.state = s;
     r.format = idem::RecordFormat::Native;
     r.expiresAtMs = ttlMs < 0 ? -1 : now + ttlMs;
     r.createdMs = now - 1000;
     if (s == idem::RecordState::Started) {
         r.leaseUntilMs = now + leaseLeftMs;
-        r.staleAtMs = r.leaseUntilMs;
     }
-    r.keyType = "hash";
+    r.type = KeyRow::Type::Hash;
     return r;
 }
 } // namespace
@@ -34,6 +32,7 @@ private slots:
     void mergesWithoutReset()
     {
         KeyTableModel model;
+        model.setKeyNamespace(u"ns"_qs);
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         KeyFilterProxy proxy;
         proxy.setSourceModel(&model);
@@ -56,7 +55,7 @@ private slots:
         QCOMPARE(model.rowCount(), 3);
         QCOMPARE(inserts.count(), 1);
         QVERIFY(changes.count() >= 1);
-        QCOMPARE(model.data(model.index(model.rowOfKey(a.key), KeyTableModel::State)).toString(), u"COMPLETED"_qs);
+        QCOMPARE(model.data(model.index(model.rowOfKey(a.keyText()), KeyTableModel::State)).toString(), u"COMPLETED"_qs);
         // a second scan sees only b and d: a and c go, d comes
         model.upsert({row(u"b"_qs, idem::RecordState::Completed, now), row(u"d"_qs, idem::RecordState::Started, now, 1000, 500)},
                      now, 2);
@@ -66,7 +65,7 @@ private slots:
         QVERIFY(model.rowOfKey(u"ns:{d}"_qs) >= 0);
         model.removeKeys({u"ns:{b}"_qs, u"ns:{nope}"_qs});
         QCOMPARE(model.rowCount(), 1);
-        QCOMPARE(model.row(0).id, u"d"_qs);
+        QCOMPARE(model.idOf(model.row(0)), u"d"_qs);
         QCOMPARE(resets.count(), 0);
         QVERIFY(removals.count() >= 2);
     }
@@ -103,6 +102,7 @@ private slots:
     void filtersAndSorting()
     {
         KeyTableModel model;
+        model.setKeyNamespace(u"ns"_qs);
         KeyFilterProxy proxy;
         proxy.setSourceModel(&model);
         QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -126,6 +126,10 @@ private slots:
         QCOMPARE(proxy.data(proxy.index(0, 0)).toString(), u"id-29"_qs); // the soonest deadline
         proxy.sort(KeyTableModel::Ttl, Qt::DescendingOrder);
         QCOMPARE(proxy.data(proxy.index(0, 0)).toString(), u"id-00"_qs);
+        proxy.sort(KeyTableModel::Id, Qt::DescendingOrder);
+        QCOMPARE(proxy.data(proxy.index(0, 0)).toString(), u"id-29"_qs);
+        proxy.sort(KeyTableModel::State, Qt::AscendingOrder);
+        QVERIFY(proxy.data(proxy.index(0, KeyTableModel::State)).toString().startsWith(u"ST"_qs)); // STARTED or STALE
     }
 };
 

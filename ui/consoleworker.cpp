@@ -16,6 +16,7 @@ using namespace Qt::StringLiterals;
 namespace {
 constexpr int kMaxRetryDelayMs = 10'000;
 constexpr int kResyncWithNotificationsMs = 60'000;
+constexpr int kMaxBatchesInFlight = 4;
 
 QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -80,6 +81,7 @@ void ConsoleWorker::close()
     m_conn.reset();
     m_scanning = false;
     m_rescanQueued = false;
+    m_waitingForGui = false;
     if (m_link != Link::Disconnected) {
         m_link = Link::Disconnected;
         Q_EMIT linkChanged(m_link, u"disconnected"_s);
@@ -154,6 +156,7 @@ void ConsoleWorker::lost(const QString& why)
     m_monitor.reset();
     m_conn.reset();
     m_scanning = false;
+    m_waitingForGui = false;
     m_link = Link::Retrying;
     Q_EMIT linkChanged(m_link, u"%1 — retrying in %2 s"_s.arg(why).arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
     m_retryTimer->start(m_retryDelayMs);
@@ -187,12 +190,14 @@ void ConsoleWorker::scanStep()
         QVector<KeyRow> rows;
         rows.reserve(static_cast<qsizetype>(page.records.size()));
         for (const auto& r : page.records)
-            rows.push_back(KeyRow::fromRecord(r, page.serverNowMs));
+            rows.push_back(KeyRow::fromRecord(r, page.serverNowMs, m_monitor->options().keyNamespace));
         m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
         ++m_summary.pages;
         m_summary.serverNowMs = page.serverNowMs;
-        if (!rows.isEmpty())
+        if (!rows.isEmpty()) {
+            ++m_inFlight;
             Q_EMIT rowsArrived(rows, page.serverNowMs, m_generation);
+        }
         m_cursor = page.cursor;
         if (m_cursor == "0") {
             m_scanning = false;
@@ -202,9 +207,22 @@ void ConsoleWorker::scanStep()
                 rescan();
             return;
         }
+        if (m_inFlight >= kMaxBatchesInFlight) {
+            m_waitingForGui = true; // batchConsumed() resumes
+            return;
+        }
         QTimer::singleShot(0, this, &ConsoleWorker::scanStep); // let queued requests in between pages
     } catch (const idem::Error& e) {
         lost(qs(e.what()));
+    }
+}
+
+void ConsoleWorker::batchConsumed()
+{
+    m_inFlight = std::max(0, m_inFlight - 1);
+    if (m_waitingForGui && m_inFlight < kMaxBatchesInFlight) {
+        m_waitingForGui = false;
+        QTimer::singleShot(0, this, &ConsoleWorker::scanStep);
     }
 }
 
@@ -233,11 +251,13 @@ void ConsoleWorker::flushDirty()
             const auto records = m_monitor->classify(chunk, &now);
             QVector<KeyRow> rows;
             for (const auto& r : records) {
-                rows.push_back(KeyRow::fromRecord(r, now));
-                gone.remove(rows.back().key);
+                rows.push_back(KeyRow::fromRecord(r, now, m_monitor->options().keyNamespace));
+                gone.remove(rows.back().keyText());
             }
-            if (!rows.isEmpty())
+            if (!rows.isEmpty()) {
+                ++m_inFlight;
                 Q_EMIT rowsArrived(rows, now, m_generation);
+            }
         }
     } catch (const idem::Error& e) {
         lost(qs(e.what()));
@@ -381,6 +401,6 @@ void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, co
     }
     Q_EMIT actionDone(result);
     for (const KeyRow& row : rows)
-        m_dirty.insert(row.key);
+        m_dirty.insert(row.keyText());
     flushDirty();
 }

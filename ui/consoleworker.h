@@ -58,6 +58,9 @@ public Q_SLOTS:
     void inspect(const QString& key);
     void forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who);
     void purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who);
+    // The GUI took one rowsArrived batch in: scanning goes on while few batches are in flight,
+    // so a slow GUI slows the scan instead of queueing a million rows in memory.
+    void batchConsumed();
 
 Q_SIGNALS:
     void linkChanged(ConsoleWorker::Link link, const QString& detail);
@@ -87,6 +90,8 @@ private:
     QTimer* m_dirtyTimer = nullptr;
     int m_retryDelayMs = 500;
     bool m_scanning = false;
+    int m_inFlight = 0;           // rowsArrived batches the GUI has not taken in yet
+    bool m_waitingForGui = false; // a scan step waits for batchConsumed()
     bool m_rescanQueued = false;
     std::string m_cursor;
     quint64 m_generation = 0;

@@ -5,7 +5,7 @@
 KeyFilterProxy::KeyFilterProxy(QObject* parent) : QSortFilterProxyModel(parent)
 {
     setSortRole(KeyTableModel::SortRole);
-    setDynamicSortFilter(true);
+    setDynamicSortFilter(true); // re-filters changed rows; it never sorts (sort() is the model's)
 }
 
 void KeyFilterProxy::setStateFilter(idem::StateFilter f)
@@ -32,6 +32,11 @@ bool KeyFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex&) const
         return false;
     if (m_text.isEmpty())
         return true;
-    return r.id.contains(m_text, Qt::CaseInsensitive) || r.owner.contains(m_text, Qt::CaseInsensitive) ||
+    return model->idOf(r).contains(m_text, Qt::CaseInsensitive) || r.owner().contains(m_text, Qt::CaseInsensitive) ||
            r.note.contains(m_text, Qt::CaseInsensitive);
+}
+
+void KeyFilterProxy::sort(int column, Qt::SortOrder order)
+{
+    static_cast<KeyTableModel*>(sourceModel())->sort(column, order);
 }

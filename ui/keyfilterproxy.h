@@ -17,6 +17,10 @@ public:
 protected:
     bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
 
+public:
+    // Sorting is the source model's (KeyTableModel::sort): the proxy keeps its order and filters.
+    void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+
 private:
     idem::StateFilter m_state = idem::StateFilter::Any;
     QString m_text;

@@ -1,61 +1,131 @@
 #include "keyrow.h"
 
 namespace {
-QByteArray field(const idem::Record& r, std::string_view name)
+
+const std::string* field(const idem::Record& r, std::string_view name)
 {
     for (const auto& [k, v] : r.fields)
         if (k == name)
-            return QByteArray(v.data(), static_cast<qsizetype>(v.size()));
-    return {};
+            return &v;
+    return nullptr;
 }
+
+KeyRow::Type typeOf(const std::string& t)
+{
+    if (t == "hash")
+        return KeyRow::Type::Hash;
+    if (t == "string")
+        return KeyRow::Type::String;
+    if (t == "list")
+        return KeyRow::Type::List;
+    if (t == "set")
+        return KeyRow::Type::Set;
+    if (t == "zset")
+        return KeyRow::Type::ZSet;
+    if (t == "stream")
+        return KeyRow::Type::Stream;
+    return KeyRow::Type::Other;
+}
+
+const char* typeName(KeyRow::Type t)
+{
+    switch (t) {
+    case KeyRow::Type::Hash: return "hash";
+    case KeyRow::Type::String: return "string";
+    case KeyRow::Type::List: return "list";
+    case KeyRow::Type::Set: return "set";
+    case KeyRow::Type::ZSet: return "zset";
+    case KeyRow::Type::Stream: return "stream";
+    case KeyRow::Type::Other: break;
+    }
+    return "";
+}
+
+int fromHex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : 0;
+}
+
 } // namespace
 
-KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs)
+KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view)
 {
     KeyRow row;
-    row.key = QString::fromUtf8(r.key.data(), static_cast<qsizetype>(r.key.size()));
-    row.id = QString::fromUtf8(r.id.data(), static_cast<qsizetype>(r.id.size()));
+    row.key = QByteArray(r.key.data(), static_cast<qsizetype>(r.key.size()));
     row.state = r.state;
     row.format = r.format;
-    if (r.state == idem::RecordState::Started) {
-        if (r.leaseUntilMs)
-            row.staleAtMs = *r.leaseUntilMs; // native lease or foreign lock_expiry
-        else if (r.stale)
-            row.staleAtMs = 1; // only started_at, and over the threshold already
-    }
-    row.terminal = r.terminal;
-    row.note = QString::fromStdString(r.state == idem::RecordState::Malformed ? r.reason : r.staleWhy);
+    row.type = typeOf(r.keyType);
+    if (r.state == idem::RecordState::Malformed)
+        row.note = QString::fromStdString(r.reason);
+    if (r.terminal)
+        row.flags |= Terminal;
+    row.leaseUntilMs = r.leaseUntilMs.value_or(0); // native lease or foreign lock_expiry
+    if (r.state == idem::RecordState::Started && !r.leaseUntilMs && r.stale)
+        row.flags |= StaleNoDeadline;
     row.expiresAtMs = r.ttlMs >= 0 ? serverNowMs + r.ttlMs : -1;
     row.createdMs = r.createdMs.value_or(r.startedMs.value_or(0));
-    row.leaseUntilMs = r.state == idem::RecordState::Started ? r.leaseUntilMs.value_or(0) : 0;
-    row.owner = QString::fromStdString(r.owner);
     row.fence = r.fence;
-    row.attempt = r.attempt;
-    row.keyType = QByteArray::fromStdString(r.keyType);
-    if (r.keyType == "hash") {
-        row.guardState = field(r, "state");
-        if (row.guardState.isEmpty())
-            row.guardState = field(r, "status");
-        row.guardToken = field(r, "token");
-        row.guardLease = field(r, "lease_until_ms");
-    } else if (r.keyType == "string") {
-        row.guardValue = field(r, "value");
+    row.attempt = static_cast<qint32>(r.attempt);
+    if (row.type == Type::Hash) {
+        if (const auto* t = field(r, "token"))
+            row.guard = QByteArray::fromStdString(*t);
+        if (field(r, "lease_until_ms"))
+            row.flags |= LeaseField;
+        if (!field(r, "state"))
+            if (const auto* st = field(r, "status")) {
+                row.flags |= ForeignStatus;
+                if (row.note.isEmpty())
+                    row.note = QString::fromStdString(*st);
+            }
+    } else if (row.type == Type::String) {
+        if (const auto* h = field(r, "value_sha1"); h && h->size() == 40) {
+            row.guard.resize(20);
+            for (int i = 0; i < 20; ++i)
+                row.guard[i] = static_cast<char>(fromHex((*h)[2 * i]) * 16 + fromHex((*h)[2 * i + 1]));
+        }
+    } else if (row.type == Type::Other) {
+        row.note = QString::fromStdString(r.keyType) + u": "_qs + row.note;
     }
     return row;
+}
+
+QString KeyRow::id(qsizetype namespaceLength) const
+{
+    // <namespace>:{<id>}
+    if (key.size() >= namespaceLength + 3 && key.at(namespaceLength) == ':' && key.at(namespaceLength + 1) == '{' &&
+        key.endsWith('}'))
+        return QString::fromUtf8(key.constData() + namespaceLength + 2, key.size() - namespaceLength - 3);
+    return QString::fromUtf8(key);
 }
 
 idem::Record KeyRow::toGuardRecord() const
 {
     idem::Record r;
     r.key = key.toStdString();
-    r.keyType = keyType.toStdString();
-    if (!guardState.isEmpty())
-        r.fields.emplace_back("state", guardState.toStdString());
-    if (!guardToken.isEmpty())
-        r.fields.emplace_back("token", guardToken.toStdString());
-    if (!guardLease.isEmpty())
-        r.fields.emplace_back("lease_until_ms", guardLease.toStdString());
-    if (!guardValue.isEmpty())
-        r.fields.emplace_back("value", guardValue.toStdString());
+    r.keyType = typeName(type);
+    if (type == Type::Other) // the type name leads the note
+        r.keyType = note.section(u':', 0, 0).toStdString();
+    if (type == Type::Hash) {
+        // the state as written: idem's own, a foreign status (kept in the note), or for a
+        // malformed hash "*" (any: its token and lease still have to match)
+        std::string st = "*";
+        if (flags & ForeignStatus)
+            st = note.toStdString();
+        else if (state != idem::RecordState::Malformed)
+            st = std::string(idem::nameOf(state));
+        r.fields.emplace_back("state", st);
+        if (!guard.isEmpty())
+            r.fields.emplace_back("token", guard.toStdString());
+        if (flags & LeaseField)
+            r.fields.emplace_back("lease_until_ms", std::to_string(leaseUntilMs));
+    } else if (type == Type::String && guard.size() == 20) {
+        static const char digits[] = "0123456789abcdef";
+        std::string hex(40, '0');
+        for (int i = 0; i < 20; ++i) {
+            hex[2 * i] = digits[(static_cast<unsigned char>(guard[i]) >> 4) & 0xf];
+            hex[2 * i + 1] = digits[static_cast<unsigned char>(guard[i]) & 0xf];
+        }
+        r.fields.emplace_back("value_sha1", hex);
+    }
     return r;
 }

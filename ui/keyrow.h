@@ -9,34 +9,48 @@
 
 // One key as the console shows it: a compact copy of what the monitor read (never the stored
 // response), with deadlines on the server's clock so countdowns need no Redis round trip.
+// Compact because a million of them must fit in a few hundred MB: the id is derived from the
+// key, one byte array serves as the owner token (hashes) or the value's SHA1 (strings), and
+// the note is only set when there is something to say.
 struct KeyRow {
-    QString key;
-    QString id;
-    idem::RecordState state = idem::RecordState::Malformed;
-    idem::RecordFormat format = idem::RecordFormat::Unknown;
-    qint64 staleAtMs = 0;    // server clock: when a STARTED record counts as stale (0: not known to)
-    bool terminal = false;
-    QString note;            // why malformed, or why stale when it was read
+    enum class Type : quint8 { Hash, String, List, Set, ZSet, Stream, Other };
+    enum Flag : quint8 {
+        Terminal = 1,         // FAILED and terminal
+        StaleNoDeadline = 2,  // STARTED, no deadline, already over the age threshold when read
+        LeaseField = 4,       // a hash with idem's lease_until_ms (what a guarded purge compares)
+        ForeignStatus = 8,    // a hash whose state is in a foreign "status" field (kept in note)
+    };
+
+    QByteArray key;          // the Redis key, as bytes
+    QByteArray guard;        // hash: the owner token; string: SHA1 of the value (20 bytes)
+    QString note;            // why malformed; a foreign hash's raw status; usually empty
     qint64 expiresAtMs = -1; // server clock; -1: the key has no TTL
     qint64 createdMs = 0;    // server clock; 0: unknown
     qint64 leaseUntilMs = 0; // server clock; 0: none
-    QString owner;
     qint64 fence = 0;
-    qint64 attempt = 0;
-    // what unlinkIfUnchanged compares: the key's type and, for hashes, state/token/lease;
-    // for small strings the value
-    QByteArray keyType, guardState, guardToken, guardLease, guardValue;
-    quint64 seenInGeneration = 0;
+    qint32 attempt = 0;
+    quint32 seenInGeneration = 0;
+    idem::RecordState state = idem::RecordState::Malformed;
+    idem::RecordFormat format = idem::RecordFormat::Unknown;
+    Type type = Type::Other;
+    quint8 flags = 0;
 
-    static KeyRow fromRecord(const idem::Record& r, qint64 serverNowMs);
+    static KeyRow fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view keyNamespace);
     idem::Record toGuardRecord() const;
+
+    QString keyText() const { return QString::fromUtf8(key); }
+    QString id(qsizetype namespaceLength) const; // the part inside the braces, or the whole key
+    QString owner() const { return type == Type::Hash ? QString::fromLatin1(guard) : QString(); }
+    bool terminal() const { return flags & Terminal; }
     bool noTtl() const { return expiresAtMs == -1; }
     // Stale goes on the clock: a lease that ends between two scans turns the row stale on time.
     bool isStale(qint64 serverNowMs) const
     {
-        return state == idem::RecordState::Started && staleAtMs > 0 && staleAtMs <= serverNowMs;
+        return state == idem::RecordState::Started &&
+               ((leaseUntilMs > 0 && leaseUntilMs <= serverNowMs) || (flags & StaleNoDeadline));
     }
 };
+Q_DECLARE_TYPEINFO(KeyRow, Q_RELOCATABLE_TYPE);
 Q_DECLARE_METATYPE(KeyRow)
 
 struct ScanSummary {

@@ -9,6 +9,8 @@
 #include <QPalette>
 #include <QStyle>
 #include <algorithm>
+#include <limits>
+#include <numeric>
 
 using namespace Qt::StringLiterals;
 
@@ -26,7 +28,7 @@ QString stateName(const KeyRow& r, qint64 now)
     switch (r.state) {
     case idem::RecordState::Started: return r.isStale(now) ? u"STALE"_s : u"STARTED"_s;
     case idem::RecordState::Completed: return u"COMPLETED"_s;
-    case idem::RecordState::Failed: return r.terminal ? u"FAILED (terminal)"_s : u"FAILED"_s;
+    case idem::RecordState::Failed: return r.terminal() ? u"FAILED (terminal)"_s : u"FAILED"_s;
     case idem::RecordState::Malformed: break;
     }
     return u"MALFORMED"_s;
@@ -74,16 +76,16 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
-        case Id: return r.id;
+        case Id: return idOf(r);
         case State: return stateName(r, now);
         case Age: return r.createdMs > 0 ? duration(now - r.createdMs) : QString();
         case Ttl: return r.noTtl() ? u"∞ no TTL"_s : duration(std::max<qint64>(0, r.expiresAtMs - now));
         case Lease:
-            if (r.leaseUntilMs <= 0)
+            if (r.leaseUntilMs <= 0 || r.state != idem::RecordState::Started)
                 return QString();
             return r.leaseUntilMs > now ? duration(r.leaseUntilMs - now)
                                         : u"expired %1 ago"_s.arg(duration(now - r.leaseUntilMs));
-        case Owner: return r.owner.left(12);
+        case Owner: return r.owner().left(12);
         case Attempt: return r.attempt > 0 ? QVariant(r.attempt) : QVariant();
         case Fence: return r.fence > 0 ? QVariant(r.fence) : QVariant();
         case Format: return QString::fromUtf8(idem::nameOf(r.format).data());
@@ -93,12 +95,12 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
             return r.note;
         }
         break;
-    case SortRole:
+    case SortRole: // KeyFilterProxy::lessThan compares rows directly; this serves other views
         switch (index.column()) {
         // deadlines and start times, not remaining times: the order does not drift as time passes
         case Age: return r.createdMs > 0 ? -r.createdMs : std::numeric_limits<qint64>::max(); // unknown last
         case Ttl: return r.noTtl() ? std::numeric_limits<qint64>::max() : r.expiresAtMs; // deadline order
-        case Lease: return r.leaseUntilMs;
+        case Lease: return r.state == idem::RecordState::Started ? r.leaseUntilMs : 0;
         case Attempt: return r.attempt;
         case Fence: return r.fence;
         case State: return static_cast<int>(r.state) * 2 + (stale ? 1 : 0);
@@ -107,7 +109,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
     case StateRole: return static_cast<int>(r.state);
     case StaleRole: return stale;
     case NoTtlRole: return r.noTtl();
-    case KeyRole: return r.key;
+    case KeyRole: return r.keyText();
     case Qt::ToolTipRole:
         if (stale)
             return u"Stale lock: %1. The worker that held it is gone or paused; force-fail or purge it "
@@ -117,7 +119,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         if (index.column() == Ttl && r.noTtl())
             return u"This key has no TTL: it will never expire by itself."_s;
         if (index.column() == Id)
-            return r.key;
+            return r.keyText();
         break;
     case Qt::DecorationRole:
         if (index.column() == State && stale)
@@ -154,26 +156,49 @@ QVariant KeyTableModel::headerData(int section, Qt::Orientation orientation, int
     return section >= 0 && section < ColumnCount ? names[section] : QVariant();
 }
 
+namespace {
+// What the table shows and sorts by; a TTL deadline that moved by less than a second is the same
+// deadline read a little later (PTTL is relative), not a change.
+bool sameRow(const KeyRow& a, const KeyRow& b)
+{
+    const bool sameDeadline = a.noTtl() == b.noTtl() && std::abs(a.expiresAtMs - b.expiresAtMs) < 1000;
+    return sameDeadline && a.state == b.state && a.format == b.format && a.flags == b.flags &&
+           a.leaseUntilMs == b.leaseUntilMs && a.createdMs == b.createdMs && a.fence == b.fence &&
+           a.attempt == b.attempt && a.guard == b.guard && a.note == b.note;
+}
+} // namespace
+
 void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation)
 {
     setServerNow(serverNowMs);
     QVector<KeyRow> fresh;
-    int minChanged = INT_MAX, maxChanged = -1;
+    QVector<int> changed;
     for (const KeyRow& in : rows) {
         const auto it = m_index.constFind(in.key);
         if (it == m_index.constEnd()) {
             fresh.push_back(in);
-            fresh.back().seenInGeneration = generation;
+            fresh.back().seenInGeneration = static_cast<quint32>(generation);
             continue;
         }
         KeyRow& row = m_rows[it.value()];
-        row = in;
-        row.seenInGeneration = generation;
-        minChanged = std::min(minChanged, it.value());
-        maxChanged = std::max(maxChanged, it.value());
+        if (!sameRow(row, in)) {
+            const QByteArray key = row.key; // keep sharing the index's bytes
+            row = in;
+            row.key = key;
+            changed.push_back(it.value());
+        }
+        row.seenInGeneration = static_cast<quint32>(generation);
     }
-    if (maxChanged >= 0)
-        Q_EMIT dataChanged(index(minChanged, 0), index(maxChanged, ColumnCount - 1));
+    // one dataChanged per contiguous run of changed rows: a range spanning the whole table would
+    // make a sorting proxy look at every row
+    std::sort(changed.begin(), changed.end());
+    for (qsizetype i = 0; i < changed.size();) {
+        qsizetype j = i;
+        while (j + 1 < changed.size() && changed[j + 1] == changed[j] + 1)
+            ++j;
+        Q_EMIT dataChanged(index(changed[i], 0), index(changed[j], ColumnCount - 1));
+        i = j + 1;
+    }
     if (!fresh.isEmpty()) {
         const int first = static_cast<int>(m_rows.size());
         beginInsertRows({}, first, first + static_cast<int>(fresh.size()) - 1);
@@ -185,11 +210,73 @@ void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quin
     }
 }
 
+void KeyTableModel::sort(int column, Qt::SortOrder order)
+{
+    m_sortColumn = column;
+    m_sortOrder = order;
+    sortAgain();
+}
+
+void KeyTableModel::sortAgain()
+{
+    if (m_sortColumn < 0 || m_sortColumn >= ColumnCount || m_rows.size() < 2)
+        return;
+    using L = std::numeric_limits<qint64>;
+    const auto key64 = [this](const KeyRow& r) -> qint64 {
+        const bool started = r.state == idem::RecordState::Started;
+        switch (m_sortColumn) {
+        case State: return static_cast<qint64>(r.state);
+        case Age: return r.createdMs > 0 ? -r.createdMs : L::max(); // start times: no drift
+        case Ttl: return r.noTtl() ? L::max() : r.expiresAtMs;      // deadlines: no drift
+        case Lease: return started ? r.leaseUntilMs : 0;
+        case Attempt: return r.attempt;
+        case Fence: return r.fence;
+        case Format: return static_cast<qint64>(r.format);
+        default: return 0;
+        }
+    };
+    std::vector<int> order(static_cast<std::size_t>(m_rows.size()));
+    std::iota(order.begin(), order.end(), 0);
+    const bool bytes = m_sortColumn == Id || m_sortColumn == Owner || m_sortColumn == Note;
+    const auto text = [this](const KeyRow& r) -> const QByteArray& { return m_sortColumn == Owner ? r.guard : r.key; };
+    if (m_sortColumn == Note) {
+        std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return m_rows[a].note < m_rows[b].note; });
+    } else if (bytes) {
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return text(m_rows[a]) < text(m_rows[b]); });
+    } else {
+        std::vector<qint64> keys(order.size());
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            keys[i] = key64(m_rows[static_cast<int>(i)]);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[a] < keys[b]; });
+    }
+    if (m_sortOrder == Qt::DescendingOrder)
+        std::reverse(order.begin(), order.end());
+
+    Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
+    const QModelIndexList before = persistentIndexList();
+    QVector<KeyRow> sorted;
+    sorted.reserve(m_rows.size());
+    std::vector<int> newPos(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        sorted.push_back(std::move(m_rows[order[i]]));
+        newPos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    }
+    m_rows = std::move(sorted);
+    reindex(0);
+    QModelIndexList after;
+    after.reserve(before.size());
+    for (const QModelIndex& i : before)
+        after.push_back(index(newPos[static_cast<std::size_t>(i.row())], i.column()));
+    changePersistentIndexList(before, after);
+    Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+}
+
 void KeyTableModel::removeKeys(const QStringList& keys)
 {
     QVector<int> rows;
     for (const QString& k : keys)
-        if (const int r = m_index.value(k, -1); r >= 0)
+        if (const int r = m_index.value(k.toUtf8(), -1); r >= 0)
             rows.push_back(r);
     removeRows(std::move(rows));
 }
@@ -198,7 +285,7 @@ void KeyTableModel::finishGeneration(quint64 generation)
 {
     QVector<int> rows;
     for (int i = 0; i < m_rows.size(); ++i)
-        if (m_rows.at(i).seenInGeneration < generation)
+        if (m_rows.at(i).seenInGeneration < static_cast<quint32>(generation))
             rows.push_back(i);
     removeRows(std::move(rows));
 }

@@ -32,6 +32,13 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
+    // Sorts the rows themselves (one layoutChanged): comparing fields in a tight loop sorts a
+    // million rows in a fraction of a second, where a sorting proxy goes through QModelIndex and
+    // QVariant for every comparison. New rows are appended; sortAgain() puts them in place.
+    void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+    void sortAgain();
+    int sortColumn() const { return m_sortColumn; }
+
     void upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
     void removeKeys(const QStringList& keys);
     // A scan of `generation` completed: rows it did not see (and nothing reported since) are gone.
@@ -39,7 +46,10 @@ public:
     void clear();
 
     const KeyRow& row(int r) const { return m_rows.at(r); }
-    int rowOfKey(const QString& key) const { return m_index.value(key, -1); }
+    int rowOfKey(const QString& key) const { return m_index.value(key.toUtf8(), -1); }
+    // Ids are shown without "<namespace>:{" and "}".
+    void setKeyNamespace(const QString& ns) { m_namespaceLength = ns.toUtf8().size(); }
+    QString idOf(const KeyRow& r) const { return r.id(m_namespaceLength); }
     idem::Stats stats() const;
     qint64 serverNowMs() const;
     void setServerNow(qint64 serverNowMs);
@@ -50,6 +60,9 @@ private:
     void reindex(int from);
 
     QVector<KeyRow> m_rows;
-    QHash<QString, int> m_index;
+    QHash<QByteArray, int> m_index; // shares the rows' key bytes
+    qsizetype m_namespaceLength = 0;
+    int m_sortColumn = -1;
+    Qt::SortOrder m_sortOrder = Qt::AscendingOrder;
     qint64 m_clockOffsetMs = 0; // server time - local time
 };

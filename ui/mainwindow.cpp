@@ -84,11 +84,17 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     m_worker = new ConsoleWorker;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
-    connect(m_worker, &ConsoleWorker::rowsArrived, this,
-            [this](const QVector<KeyRow>& rows, qint64 now, quint64 gen) { m_model->upsert(rows, now, gen); });
+    connect(m_worker, &ConsoleWorker::rowsArrived, this, [this](const QVector<KeyRow>& rows, qint64 now, quint64 gen) {
+        m_model->upsert(rows, now, gen);
+        QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->batchConsumed(); });
+    });
     connect(m_worker, &ConsoleWorker::rowsGone, m_model, &KeyTableModel::removeKeys);
     connect(m_worker, &ConsoleWorker::scanFinished, this, [this](const ScanSummary& s) {
         m_model->finishGeneration(s.generation);
+        if (m_model->sortColumn() >= 0 && m_model->rowCount() != m_rowsAtLastSort) {
+            m_model->sortAgain(); // rows that came in since are appended; put them in place
+            m_rowsAtLastSort = m_model->rowCount();
+        }
         m_lastScan = tr(" · last full scan %1 ms, %2 page(s)").arg(s.elapsedMs).arg(s.pages);
         updateCounters();
         Q_EMIT scanCompleted(s);
@@ -183,12 +189,16 @@ void MainWindow::buildUi()
     m_table = new QTableView(central);
     m_table->setObjectName(u"keyTable"_s);
     m_table->setModel(m_proxy);
+    // unsorted (scan order) until the operator clicks a header: keeping a million rows sorted
+    // while they stream in would cost more than it shows
+    m_table->horizontalHeader()->setSortIndicatorClearable(true);
+    m_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
     m_table->setSortingEnabled(true);
-    m_table->sortByColumn(KeyTableModel::Age, Qt::AscendingOrder);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_table->setAlternatingRowColors(true);
     m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setWordWrap(false);
@@ -283,6 +293,7 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
     m_options.connection = settings;
     m_server = describe(settings.url);
     m_model->clear();
+    m_model->setKeyNamespace(settings.keyNamespace);
     m_inspector->clear();
     setWindowTitle(tr("idem console — %1%2").arg(m_server, m_options.titleNote.isEmpty() ? QString()
                                                                                        : u" — "_s + m_options.titleNote));
@@ -364,7 +375,7 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows)
     entry.keys = static_cast<int>(target.size());
     QStringList sample;
     for (int i = 0; i < std::min<int>(5, static_cast<int>(target.size())); ++i)
-        sample << target[i].id;
+        sample << m_model->idOf(target[i]);
     entry.sample = sample.join(u", "_s) + (target.size() > 5 ? u", …"_s : QString());
     // the entry is written when the worker reports what changed
     auto conn = std::make_shared<QMetaObject::Connection>();

@@ -212,7 +212,17 @@ int main(int argc, char** argv)
         const int visible = w.table()->rowAt(w.table()->viewport()->height() - 1) - w.table()->rowAt(0) + 1;
         const qint64 repainted = counting->rows.size();
 
-        const qint64 slow = idem::reply::arraySize(c.checked({"SLOWLOG", "GET", "128"}).get());
+        const auto slowlog = c.checked({"SLOWLOG", "GET", "128"});
+        const qint64 slow = static_cast<qint64>(idem::reply::arraySize(slowlog.get()));
+        for (qint64 i = 0; i < slow; ++i) {
+            const redisReply* e = idem::reply::element(slowlog.get(), static_cast<std::size_t>(i));
+            const redisReply* argv = idem::reply::element(e, 3);
+            std::string cmd;
+            for (std::size_t k = 0; k < std::min<std::size_t>(3, idem::reply::arraySize(argv)); ++k)
+                cmd += idem::reply::str(idem::reply::element(argv, k)) + " ";
+            std::printf("slowlog: %lld us  %s\n", static_cast<long long>(idem::reply::integer(idem::reply::element(e, 2))),
+                        cmd.c_str());
+        }
 
         std::printf("%-52s %22s   %-22s %s\n", "measurement", "value", "goal", "");
         verdict("keys seen by redis-cli --scan (reference)", QString::number(cliCount), true, "");

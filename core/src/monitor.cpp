@@ -1,6 +1,7 @@
 #include "idem/monitor.h"
 
 #include "idem/errors.h"
+#include "idem/hash.h"
 #include "idem/scripts.h"
 
 #include <hiredis/hiredis.h>
@@ -187,10 +188,11 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             const redisReply* v = more[m++].get();
             if (reply::isNil(v) || reply::isError(v))
                 continue; // gone, or replaced by another type, since the first round trip
-            std::string value = reply::str(v);
+            const std::string value = reply::str(v);
             rec = decodeString(value, o);
             rec.keyType = "string";
-            rec.fields = {{"value", std::move(value)}}; // small: kept to purge only what was seen
+            // what a guarded purge compares (redis.sha1hex in unlink_if.lua), not the value itself
+            rec.fields = {{"value_sha1", toHex(sha1(value))}};
             break;
         }
         case Kind::Other: {
@@ -215,7 +217,7 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
 std::vector<std::string_view> Monitor::unlinkArgs(const Record& r, std::vector<std::string>& st) const
 {
     // what the key was when it was classified: its type, and for hashes the state, owner and
-    // lease; for strings the exact value (when it was small enough to be read)
+    // lease; for strings the SHA1 of the value (when it was small enough to be read)
     const auto field = [&](std::string_view name) -> std::string {
         for (const auto& [k, v] : r.fields)
             if (k == name)
@@ -225,10 +227,12 @@ std::vector<std::string_view> Monitor::unlinkArgs(const Record& r, std::vector<s
     std::string expect, token, lease;
     if (r.keyType == "hash") {
         expect = field("state").empty() ? field("status") : field("state");
+        if (r.state == RecordState::Malformed && r.format == RecordFormat::Native)
+            expect = "*"; // an unknown state: the token and lease still have to match
         token = field("token");
         lease = field("lease_until_ms");
     } else if (r.keyType == "string") {
-        expect = field("value");
+        expect = field("value_sha1");
     }
     st = {r.key, r.keyType, expect, token, lease};
     return evalshaArgs(scripts::unlinkIf(), {st[0]}, {st[1], st[2], st[3], st[4]});

@@ -47,7 +47,7 @@ public:
     // Classifies these keys now (keyspace notifications, refresh of visible rows).
     std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr);
     // Unlinks the record if it still is what `seen` describes (state, owner, lease; or the
-    // exact string value). Returns false if it changed or is gone.
+    // SHA1 of a string value). Returns false if it changed or is gone.
     bool unlinkIfUnchanged(const Record& seen);
     // Many unlinkIfUnchanged in one pipelined round trip; returns how many were unlinked.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
