@@ -178,6 +178,13 @@ void ConsoleWorker::rescan()
     m_summary = ScanSummary{};
     m_summary.generation = m_generation;
     m_scanClock.start();
+    try {
+        const auto size = idem::reply::integer(m_conn->checked({"DBSIZE"}).get()); // O(1)
+        Q_EMIT scanStarted(m_generation, size);
+    } catch (const idem::Error& e) {
+        lost(qs(e.what()));
+        return;
+    }
     QTimer::singleShot(0, this, &ConsoleWorker::scanStep);
 }
 

@@ -67,6 +67,7 @@ Q_SIGNALS:
     void liveUpdates(bool notifications, const QString& detail);
     void rowsArrived(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
     void rowsGone(const QStringList& keys);
+    void scanStarted(quint64 generation, qint64 keysInDatabase);
     void scanFinished(const ScanSummary& summary);
     void inspected(const QString& key, const QString& html);
     void actionDone(const ActionResult& result);

@@ -9,6 +9,8 @@
 #include <QPalette>
 #include <QStyle>
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -210,6 +212,16 @@ void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quin
     }
 }
 
+void KeyTableModel::reserveFor(qint64 expectedRows)
+{
+    // growing a hash of a million keys rehashes them all at once: a stall the GUI would feel
+    const qsizetype n = static_cast<qsizetype>(std::min<qint64>(expectedRows, kMaxReserve));
+    if (n > m_index.capacity())
+        m_index.reserve(n);
+    if (n > m_rows.capacity())
+        m_rows.reserve(n);
+}
+
 void KeyTableModel::sort(int column, Qt::SortOrder order)
 {
     m_sortColumn = column;
@@ -237,13 +249,35 @@ void KeyTableModel::sortAgain()
     };
     std::vector<int> order(static_cast<std::size_t>(m_rows.size()));
     std::iota(order.begin(), order.end(), 0);
-    const bool bytes = m_sortColumn == Id || m_sortColumn == Owner || m_sortColumn == Note;
-    const auto text = [this](const KeyRow& r) -> const QByteArray& { return m_sortColumn == Owner ? r.guard : r.key; };
     if (m_sortColumn == Note) {
         std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return m_rows[a].note < m_rows[b].note; });
-    } else if (bytes) {
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int a, int b) { return text(m_rows[a]) < text(m_rows[b]); });
+    } else if (m_sortColumn == Id || m_sortColumn == Owner) {
+        // compare a 16-byte prefix kept next to the row number (cache-friendly), the whole bytes
+        // only on a tie; ids are compared without the "<namespace>:{" every key shares
+        struct Entry {
+            std::array<char, 16> prefix;
+            int row;
+        };
+        const qsizetype skip = m_sortColumn == Id ? m_namespaceLength + 2 : 0;
+        const auto bytesOf = [&](const KeyRow& r) {
+            const QByteArray& b = m_sortColumn == Owner ? r.guard : r.key;
+            return b.size() > skip ? QByteArrayView(b).sliced(skip) : QByteArrayView();
+        };
+        std::vector<Entry> entries(order.size());
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+            const QByteArrayView v = bytesOf(m_rows[static_cast<int>(i)]);
+            entries[i].prefix.fill(0);
+            std::memcpy(entries[i].prefix.data(), v.data(), static_cast<std::size_t>(std::min<qsizetype>(16, v.size())));
+            entries[i].row = static_cast<int>(i);
+        }
+        std::stable_sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+            const int c = std::memcmp(a.prefix.data(), b.prefix.data(), 16);
+            if (c != 0)
+                return c < 0;
+            return bytesOf(m_rows[a.row]) < bytesOf(m_rows[b.row]);
+        });
+        for (std::size_t i = 0; i < entries.size(); ++i)
+            order[i] = entries[i].row;
     } else {
         std::vector<qint64> keys(order.size());
         for (std::size_t i = 0; i < keys.size(); ++i)

@@ -40,6 +40,9 @@ public:
     int sortColumn() const { return m_sortColumn; }
 
     void upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
+    // Room for this many rows (the server's DBSIZE, an upper bound), up to kMaxReserve.
+    void reserveFor(qint64 expectedRows);
+    static constexpr qint64 kMaxReserve = 2'000'000;
     void removeKeys(const QStringList& keys);
     // A scan of `generation` completed: rows it did not see (and nothing reported since) are gone.
     void finishGeneration(quint64 generation);

@@ -89,6 +89,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->batchConsumed(); });
     });
     connect(m_worker, &ConsoleWorker::rowsGone, m_model, &KeyTableModel::removeKeys);
+    connect(m_worker, &ConsoleWorker::scanStarted, m_model,
+            [this](quint64, qint64 keysInDatabase) { m_model->reserveFor(keysInDatabase); });
     connect(m_worker, &ConsoleWorker::scanFinished, this, [this](const ScanSummary& s) {
         m_model->finishGeneration(s.generation);
         if (m_model->sortColumn() >= 0 && m_model->rowCount() != m_rowsAtLastSort) {
