@@ -1,5 +1,7 @@
 // The monitor engine (SCAN + classify) and idemctl list / stats / bulk purge, on a real Redis.
 #include "idem/executor.h"
+#include "idem/keyspacelistener.h"
+#include "idem/localserver.h"
 #include "idem/monitor.h"
 #include "idem/store.h"
 #include "testsupport.h"
@@ -8,6 +10,7 @@
 #include <QJsonObject>
 #include <QtTest>
 #include <map>
+#include <mutex>
 #include <thread>
 
 using idem::RecordState;
@@ -203,6 +206,49 @@ private slots:
         for (const auto& [id, r] : again)
             both.push_back(r);
         QCOMPARE(m.unlinkIfUnchanged(both), std::size_t(2));
+    }
+
+    // keyspace notifications: followed when the server sends them, refused (with a reason, and
+    // without touching the server's configuration) when it does not
+    void keyspaceNotifications()
+    {
+        const std::string ns = idemtest::uniqueNamespace("ks");
+        std::mutex m;
+        std::vector<std::string> seen;
+        idem::KeyspaceListener listener(idemtest::sharedRedis(), ns + ":*",
+                                        [&](const std::string& key, const std::string& event) {
+                                            std::lock_guard lock(m);
+                                            seen.push_back(key + " " + event);
+                                        });
+        std::string why;
+        QVERIFY2(listener.start(&why), why.c_str());
+        raw->checked({"SET", ns + ":{a}", "COMPLETED", "PX", "50"});
+        raw->checked({"HSET", ns + ":{b}", "state", "STARTED"});
+        raw->checked({"DEL", ns + ":{b}"});
+        raw->checked({"SET", "elsewhere:{c}", "x", "PX", "1000"}); // not ours
+        auto has = [&](const std::string& what) {
+            std::lock_guard lock(m);
+            return std::find(seen.begin(), seen.end(), what) != seen.end();
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(has(ns + ":{a} set"), 3000);
+        QTRY_VERIFY_WITH_TIMEOUT(has(ns + ":{b} hset"), 3000);
+        QTRY_VERIFY_WITH_TIMEOUT(has(ns + ":{b} del"), 3000);
+        QTRY_VERIFY_WITH_TIMEOUT(has(ns + ":{a} expired"), 3000);
+        {
+            std::lock_guard lock(m);
+            for (const auto& e : seen)
+                QVERIFY2(e.starts_with(ns), e.c_str());
+        }
+        listener.stop();
+        QVERIFY(!listener.running());
+
+        idem::LocalServer quiet; // notify-keyspace-events is off by default
+        idem::KeyspaceListener off(quiet.connectionOptions(), "x:*", [](const std::string&, const std::string&) {});
+        QVERIFY(!off.start(&why));
+        QVERIFY2(why.find("off") != std::string::npos, why.c_str());
+        idem::Connection q(quiet.connectionOptions());
+        auto cfg = q.checked({"CONFIG", "GET", "notify-keyspace-events"});
+        QCOMPARE(idem::reply::str(idem::reply::element(cfg.get(), 1)), std::string()); // untouched
     }
 
     void idemctlListStatsPurge()
