@@ -182,10 +182,10 @@ private slots:
     {
         idem::StoreOptions so;
         so.keyNamespace = idemtest::uniqueNamespace("renew");
-        so.lease = idem::Millis(150);
+        so.lease = idem::Millis(300);
         idem::Store store(*pool, so);
         idem::Executor ex(store), other(store);
-        // a 1 s job on a 150 ms lease: while it runs, duplicates every 25 ms must see it in progress
+        // a 1 s job on a 300 ms lease: while it runs, duplicates every 25 ms must see it in progress
         int checks = 0, notInProgress = 0;
         auto o = ex.execute("long-job", "", [&](const idem::WorkContext& ctx) {
             for (int i = 0; i < 40 && !ctx.leaseLost.stop_requested(); ++i) {

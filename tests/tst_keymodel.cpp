@@ -76,7 +76,7 @@ private slots:
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         // the server's clock runs 1 hour ahead of ours: countdowns follow the server
         const qint64 server = QDateTime::currentMSecsSinceEpoch() + 3600'000;
-        model.upsert({row(u"lease"_qs, idem::RecordState::Started, server, 60000, 1200),
+        model.upsert({row(u"lease"_qs, idem::RecordState::Started, server, 60'500, 1200), // "1m" for 500 ms
                       row(u"forever"_qs, idem::RecordState::Completed, server, -1)},
                      server, 1);
         const int r = model.rowOfKey(u"ns:{lease}"_qs);

@@ -164,7 +164,7 @@ private slots:
             idem::AcquireResult taker;
             std::thread t1([&] {
                 if (late)
-                    std::this_thread::sleep_for(std::chrono::microseconds(1000));
+                    std::this_thread::sleep_for(std::chrono::microseconds(3000));
                 done = store->complete(owner.ticket, "A");
             });
             std::thread t2([&] {

@@ -93,6 +93,35 @@ std::string whoAmI()
     return user + "@" + host + " (idemctl)";
 }
 
+nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> nowMs)
+{
+    nlohmann::json j;
+    j["key"] = r.key;
+    j["id"] = r.id;
+    j["state"] = idem::nameOf(r.state);
+    j["format"] = idem::nameOf(r.format);
+    j["type"] = r.keyType;
+    j["ttl_ms"] = r.ttlMs;
+    j["stale"] = r.stale;
+    if (r.stale)
+        j["stale_why"] = r.staleWhy;
+    if (r.state == idem::RecordState::Malformed)
+        j["reason"] = r.reason;
+    if (r.state == idem::RecordState::Failed)
+        j["terminal"] = r.terminal;
+    if (nowMs && r.state == idem::RecordState::Started && r.leaseUntilMs)
+        j["lease_remaining_ms"] = *r.leaseUntilMs - *nowMs;
+    if (nowMs && (r.createdMs || r.startedMs))
+        j["age_ms"] = *nowMs - r.createdMs.value_or(r.startedMs.value_or(0));
+    if (!r.owner.empty())
+        j["owner"] = r.owner;
+    if (r.fence)
+        j["fence"] = r.fence;
+    if (r.attempt)
+        j["attempt"] = r.attempt;
+    return j;
+}
+
 std::string jsonEscape(const std::string& s)
 {
     return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

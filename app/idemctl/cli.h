@@ -1,6 +1,9 @@
 #pragma once
 
 #include "idem/options.h"
+#include "idem/record.h"
+
+#include <nlohmann/json_fwd.hpp>
 
 #include <map>
 #include <optional>
@@ -58,6 +61,9 @@ inline const std::set<std::string> kGlobalValued = {"--url", "--namespace"};
 Global globalFrom(const Args& args);
 std::string whoAmI();
 std::string jsonEscape(const std::string& s);
+// The fields `list --json` prints for a record (and `inspect --json` starts from); lease_remaining_ms
+// and age_ms need the server's time.
+nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> serverNowMs);
 
 int cmdRun(const std::vector<std::string>& argv);
 int cmdInspect(const std::vector<std::string>& argv);

@@ -50,20 +50,8 @@ std::string shown(const std::string& s, std::size_t limit = 2000)
 nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::string, std::string>>& meta)
 {
     using nlohmann::json;
-    json j;
-    j["key"] = r.key;
-    j["id"] = r.id;
-    j["format"] = idem::nameOf(r.format);
-    j["state"] = idem::nameOf(r.state);
+    json j = recordJson(r, std::nullopt);
     j["status_as_written"] = r.rawStatus;
-    j["stale"] = r.stale;
-    if (r.stale)
-        j["stale_why"] = r.staleWhy;
-    if (r.state == idem::RecordState::Malformed)
-        j["reason"] = r.reason;
-    if (r.state == idem::RecordState::Failed)
-        j["terminal"] = r.terminal;
-    j["ttl_ms"] = r.ttlMs;
     auto opt = [&](const char* name, const std::optional<std::int64_t>& v) {
         j[name] = v ? json(*v) : json(nullptr);
     };

@@ -68,38 +68,6 @@ idem::StateFilter filterFrom(const Args& args)
     return f;
 }
 
-nlohmann::json toJson(const idem::Record& r, std::int64_t nowMs)
-{
-    using nlohmann::json;
-    json j;
-    j["key"] = r.key;
-    j["id"] = r.id;
-    j["state"] = idem::nameOf(r.state);
-    j["format"] = idem::nameOf(r.format);
-    j["type"] = r.keyType;
-    j["ttl_ms"] = r.ttlMs;
-    j["stale"] = r.stale;
-    if (r.stale)
-        j["stale_why"] = r.staleWhy;
-    if (r.state == idem::RecordState::Malformed)
-        j["reason"] = r.reason;
-    if (r.state == idem::RecordState::Failed)
-        j["terminal"] = r.terminal;
-    if (r.state == idem::RecordState::Started && r.leaseUntilMs)
-        j["lease_remaining_ms"] = *r.leaseUntilMs - nowMs;
-    if (r.createdMs)
-        j["age_ms"] = nowMs - *r.createdMs;
-    else if (r.startedMs)
-        j["age_ms"] = nowMs - *r.startedMs;
-    if (!r.owner.empty())
-        j["owner"] = r.owner;
-    if (r.fence)
-        j["fence"] = r.fence;
-    if (r.attempt)
-        j["attempt"] = r.attempt;
-    return j;
-}
-
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 std::string printable(const std::string& s, std::size_t width)
@@ -140,7 +108,7 @@ int cmdList(const std::vector<std::string>& argv)
             return;
         ++n;
         if (json) {
-            std::printf("%s\n", dump(toJson(r, now)).c_str());
+            std::printf("%s\n", dump(recordJson(r, now)).c_str());
             return;
         }
         const std::string ttl = r.ttlMs == -1 ? "none!" : idem::formatDuration(idem::Millis(r.ttlMs));
