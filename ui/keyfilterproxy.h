@@ -12,6 +12,8 @@ public:
     void setStateFilter(idem::StateFilter f);
     idem::StateFilter stateFilter() const { return m_state; }
     void setText(const QString& text);
+    // Filters again: stale is a matter of time, so a "stale" view changes with no data change.
+    void refilter() { invalidateFilter(); }
     QString text() const { return m_text; }
 
 protected:

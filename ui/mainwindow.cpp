@@ -402,6 +402,10 @@ void MainWindow::tick()
     // countdowns: data() computes remaining time from deadlines; repainting the viewport
     // repaints the visible rows only
     m_table->viewport()->update();
+    // leases run out between scans: a stale view follows the clock (cheap below 100k rows;
+    // larger tables catch up when rows change or the next scan ends)
+    if (m_proxy->stateFilter() == idem::StateFilter::Stale && m_model->rowCount() <= 100'000)
+        m_proxy->refilter();
     updateCounters();
     m_scanLabel->setText(tr("%1 keys · %2 shown").arg(m_model->rowCount()).arg(m_proxy->rowCount()) +
                          m_lastScan);
