@@ -73,6 +73,7 @@ bool purgesMany(const std::vector<std::string>& argv);
 int cmdList(const std::vector<std::string>& argv);
 int cmdStats(const std::vector<std::string>& argv);
 int cmdPurgeMany(const std::vector<std::string>& argv);
+int cmdRace(const std::vector<std::string>& argv);
 int cmdDemo(const std::vector<std::string>& argv, const std::string& self);
 
 } // namespace idemctl

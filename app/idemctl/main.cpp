@@ -29,6 +29,9 @@ commands:
                         counts: total, started, stale, completed, failed, malformed, no_ttl
   demo [--ids N] [--duplicates D]
                         race duplicate deliveries through `idemctl run` on a private redis-server
+  race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
+       [--crash-rate R] [--pause-rate R] [--seed S] [--forced-interleaving] [--json]
+                        the race lab: the same duplicates through four strategies, counted
 
 global options:
   --url URL          redis://[user:password@]host[:port][/db] or unix:///path.sock[?db=N]
@@ -88,6 +91,8 @@ int main(int argc, char** argv)
             return idemctl::cmdForceFail(rest);
         if (command == "purge")
             return idemctl::purgesMany(rest) ? idemctl::cmdPurgeMany(rest) : idemctl::cmdPurge(rest);
+        if (command == "race")
+            return idemctl::cmdRace(rest);
         if (command == "list")
             return idemctl::cmdList(rest);
         if (command == "stats")

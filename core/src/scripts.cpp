@@ -8,7 +8,7 @@
 namespace idem {
 
 namespace lua {
-extern const std::string_view acquire, complete, fail, renew, force_fail, purge, unlink_if;
+extern const std::string_view acquire, complete, fail, renew, force_fail, purge, unlink_if, sink;
 }
 
 namespace {
@@ -54,10 +54,15 @@ const Script& unlinkIf()
     static const Script s = make("unlink_if", lua::unlink_if);
     return s;
 }
+const Script& sink()
+{
+    static const Script s = make("sink", lua::sink);
+    return s;
+}
 const std::vector<const Script*>& all()
 {
     static const std::vector<const Script*> v = {&acquire(), &complete(), &fail(),
-                                                 &renew(),   &forceFail(), &purge(), &unlinkIf()};
+                                                 &renew(),   &forceFail(), &purge(), &unlinkIf(), &sink()};
     return v;
 }
 } // namespace scripts

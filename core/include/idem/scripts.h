@@ -23,6 +23,7 @@ const Script& renew();
 const Script& forceFail();
 const Script& purge();
 const Script& unlinkIf();
+const Script& sink(); // the race lab's fenced side effect
 const std::vector<const Script*>& all();
 } // namespace scripts
 

@@ -1,0 +1,17 @@
+-- idem race lab: the business side effect, with Kleppmann's fencing check.
+-- KEYS[1] the sink's hash for one event (highest fence seen), KEYS[2] the executions list
+-- ARGV[1] event id, ARGV[2] fencing number (0 = the caller has none), ARGV[3] worker, ARGV[4] TTL ms
+-- Reply: 1 = executed, 0 = refused: a higher fence was seen already (a late owner was fenced off)
+local sink, executions = KEYS[1], KEYS[2]
+local id, fence, worker, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+if fence > 0 then
+  local seen = tonumber(redis.call('HGET', sink, 'max_fence') or '0')
+  if fence < seen then
+    return 0
+  end
+  redis.call('HSET', sink, 'max_fence', ARGV[2])
+  redis.call('PEXPIRE', sink, ttl)
+end
+redis.call('RPUSH', executions, id .. ' ' .. worker .. ' ' .. ARGV[2])
+redis.call('PEXPIRE', executions, ttl)
+return 1
