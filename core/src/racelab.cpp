@@ -220,9 +220,11 @@ private:
             const auto now = Clock::now();
             auto it = std::find_if(m_queue.begin(), m_queue.end(), [&](const Delivery& d) { return d.at <= now; });
             if (it == m_queue.end()) {
-                const auto earliest = std::min_element(m_queue.begin(), m_queue.end(),
-                                                       [](const Delivery& a, const Delivery& b) { return a.at < b.at; });
-                m_cv.wait_until(lock, earliest->at);
+                // a copy: wait_until holds a reference, and the queue changes while we wait
+                const Clock::time_point until =
+                    std::min_element(m_queue.begin(), m_queue.end(),
+                                     [](const Delivery& a, const Delivery& b) { return a.at < b.at; })->at;
+                m_cv.wait_until(lock, until);
                 continue;
             }
             Delivery d = std::move(*it);
