@@ -245,9 +245,9 @@ private:
 
     bool effect(Connection& c, int worker, const std::string& id, std::int64_t fence)
     {
-        const std::string sink = m_ns + ":sink:{" + id + "}", ledger = m_ns + ":executions";
+        const std::string sink = m_ns + ":sink:{" + id + "}", ledger = m_ns + ":executions", record = key(id);
         const std::string f = std::to_string(fence), w = std::to_string(worker), ttl = std::to_string(kTtlMs);
-        ReplyPtr r = runScript(c, scripts::sink(), {sink, ledger}, {id, f, w, ttl});
+        ReplyPtr r = runScript(c, scripts::sink(), {sink, ledger, record}, {id, f, w, ttl});
         const bool executed = reply::integer(r.get()) == 1;
         trace(worker, id, executed ? TraceKind::Executed : TraceKind::Fenced, fence);
         if (!executed) {
