@@ -32,6 +32,8 @@ commands:
   race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
        [--crash-rate R] [--pause-rate R] [--seed S] [--forced-interleaving] [--json]
                         the race lab: the same duplicates through four strategies, counted
+  replay FILE [--speed X] [--duplicates D] [--crash-rate R] [--via-stream] [--json]
+                        an event log (JSON lines) through idem, directly or via a Redis Stream
 
 global options:
   --url URL          redis://[user:password@]host[:port][/db] or unix:///path.sock[?db=N]
@@ -91,6 +93,8 @@ int main(int argc, char** argv)
             return idemctl::cmdForceFail(rest);
         if (command == "purge")
             return idemctl::purgesMany(rest) ? idemctl::cmdPurgeMany(rest) : idemctl::cmdPurge(rest);
+        if (command == "replay")
+            return idemctl::cmdReplay(rest);
         if (command == "race")
             return idemctl::cmdRace(rest);
         if (command == "list")

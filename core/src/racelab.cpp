@@ -53,9 +53,32 @@ std::string_view nameOf(TraceKind k)
 }
 
 namespace {
+constexpr std::int64_t kTtlMs = 10 * 60'000; // everything the lab writes expires
+} // namespace
+
+bool labEffect(Connection& c, std::string_view ns, std::string_view id, std::int64_t fence, std::string_view worker)
+{
+    const std::string n(ns), i(id);
+    const std::string sink = n + ":sink:{" + i + "}", ledger = n + ":executions", record = n + ":{" + i + "}";
+    const std::string f = std::to_string(fence), ttl = std::to_string(kTtlMs);
+    ReplyPtr r = runScript(c, scripts::sink(), {sink, ledger, record}, {id, f, worker, ttl});
+    return reply::integer(r.get()) == 1;
+}
+
+std::vector<std::pair<std::string, int>> labLedger(Connection& c, std::string_view ns)
+{
+    auto list = c.checked({"LRANGE", std::string(ns) + ":executions", "0", "-1"});
+    std::map<std::string, int> perEvent;
+    for (std::size_t i = 0; i < reply::arraySize(list.get()); ++i) {
+        const std::string entry = reply::str(reply::element(list.get(), i));
+        ++perEvent[entry.substr(0, entry.find(' '))];
+    }
+    return {perEvent.begin(), perEvent.end()};
+}
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::int64_t kTtlMs = 10 * 60'000; // everything the lab writes expires
 
 struct Delivery {
     std::string id;
@@ -133,12 +156,7 @@ public:
         r.p50Ms = pct(0.50);
         r.p99Ms = pct(0.99);
         // the ledger, independent of the strategy's own bookkeeping
-        auto list = admin.checked({"LRANGE", m_ns + ":executions", "0", "-1"});
-        std::map<std::string, int> perEvent;
-        for (std::size_t i = 0; i < reply::arraySize(list.get()); ++i) {
-            const std::string entry = reply::str(reply::element(list.get(), i));
-            ++perEvent[entry.substr(0, entry.find(' '))];
-        }
+        const auto perEvent = labLedger(admin, m_ns);
         for (const auto& [id, n] : perEvent) {
             r.executions += n;
             r.doubleExecutions += n - 1;
@@ -245,10 +263,7 @@ private:
 
     bool effect(Connection& c, int worker, const std::string& id, std::int64_t fence)
     {
-        const std::string sink = m_ns + ":sink:{" + id + "}", ledger = m_ns + ":executions", record = key(id);
-        const std::string f = std::to_string(fence), w = std::to_string(worker), ttl = std::to_string(kTtlMs);
-        ReplyPtr r = runScript(c, scripts::sink(), {sink, ledger, record}, {id, f, w, ttl});
-        const bool executed = reply::integer(r.get()) == 1;
+        const bool executed = labEffect(c, m_ns, id, fence, std::to_string(worker));
         trace(worker, id, executed ? TraceKind::Executed : TraceKind::Fenced, fence);
         if (!executed) {
             std::lock_guard lock(m_mutex);

@@ -1,0 +1,122 @@
+// Replaying an event log through idem: directly, and at least once through a Redis Stream with a
+// consumer group that takes over what a killed consumer left pending (XAUTOCLAIM).
+#include "idem/errors.h"
+#include "idem/replay.h"
+#include "testsupport.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <sstream>
+
+namespace {
+std::vector<idem::ReplayEvent> makeLog(int n)
+{
+    std::ostringstream log;
+    for (int i = 0; i < n; ++i)
+        log << R"({"id":"pay-)" << i << R"(","payload":{"amount":)" << (i * 7 % 500) << R"(},"at_ms":)" << i * 10
+            << "}\n";
+    std::istringstream in(log.str());
+    return idem::parseEventLog(in);
+}
+} // namespace
+
+class TestReplay : public QObject {
+    Q_OBJECT
+private slots:
+    void parsesEventLogs()
+    {
+        std::istringstream good("{\"id\":\"a\",\"payload\":{\"x\":1},\"at_ms\":5}\n\n{\"id\":7}\n");
+        const auto events = idem::parseEventLog(good);
+        QCOMPARE(events.size(), std::size_t(2));
+        QCOMPARE(events[0].id, std::string("a"));
+        QCOMPARE(events[0].payload, std::string(R"({"x":1})"));
+        QCOMPARE(events[0].atMs, std::int64_t(5));
+        QCOMPARE(events[1].id, std::string("7"));
+        const char* bad[] = {"{\"id\":\"a\"}\n{oops\n", "{\"payload\":1}\n", "{\"id\":\"a\",\"at_ms\":\"soon\"}\n",
+                             "[1,2]\n", "{\"id\":\"\"}\n"};
+        for (const char* text : bad) {
+            std::istringstream in(text);
+            try {
+                idem::parseEventLog(in);
+                QFAIL(text);
+            } catch (const idem::UsageError& e) {
+                QVERIFY2(std::string(e.what()).find("line") != std::string::npos, e.what());
+            }
+        }
+    }
+
+    void directWithDuplicatesReorderingAndCrashes()
+    {
+        const auto log = makeLog(40);
+        idem::ReplayOptions o;
+        o.speed = 5;
+        o.duplicates = 3;
+        o.reorder = idem::Millis(40);
+        o.crashRate = 0.2;
+        o.lease = idem::Millis(150);
+        o.keyNamespace = idemtest::uniqueNamespace("rp");
+        const auto r = idem::replay(idemtest::sharedRedis(), log, o);
+        QVERIFY(!r.timedOut);
+        QVERIFY(r.crashes > 0);
+        QCOMPARE(r.events, 40);
+        QCOMPARE(r.executions, 40);
+        QCOMPARE(r.doubleExecutions, 0);
+        QCOMPARE(r.lost, 0);
+        QVERIFY(r.deliveries >= 120);
+    }
+
+    void streamAfterAConsumerIsKilled()
+    {
+        const auto log = makeLog(40);
+        idem::ReplayOptions o;
+        o.speed = 0;
+        o.duplicates = 2;
+        o.viaStream = true;
+        o.consumers = 3;
+        o.killConsumerAfter = 2; // consumer 0 dies holding its third message
+        o.lease = idem::Millis(200);
+        o.keyNamespace = idemtest::uniqueNamespace("st");
+        const auto r = idem::replay(idemtest::sharedRedis(), log, o);
+        QVERIFY(!r.timedOut);
+        QVERIFY(r.crashes >= 1);
+        QVERIFY(r.claimed >= 1); // its pending message was taken over with XAUTOCLAIM
+        QCOMPARE(r.executions, 40);
+        QCOMPARE(r.doubleExecutions, 0);
+        QCOMPARE(r.lost, 0);
+    }
+
+    void idemctlReplay()
+    {
+        QTemporaryDir tmp;
+        const QString path = tmp.filePath(QStringLiteral("events.jsonl"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 20; ++i)
+            f.write(QStringLiteral("{\"id\":\"e%1\",\"payload\":{\"n\":%1},\"at_ms\":%2}\n").arg(i).arg(i * 5).toUtf8());
+        f.close();
+        const QString url = QString::fromStdString(idemtest::sharedRedisUrl());
+        auto r = idemtest::runIdemctl({QStringLiteral("--url"), url, QStringLiteral("replay"), path,
+                                       QStringLiteral("--speed"), QStringLiteral("0"), QStringLiteral("--duplicates"),
+                                       QStringLiteral("3"), QStringLiteral("--via-stream"), QStringLiteral("--json")},
+                                      60000);
+        QCOMPARE(r.exitCode, 0);
+        const auto o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o.value(QStringLiteral("executions")).toInt(), 20);
+        QCOMPARE(o.value(QStringLiteral("double_executions")).toInt(), 0);
+        QCOMPARE(o.value(QStringLiteral("lost")).toInt(), 0);
+        QCOMPARE(o.value(QStringLiteral("deliveries")).toInt() >= 60, true);
+
+        QFile bad(tmp.filePath(QStringLiteral("bad.jsonl")));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write("{\"id\":\"a\"}\nnot json\n");
+        bad.close();
+        auto e = idemtest::runIdemctl({QStringLiteral("--url"), url, QStringLiteral("replay"), bad.fileName()});
+        QCOMPARE(e.exitCode, 64);
+        QVERIFY(e.err.contains("line 2"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestReplay)
+#include "tst_replay.moc"
