@@ -30,6 +30,7 @@ ProcessResult runIdemctl(const QStringList& args, int timeoutMs = 30000, const Q
 } // namespace idemtest
 
 #include "idem/executor.h"
+#include "idem/racelab.h"
 #include "idem/record.h"
 #include "idem/store.h"
 
@@ -43,6 +44,7 @@ inline char* toString(const OwnerStatus& s)
 {
     return qstrdup(s == OwnerStatus::Ok ? "Ok" : "LeaseLost");
 }
+inline char* toString(const Strategy& s) { return qstrdup(std::string(nameOf(s)).c_str()); }
 inline char* toString(const AdminStatus& s)
 {
     return qstrdup(s == AdminStatus::Ok ? "Ok" : s == AdminStatus::NotFound ? "NotFound" : "Refused");

@@ -6,9 +6,11 @@
 #include "credentialstore.h"
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
+#include "racelabwidget.h"
 #include "logging.h"
 #include "settings.h"
 
+#include "idem/errors.h"
 #include "idem/options.h"
 
 #include <QAction>
@@ -28,6 +30,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTimer>
@@ -224,7 +227,11 @@ void MainWindow::buildUi()
     vertical->setStretchFactor(0, 1);
     vertical->setStretchFactor(1, 4);
     layout->addWidget(vertical, 1);
-    setCentralWidget(central);
+    m_raceLab = new RaceLabWidget(this);
+    m_tabs = new QTabWidget(this);
+    m_tabs->addTab(central, tr("Keys"));
+    m_tabs->addTab(m_raceLab, tr("Race lab"));
+    setCentralWidget(m_tabs);
 
     m_linkLabel = new QLabel(tr("not connected"), this);
     m_liveLabel = new QLabel(this);
@@ -300,6 +307,16 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
     setWindowTitle(tr("idem console — %1%2").arg(m_server, m_options.titleNote.isEmpty() ? QString()
                                                                                        : u" — "_s + m_options.titleNote));
     QMetaObject::invokeMethod(m_worker, [w = m_worker, settings] { w->open(settings); });
+    try { // the race lab writes under the console's namespace, so its keys show in the table
+        auto o = idem::ConnectionOptions::fromUrl(settings.url.toStdString());
+        if (o.user.empty())
+            o.user = settings.user.toStdString();
+        if (o.password.empty())
+            o.password = settings.password.toStdString();
+        m_raceLab->setTarget(o, settings.keyNamespace);
+    } catch (const idem::Error&) {
+        // a bad URL: the worker reports it in the status bar
+    }
 }
 
 void MainWindow::refresh()

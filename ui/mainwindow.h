@@ -18,6 +18,8 @@ class CountsChart;
 class CredentialStore;
 class KeyFilterProxy;
 class KeyTableModel;
+class QTabWidget;
+class RaceLabWidget;
 
 // The operator console: counters and a chart per state, the live key table with countdowns,
 // an inspector, and force-fail / purge with confirmation and an audit trail. Every Redis
@@ -43,6 +45,8 @@ public:
     QLineEdit* filterEdit() const { return m_filter; }
     QComboBox* stateBox() const { return m_stateBox; }
     AuditTrail* auditTrail() const { return m_audit; }
+    RaceLabWidget* raceLab() const { return m_raceLab; }
+    QTabWidget* tabs() const { return m_tabs; }
     QAction* forceFailAction() const { return m_forceFail; }
     QAction* purgeAction() const { return m_purge; }
     QAction* readOnlyAction() const { return m_readOnlyAction; }
@@ -83,6 +87,8 @@ private:
     KeyFilterProxy* m_proxy;
     QTableView* m_table = nullptr;
     QTextBrowser* m_inspector = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    RaceLabWidget* m_raceLab = nullptr;
     QLineEdit* m_filter = nullptr;
     QComboBox* m_stateBox = nullptr;
     CountsChart* m_chart = nullptr;
