@@ -49,23 +49,44 @@ void TimelineView::paintEvent(QPaintEvent*)
         p.drawText(rect(), Qt::AlignCenter, tr("Press Fire to race duplicate deliveries."));
         return;
     }
-    const int left = 70, right = 12, top = 8, bottom = 22;
+    const int left = 70, right = 12, top = 8, bottom = 24;
     const double laneH = std::max(14.0, double(height() - top - bottom) / m_workers);
     const qint64 t0 = trace.front().serverMs, t1 = std::max<qint64>(trace.back().serverMs, t0 + 1);
     auto x = [&](qint64 t) { return left + double(t - t0) * (width() - left - right) / double(t1 - t0); };
     auto y = [&](int worker) { return top + laneH * worker + laneH / 2; };
 
     // lanes
-    p.setPen(palette().color(QPalette::Mid));
     for (int w = 0; w < m_workers; ++w) {
+        p.setPen(palette().color(QPalette::Text));
         p.drawText(QRectF(0, top + laneH * w, left - 6, laneH), Qt::AlignRight | Qt::AlignVCenter,
                    tr("worker %1").arg(w));
+        p.setPen(palette().color(QPalette::Mid));
         p.drawLine(QPointF(left, y(w)), QPointF(width() - right, y(w)));
     }
-    p.drawText(QRectF(left, height() - bottom + 4, width() - left - right, bottom - 4), Qt::AlignLeft,
-               tr("%1 ms").arg(0));
-    p.drawText(QRectF(left, height() - bottom + 4, width() - left - right, bottom - 4), Qt::AlignRight,
+    p.setPen(palette().color(QPalette::Text));
+    p.drawText(QRectF(left, height() - bottom + 4, 50, bottom - 4), Qt::AlignLeft, tr("0 ms"));
+    p.drawText(QRectF(left, 0, width() - left - right, top + 10), Qt::AlignRight | Qt::AlignTop,
                tr("%1 ms").arg(t1 - t0));
+
+    // legend
+    {
+        const std::pair<QColor, QString> items[] = {
+            {QColor(52, 152, 219), tr("acquired")},   {QColor(142, 68, 173), tr("taken over")},
+            {QColor(39, 174, 96), tr("ran / replayed / done")}, {QColor(231, 76, 60), tr("ran twice")},
+            {QColor(241, 196, 15), tr("in progress")}, {QColor(230, 126, 34), tr("paused")},
+            {QColor(211, 84, 0), tr("fenced / lease lost")}, {QColor(127, 140, 141), tr("crashed")}};
+        double lx = left + 60;
+        const double ly = height() - bottom / 2.0 + 2;
+        for (const auto& [c, label] : items) {
+            p.setPen(Qt::NoPen);
+            p.setBrush(c);
+            p.drawEllipse(QPointF(lx, ly), 4, 4);
+            p.setPen(palette().color(QPalette::Text));
+            const int w = fontMetrics().horizontalAdvance(label);
+            p.drawText(QRectF(lx + 7, ly - 8, w + 4, 16), Qt::AlignVCenter, label);
+            lx += w + 24;
+        }
+    }
 
     QMap<QString, int> executions;
     for (const auto& e : trace)
@@ -111,11 +132,12 @@ void TimelineView::paintEvent(QPaintEvent*)
             if (executions.value(id) > 1)
                 span = QColor(231, 76, 60);
             span.setAlpha(110);
-            p.fillRect(QRectF(x0, at.y() - laneH * 0.3, std::max(2.0, at.x() - x0), laneH * 0.6), span);
+            const double h = std::min(laneH * 0.6, 12.0);
+            p.fillRect(QRectF(x0, at.y() - h / 2, std::max(2.0, at.x() - x0), h), span);
         }
         p.setPen(Qt::NoPen);
         p.setBrush(c);
-        const double r = e.kind == idem::TraceKind::Executed ? laneH * 0.28 : laneH * 0.18;
+        const double r = e.kind == idem::TraceKind::Executed ? std::min(laneH * 0.28, 5.0) : std::min(laneH * 0.18, 3.0);
         if (e.kind == idem::TraceKind::Executed && executions.value(id) > 1) {
             p.setPen(QPen(QColor(231, 76, 60), 2));
             p.setBrush(Qt::NoBrush);
