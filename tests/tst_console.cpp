@@ -270,6 +270,10 @@ private slots:
         QCOMPARE(luaRun.strategy, idem::Strategy::Lua);
         QCOMPARE(luaRun.doubleExecutions, 0);
         QCOMPARE(luaRun.lost, 0);
+        // the four timelines side by side, each titled with what its ledger counted
+        QVERIFY(lab->findChild<QLabel*>(QStringLiteral("sideTitle0"))->isVisible());
+        QVERIFY(lab->findChild<QLabel*>(QStringLiteral("sideTitle0"))->text().contains(QStringLiteral("naive")));
+        QVERIFY(lab->findChild<QLabel*>(QStringLiteral("sideTitle3"))->text().contains(QStringLiteral("lua")));
 
         const QString csv = tmp.filePath(QStringLiteral("race.csv")), png = tmp.filePath(QStringLiteral("race.png"));
         QVERIFY(lab->exportTable(csv));

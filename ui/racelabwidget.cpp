@@ -17,6 +17,8 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
+#include <QGridLayout>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -86,6 +88,23 @@ RaceLabWidget::RaceLabWidget(QWidget* parent) : QWidget(parent)
     controls->setMaximumWidth(380);
 
     m_timeline = new TimelineView(this);
+    m_views = new QStackedWidget(this);
+    m_views->addWidget(m_timeline);
+    auto* grid = new QWidget(this);
+    auto* gridLayout = new QGridLayout(grid);
+    gridLayout->setContentsMargins(0, 0, 0, 0);
+    for (int i = 0; i < 4; ++i) {
+        auto* cell = new QVBoxLayout;
+        auto* title = new QLabel(grid);
+        title->setObjectName(u"sideTitle%1"_s.arg(i));
+        auto* view = new TimelineView(grid);
+        view->setMinimumHeight(120);
+        cell->addWidget(title);
+        cell->addWidget(view, 1);
+        gridLayout->addLayout(cell, i / 2, i % 2);
+        m_sideBySide.push_back(view);
+    }
+    m_views->addWidget(grid);
     m_step = new QLabel(this);
     m_step->setObjectName(u"step"_s);
     m_step->setWordWrap(true);
@@ -101,7 +120,7 @@ RaceLabWidget::RaceLabWidget(QWidget* parent) : QWidget(parent)
     m_table->setMaximumHeight(160);
 
     auto* right = new QVBoxLayout;
-    right->addWidget(m_timeline, 1);
+    right->addWidget(m_views, 1);
     right->addWidget(m_step);
     right->addWidget(m_table);
     auto* layout = new QHBoxLayout(this);
@@ -204,13 +223,45 @@ void RaceLabWidget::showResults(const QVector<idem::RaceResult>& results)
     m_traceOf->clear();
     for (const auto& r : results)
         m_traceOf->addItem(QString::fromUtf8(idem::nameOf(r.strategy).data()));
+    const int workers = m_forced->isChecked() ? 2 : m_workers->value();
+    for (int i = 0; i < m_sideBySide.size() && i < results.size(); ++i) {
+        m_sideBySide[i]->setResult(results[i], workers);
+        const auto& r = results[i];
+        findChild<QLabel*>(u"sideTitle%1"_s.arg(i))
+            ->setText(u"<b>%1</b> — %2 executions for %3 events, <span style='color:%4'>%5 twice</span>, %6 fenced, "
+                      "<span style='color:%7'>%8 lost</span>"_s.arg(QString::fromUtf8(idem::nameOf(r.strategy).data()))
+                          .arg(r.executions)
+                          .arg(r.events)
+                          .arg(r.doubleExecutions ? u"#e74c3c"_s : u"inherit"_s)
+                          .arg(r.doubleExecutions)
+                          .arg(r.fenced)
+                          .arg(r.lost ? u"#e74c3c"_s : u"inherit"_s)
+                          .arg(r.lost));
+    }
+    if (results.size() > 1 && !m_teaching->isChecked()) {
+        m_traceOf->insertItem(0, tr("all four, side by side"));
+        m_traceOf->setCurrentIndex(0);
+        m_views->setCurrentIndex(1);
+        m_next->setEnabled(false);
+        m_step->setText(tr("The same deliveries through each strategy; pick one under “Timeline of” to see it alone."));
+        return;
+    }
     showTraceOf(0);
 }
 
 void RaceLabWidget::showTraceOf(int index)
 {
+    const bool sideBySide = m_traceOf->count() > m_results.size(); // item 0 is "side by side"
+    if (sideBySide) {
+        if (index == 0) {
+            m_views->setCurrentIndex(1);
+            return;
+        }
+        --index;
+    }
     if (index < 0 || index >= m_results.size())
         return;
+    m_views->setCurrentIndex(0);
     const int workers = m_forced->isChecked() ? 2 : m_workers->value();
     m_timeline->setResult(m_results[index], workers);
     const bool teach = m_teaching->isChecked();
@@ -279,7 +330,7 @@ QString RaceLabWidget::explain(const idem::TraceEvent& e, idem::Strategy s, int 
 
 void RaceLabWidget::nextStep()
 {
-    const int index = std::max(0, m_traceOf->currentIndex());
+    const int index = std::max(0, m_traceOf->currentIndex() - (m_traceOf->count() > m_results.size() ? 1 : 0));
     if (index >= m_results.size())
         return;
     const auto& r = m_results[index];
@@ -323,5 +374,5 @@ bool RaceLabWidget::exportTable(const QString& path) const
 
 bool RaceLabWidget::exportTimeline(const QString& path)
 {
-    return m_timeline->grab().save(path, "PNG");
+    return m_views->currentWidget()->grab().save(path, "PNG");
 }

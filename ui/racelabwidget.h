@@ -13,6 +13,7 @@ class QLabel;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
+class QStackedWidget;
 class TimelineView;
 
 // The Race Lab tab: fires synthetic duplicate deliveries through each strategy on the connected
@@ -66,6 +67,8 @@ private:
     QPushButton* m_next;
     QComboBox* m_traceOf;
     TimelineView* m_timeline;
+    QStackedWidget* m_views;              // one timeline, or the four side by side
+    QVector<TimelineView*> m_sideBySide;
     QLabel* m_step;
     QTableWidget* m_table;
     QFutureWatcher<QVector<idem::RaceResult>> m_watcher;
