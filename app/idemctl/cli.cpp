@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "idem/errors.h"
+#include "idem/localserver.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -77,6 +78,14 @@ Global globalFrom(const Args& args)
     if (g.keyNamespace.empty() || g.keyNamespace.find_first_of("{}") != std::string::npos)
         throw UsageFailure{"--namespace must be non-empty and free of '{' and '}'"};
     return g;
+}
+
+idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server)
+{
+    if (g.urlGiven)
+        return g.connection;
+    server = std::make_unique<idem::LocalServer>();
+    return server->connectionOptions();
 }
 
 std::string whoAmI()

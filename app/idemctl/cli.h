@@ -5,11 +5,17 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <charconv>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+namespace idem {
+class LocalServer;
+}
 
 namespace idemctl {
 
@@ -59,6 +65,22 @@ struct Global {
 // Global options every subcommand takes.
 inline const std::set<std::string> kGlobalValued = {"--url", "--namespace"};
 Global globalFrom(const Args& args);
+
+// A number option within [lo, hi]; anything else is a usage failure naming the option.
+template <typename T> T number(const std::optional<std::string>& v, T fallback, T lo, T hi, const char* name)
+{
+    if (!v)
+        return fallback;
+    T n{};
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size() || n < lo || n > hi)
+        throw UsageFailure{std::string(name) + " must be a number from " + std::to_string(lo) + " to " +
+                           std::to_string(hi)};
+    return n;
+}
+
+// The server --url / IDEM_URL names, or else a private redis-server kept in `server`.
+idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server);
 std::string whoAmI();
 std::string jsonEscape(const std::string& s);
 // The fields `list --json` prints for a record (and `inspect --json` starts from); lease_remaining_ms

@@ -25,16 +25,6 @@ namespace idemctl {
 
 namespace {
 
-int positiveInt(const std::optional<std::string>& v, int fallback, int max, const char* name)
-{
-    if (!v)
-        return fallback;
-    int n = 0;
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size() || n < 1 || n > max)
-        throw UsageFailure{std::string(name) + " must be a number from 1 to " + std::to_string(max)};
-    return n;
-}
 
 std::string readFile(const std::string& path)
 {
@@ -56,8 +46,8 @@ int cmdDemo(const std::vector<std::string>& argv, const std::string& self)
                   "'charges' the order. Prints who ran and who replayed, and counts the charges.");
         return Ok;
     }
-    const int ids = positiveInt(args.value("--ids"), 5, 100, "--ids");
-    const int dups = positiveInt(args.value("--duplicates"), 4, 32, "--duplicates");
+    const int ids = number(args.value("--ids"), 5, 1, 100, "--ids");
+    const int dups = number(args.value("--duplicates"), 4, 1, 32, "--duplicates");
     Global g = globalFrom(args);
 
     std::unique_ptr<idem::LocalServer> server;

@@ -14,18 +14,6 @@ namespace idemctl {
 
 namespace {
 
-template <typename T> T number(const std::optional<std::string>& v, T fallback, T lo, T hi, const char* name)
-{
-    if (!v)
-        return fallback;
-    T n{};
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size() || n < lo || n > hi)
-        throw UsageFailure{std::string(name) + " must be a number from " + std::to_string(lo) + " to " +
-                           std::to_string(hi)};
-    return n;
-}
-
 const char* kRaceHelp = R"(usage: idemctl race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N]
                    [--duplicates D] [--crash-rate R] [--pause-rate R] [--lease DUR] [--seed S]
                    [--forced-interleaving] [--json] [--trace]
@@ -79,11 +67,7 @@ int cmdRace(const std::vector<std::string>& argv)
 
     Global g = globalFrom(args);
     std::unique_ptr<idem::LocalServer> server;
-    idem::ConnectionOptions conn = g.connection;
-    if (!g.urlGiven) {
-        server = std::make_unique<idem::LocalServer>();
-        conn = server->connectionOptions();
-    }
+    const idem::ConnectionOptions conn = serverOrPrivate(g, server);
     w.keyNamespace = g.keyNamespace == "idempotency" ? "racelab" : g.keyNamespace;
 
     const bool json = args.flag("--json");

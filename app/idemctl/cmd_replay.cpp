@@ -13,20 +13,6 @@
 
 namespace idemctl {
 
-namespace {
-template <typename T> T number(const std::optional<std::string>& v, T fallback, T lo, T hi, const char* name)
-{
-    if (!v)
-        return fallback;
-    T n{};
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size() || n < lo || n > hi)
-        throw UsageFailure{std::string(name) + " must be a number from " + std::to_string(lo) + " to " +
-                           std::to_string(hi)};
-    return n;
-}
-} // namespace
-
 int cmdReplay(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--speed", "--duplicates", "--reorder", "--crash-rate", "--consumers", "--seed", "--lease",
@@ -64,11 +50,7 @@ int cmdReplay(const std::vector<std::string>& argv)
 
     Global g = globalFrom(args);
     std::unique_ptr<idem::LocalServer> server;
-    idem::ConnectionOptions conn = g.connection;
-    if (!g.urlGiven) {
-        server = std::make_unique<idem::LocalServer>();
-        conn = server->connectionOptions();
-    }
+    const idem::ConnectionOptions conn = serverOrPrivate(g, server);
     o.keyNamespace = g.keyNamespace == "idempotency" ? "replay" : g.keyNamespace;
     const auto r = idem::replay(conn, events, o);
     if (args.flag("--json")) {

@@ -59,6 +59,25 @@ struct Delivery {
     bool crash = false;
 };
 
+// What every consumer holds: its connections and its own idem store and executor.
+struct ConsumerKit {
+    Connection redis;
+    ConnectionPool pool;
+    Store store;
+    Executor executor;
+    ConsumerKit(const ConnectionOptions& c, const std::string& ns, Millis lease)
+        : redis(c), pool(c, 2), store(pool, options(ns, lease)), executor(store)
+    {
+    }
+    static StoreOptions options(const std::string& ns, Millis lease)
+    {
+        StoreOptions so;
+        so.keyNamespace = ns;
+        so.lease = lease;
+        return so;
+    }
+};
+
 class Replayer {
 public:
     Replayer(const ConnectionOptions& c, const std::vector<ReplayEvent>& events, ReplayOptions o)
@@ -151,13 +170,7 @@ private:
         int outstanding = 0;
         const auto deadline = m_start + m_o.timeout;
         auto consumer = [&](int i) {
-            Connection c(m_conn);
-            ConnectionPool pool(m_conn, 2);
-            StoreOptions so;
-            so.keyNamespace = m_ns;
-            so.lease = m_o.lease;
-            Store store(pool, so);
-            Executor ex(store);
+            ConsumerKit kit(m_conn, m_ns, m_o.lease);
             for (;;) {
                 Delivery d;
                 {
@@ -184,7 +197,8 @@ private:
                         cv.wait_until(lock, until);
                     }
                 }
-                const Handled h = handle(store, ex, c, m_events[d.event], d.crash, "c" + std::to_string(i));
+                const Handled h = handle(kit.store, kit.executor, kit.redis, m_events[d.event], d.crash,
+                                         "c" + std::to_string(i));
                 std::lock_guard lock(m);
                 --outstanding;
                 if (h != Handled::Done) { // the broker redelivers what was not acknowledged, later
@@ -225,13 +239,8 @@ private:
         const std::string minIdle = std::to_string((m_o.lease + m_o.lease / 2).count());
         auto consumer = [&](int i) {
             const std::string name = "consumer-" + std::to_string(i);
-            Connection c(m_conn), sink(m_conn);
-            ConnectionPool pool(m_conn, 2);
-            StoreOptions so;
-            so.keyNamespace = m_ns;
-            so.lease = m_o.lease;
-            Store store(pool, so);
-            Executor ex(store);
+            Connection c(m_conn); // the stream's connection; the kit's does the side effect
+            ConsumerKit kit(m_conn, m_ns, m_o.lease);
             int acquired = 0;
             auto process = [&](const redisReply* msg, bool claimed) -> bool {
                 const std::string msgId = reply::str(reply::element(msg, 0));
@@ -254,7 +263,7 @@ private:
                 ++acquired;
                 // the last consumer standing does not die: someone has to claim what the others left
                 const bool dies = !claimed && (crash || kill) && m_alive.load() > 1;
-                const Handled h = handle(store, ex, sink, ReplayEvent{id, payload, 0}, dies, name);
+                const Handled h = handle(kit.store, kit.executor, kit.redis, ReplayEvent{id, payload, 0}, dies, name);
                 if (h == Handled::Died) {
                     --m_alive;
                     return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
