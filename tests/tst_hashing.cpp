@@ -113,6 +113,7 @@ private slots:
         QTest::newRow("tls") << "rediss://h:6379";
         QTest::newRow("bad escape") << "redis://u:%zz@h";
         QTest::newRow("relative socket") << "unix://redis.sock";
+        QTest::newRow("bad db, secret") << "redis://ops:s3cr3t@h:1/xyz";
     }
     void badUrls()
     {
@@ -124,6 +125,7 @@ private slots:
             const std::string msg = e.what();
             QVERIFY(msg.find('\n') == std::string::npos);
             QVERIFY(msg.starts_with("bad URL"));
+            QVERIFY2(msg.find("s3cr3t") == std::string::npos, msg.c_str()); // never the password
         }
     }
 

@@ -99,6 +99,7 @@ int cmdList(const std::vector<std::string>& argv)
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
     const auto filter = filterFrom(args);
     Scan scan(args, globalFrom(args));
+    scan.conn.connect(); // a clear error before any output
     const bool json = args.flag("--json");
     if (!json)
         std::printf("%-40s %-10s %-7s %-6s %12s  %s\n", "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");

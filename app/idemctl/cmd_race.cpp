@@ -1,6 +1,7 @@
 // idemctl race: the race lab on the command line.
 #include "cli.h"
 
+#include "idem/connection.h"
 #include "idem/duration.h"
 #include "idem/localserver.h"
 #include "idem/racelab.h"
@@ -70,6 +71,7 @@ int cmdRace(const std::vector<std::string>& argv)
     const idem::ConnectionOptions conn = serverOrPrivate(g, server);
     w.keyNamespace = g.keyNamespace == "idempotency" ? "racelab" : g.keyNamespace;
 
+    idem::Connection(conn).connect(); // a clear error before any output
     const bool json = args.flag("--json");
     if (!json)
         std::printf("%-7s %7s %10s %10s %7s %7s %5s %10s %8s %8s\n", "", "events", "deliveries", "executions",

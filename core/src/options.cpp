@@ -41,19 +41,40 @@ int parseInt(std::string_view s, int lo, int hi, const char* what, std::string_v
     return value;
 }
 
+// The URL as it may appear in a message: the password replaced by ***.
+std::string redacted(std::string_view url)
+{
+    std::string u(url);
+    const auto scheme = u.find("://");
+    const auto at = u.rfind('@');
+    if (scheme == std::string::npos || at == std::string::npos || at < scheme)
+        return u;
+    const auto colon = u.find(':', scheme + 3);
+    if (colon == std::string::npos || colon > at)
+        return u;
+    return u.substr(0, colon + 1) + "***" + u.substr(at);
+}
+
 } // namespace
 
-ConnectionOptions ConnectionOptions::fromUrl(std::string_view url)
+ConnectionOptions ConnectionOptions::fromUrl(std::string_view rawUrl)
+{
+    const std::string shown = redacted(rawUrl); // error messages never show the password
+    const std::string_view url = shown;
+    return parseUrl(rawUrl, url);
+}
+
+ConnectionOptions ConnectionOptions::parseUrl(std::string_view input, std::string_view url)
 {
     ConnectionOptions o;
     std::string_view rest;
     bool isUnix = false;
-    if (url.starts_with("redis://")) {
-        rest = url.substr(8);
-    } else if (url.starts_with("unix://")) {
-        rest = url.substr(7);
+    if (input.starts_with("redis://")) {
+        rest = input.substr(8);
+    } else if (input.starts_with("unix://")) {
+        rest = input.substr(7);
         isUnix = true;
-    } else if (url.starts_with("rediss://")) {
+    } else if (input.starts_with("rediss://")) {
         throw UsageError("bad URL '" + std::string(url) + "': TLS (rediss://) is not supported by this build");
     } else {
         throw UsageError("bad URL '" + std::string(url) +

@@ -29,6 +29,9 @@ struct ConnectionOptions {
     static ConnectionOptions fromUrl(std::string_view url);
     // The URL without the password, for messages, titles and remembered connections.
     std::string describe() const;
+
+private:
+    static ConnectionOptions parseUrl(std::string_view input, std::string_view shownInErrors);
 };
 
 } // namespace idem
