@@ -336,6 +336,17 @@ private:
         return false;
     }
 
+    // naive and watch, once they believe they own the event: work, effect, then mark it "done"
+    void workAndMarkDone(Connection& c, int worker, const Delivery& d, const std::string& ttl)
+    {
+        trace(worker, d.id, TraceKind::Acquired);
+        if (crashOrPause(worker, d))
+            return;
+        effect(c, worker, d.id, 0);
+        c.checked({"SET", key(d.id), "done", "PX", ttl});
+        trace(worker, d.id, TraceKind::Completed);
+    }
+
     void naive(Connection& c, int worker, const Delivery& d, const std::string& ttl)
     {
         const ReplyPtr seen = c.checked({"GET", key(d.id)});
@@ -344,12 +355,7 @@ private:
             trace(worker, d.id, TraceKind::Replayed);
             return;
         }
-        trace(worker, d.id, TraceKind::Acquired);
-        if (crashOrPause(worker, d))
-            return;
-        effect(c, worker, d.id, 0);
-        c.checked({"SET", key(d.id), "done", "PX", ttl});
-        trace(worker, d.id, TraceKind::Completed);
+        workAndMarkDone(c, worker, d, ttl);
     }
 
     void setnx(Connection& c, int worker, const Delivery& d, const std::string& ttl)
@@ -401,12 +407,7 @@ private:
                 return;
             }
         }
-        trace(worker, d.id, TraceKind::Acquired);
-        if (crashOrPause(worker, d))
-            return;
-        effect(c, worker, d.id, 0);
-        c.checked({"SET", key(d.id), "done", "PX", ttl});
-        trace(worker, d.id, TraceKind::Completed);
+        workAndMarkDone(c, worker, d, ttl);
     }
 
     void lua(Connection& c, Store& store, int worker, const Delivery& d)
