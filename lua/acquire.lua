@@ -22,9 +22,31 @@ local lease, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
 local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now = math.floor(nowUs / 1000)
-local nowS = string.format('%d', now)
+
+-- numbers the hot path writes, formatted once per call (redis.call would format each with %.14g)
+local nowS, untilS = string.format('%d', now), string.format('%d', now + lease)
+local ttlS = string.format('%d', lease + keep)
+
+-- absent -> STARTED: the fewest fields that say it all (attempt 1 and an empty fingerprint are implied)
+local function start(rec, fp, token, fence)
+  if fp == '' then
+    redis.call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', string.format('%d', fence),
+               'started_ms', nowS, 'lease_until_ms', untilS)
+  else
+    redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token,
+               'fence', string.format('%d', fence), 'started_ms', nowS, 'lease_until_ms', untilS)
+  end
+  redis.call('PEXPIRE', rec, ttlS)
+  return {'ACQUIRED', fence, 1, now + lease, 0, now}
+end
 
 local function acquire(rec, meta, fp, token)
+  -- The hot path: neither the record nor its meta key exists (an id never seen, or seen long
+  -- ago and expired). One EXISTS for both keys; without a meta key the fence is the clock.
+  if redis.call('EXISTS', rec, meta) == 0 then
+    return start(rec, fp, token, nowUs)
+  end
+
   local h = redis.pcall('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms',
                         'failure', 'started_ms')
   if h.err then
@@ -36,19 +58,8 @@ local function acquire(rec, meta, fp, token)
     if redis.call('EXISTS', rec) == 1 then
       return {'UNUSABLE', 'hash has no idem state field', now}
     end
-    local fence = math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs)
-    -- the fewest fields that say it all (attempt 1 and an empty fingerprint are implied), and
-    -- numbers formatted with %d: cheaper than redis.call's own conversion of each
-    if fp == '' then
-      redis.call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', string.format('%d', fence),
-                 'started_ms', nowS, 'lease_until_ms', string.format('%d', now + lease))
-    else
-      redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token,
-                 'fence', string.format('%d', fence), 'started_ms', nowS,
-                 'lease_until_ms', string.format('%d', now + lease))
-    end
-    redis.call('PEXPIRE', rec, lease + keep)
-    return {'ACQUIRED', fence, 1, now + lease, 0, now}
+    -- purged before: the meta key keeps the last fence, so fences rise even if the clock stepped back
+    return start(rec, fp, token, math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs))
   end
 
   local sfp, stoken = h[2], h[3]
@@ -67,9 +78,9 @@ local function acquire(rec, meta, fp, token)
     local attempt = sattempt + 1
     redis.call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms')
     redis.call('HSETNX', rec, 'created_ms', h[8] or now)
-    redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', fence,
-               'attempt', attempt, 'started_ms', now, 'lease_until_ms', now + lease)
-    redis.call('PEXPIRE', rec, lease + keep)
+    redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', string.format('%d', fence),
+               'attempt', attempt, 'started_ms', nowS, 'lease_until_ms', untilS)
+    redis.call('PEXPIRE', rec, ttlS)
     return {'ACQUIRED', fence, attempt, now + lease, takeover, now}
   end
 
