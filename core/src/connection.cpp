@@ -1,6 +1,7 @@
 #include "idem/connection.h"
 
 #include "idem/errors.h"
+#include "resp.h"
 
 #include <cerrno>
 #include <csignal>
@@ -157,22 +158,33 @@ void Connection::fail(const char* what)
 
 ReplyPtr Connection::command(std::initializer_list<std::string_view> args)
 {
-    return command(std::vector<std::string_view>(args));
+    ensureConnected(); // first: connecting (AUTH, SELECT) encodes its own commands into m_out
+    m_out.clear();
+    resp::Writer w(m_out);
+    w.array(args.size());
+    for (auto a : args)
+        w.bulk(a);
+    return commandFormatted(m_out);
 }
 
 ReplyPtr Connection::command(const std::vector<std::string_view>& args)
 {
+    ensureConnected(); // first: connecting (AUTH, SELECT) encodes its own commands into m_out
+    m_out.clear();
+    resp::Writer w(m_out);
+    w.array(args.size());
+    for (auto a : args)
+        w.bulk(a);
+    return commandFormatted(m_out);
+}
+
+ReplyPtr Connection::commandFormatted(std::string_view resp)
+{
     ensureConnected();
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    argv.reserve(args.size());
-    lens.reserve(args.size());
-    for (auto a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-    }
-    void* raw = redisCommandArgv(m_ctx.get(), static_cast<int>(argv.size()), argv.data(), lens.data());
-    if (!raw)
+    if (redisAppendFormattedCommand(m_ctx.get(), resp.data(), resp.size()) != REDIS_OK)
+        fail("command failed");
+    void* raw = nullptr;
+    if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
         fail("command failed");
     return ReplyPtr(static_cast<redisReply*>(raw));
 }
@@ -187,23 +199,25 @@ ReplyPtr Connection::checked(std::initializer_list<std::string_view> args)
 
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::string_view>>& commands)
 {
-    ensureConnected();
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
+    ensureConnected(); // first: connecting (AUTH, SELECT) encodes its own commands into m_out
+    m_out.clear();
+    resp::Writer w(m_out);
     for (const auto& args : commands) {
-        argv.clear();
-        lens.clear();
-        for (auto a : args) {
-            argv.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        if (redisAppendCommandArgv(m_ctx.get(), static_cast<int>(argv.size()), argv.data(),
-                                   lens.data()) != REDIS_OK)
-            fail("pipeline append failed");
+        w.array(args.size());
+        for (auto a : args)
+            w.bulk(a);
     }
+    return pipelineFormatted(m_out, commands.size());
+}
+
+std::vector<ReplyPtr> Connection::pipelineFormatted(std::string_view resp, std::size_t count)
+{
+    ensureConnected();
+    if (redisAppendFormattedCommand(m_ctx.get(), resp.data(), resp.size()) != REDIS_OK)
+        fail("pipeline append failed");
     std::vector<ReplyPtr> replies;
-    replies.reserve(commands.size());
-    for (std::size_t i = 0; i < commands.size(); ++i) {
+    replies.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
         void* raw = nullptr;
         if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
             fail("pipeline read failed");

@@ -34,6 +34,15 @@ std::string str(const redisReply* r)
     throw ProtoError("unexpected reply type (wanted a string)");
 }
 
+std::string_view view(const redisReply* r)
+{
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
+        return {r->str, r->len};
+    if (isError(r))
+        throw ReplyError(std::string(r->str, r->len));
+    throw ProtoError("unexpected reply type (wanted a string)");
+}
+
 std::int64_t integer(const redisReply* r)
 {
     if (r && r->type == REDIS_REPLY_INTEGER)

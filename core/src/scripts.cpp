@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 #include "idem/hash.h"
+#include "resp.h"
 
 #include <hiredis/hiredis.h>
 
@@ -121,25 +122,53 @@ ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
                                          const std::vector<std::vector<std::string_view>>& calls)
 {
+    std::string buf;
+    std::vector<std::size_t> ends;
+    resp::Writer w(buf);
+    for (const auto& argv : calls) {
+        w.array(argv.size());
+        for (auto a : argv)
+            w.bulk(a);
+        ends.push_back(buf.size());
+    }
+    return runScriptPipelined(c, s, buf, ends);
+}
+
+std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
+                                         const std::vector<std::size_t>& ends)
+{
     std::vector<ReplyPtr> replies;
-    if (calls.size() == 1)
-        replies.push_back(c.command(calls.front()));
+    if (ends.size() == 1)
+        replies.push_back(c.commandFormatted(resp));
     else
-        replies = c.pipeline(calls);
+        replies = c.pipelineFormatted(resp, ends.size());
     std::vector<std::size_t> again;
     for (std::size_t i = 0; i < replies.size(); ++i)
         if (isNoScript(replies[i].get()))
             again.push_back(i);
     if (again.empty())
         return replies;
+    // after a restart, failover or SCRIPT FLUSH: load once, send the refused calls again
     loadScript(c, s);
-    std::vector<std::vector<std::string_view>> retry;
-    for (auto i : again)
-        retry.push_back(calls[i]);
-    auto second = c.pipeline(retry);
+    std::string retry;
+    for (auto i : again) {
+        const std::size_t from = i == 0 ? 0 : ends[i - 1];
+        retry.append(resp.substr(from, ends[i] - from));
+    }
+    auto second = c.pipelineFormatted(retry, again.size());
     for (std::size_t k = 0; k < again.size(); ++k)
         replies[again[k]] = std::move(second[k]);
     return replies;
+}
+
+void resp::evalshaHead(Writer& w, const Script& s, std::size_t keys, std::size_t args)
+{
+    if (keys > kMaxScriptKeys)
+        throw UsageError("too many keys for one script call");
+    w.array(3 + keys + args);
+    w.bulk("EVALSHA");
+    w.bulk(s.sha1);
+    w.bulk(static_cast<long long>(keys));
 }
 
 } // namespace idem

@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 #include "idem/hash.h"
+#include "resp.h"
 
 #include <hiredis/hiredis.h>
 #include <random>
@@ -42,20 +43,30 @@ std::string_view nameOf(AcquireStatus s)
     return "unusable";
 }
 
-std::string newToken()
+namespace {
+// 128 random bits as 32 hex digits, written into `out`
+void writeToken(char* out)
 {
     thread_local std::mt19937_64 rng = [] {
         std::random_device rd;
         std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd()};
         return std::mt19937_64(seq);
     }();
-    const std::uint64_t a = rng(), b = rng();
-    std::uint8_t bytes[16];
-    for (int i = 0; i < 8; ++i) {
-        bytes[i] = static_cast<std::uint8_t>(a >> (8 * i));
-        bytes[8 + i] = static_cast<std::uint8_t>(b >> (8 * i));
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = rng();
+        for (int i = 0; i < 16; ++i, v >>= 4)
+            *out++ = kHex[v & 0xf];
     }
-    return toHex(bytes, sizeof bytes);
+}
+constexpr std::size_t kTokenChars = 32;
+} // namespace
+
+std::string newToken()
+{
+    std::string t(kTokenChars, '0');
+    writeToken(t.data());
+    return t;
 }
 
 Store::Store(ConnectionPool& pool, StoreOptions options) : m_pool(pool), m_options(std::move(options))
@@ -91,7 +102,7 @@ AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id, std:
 {
     using namespace reply;
     AcquireResult out;
-    const std::string status = str(element(r, 0));
+    const std::string_view status = view(element(r, 0));
     const std::size_t n = arraySize(r);
     out.serverNowMs = integer(element(r, n - 1));
     if (status == "ACQUIRED") {
@@ -122,15 +133,14 @@ AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id, std:
         out.status = AcquireStatus::Unusable;
         out.error = str(element(r, 1));
     } else {
-        throw ProtoError("acquire script answered '" + status + "'");
+        throw ProtoError("acquire script answered '" + std::string(status) + "'");
     }
     return out;
 }
 
 AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
 {
-    auto results = acquireBatch({AcquireRequest{std::string(id), std::string(fingerprint)}}, lease);
-    return std::move(results.front());
+    return std::move(acquireBatch({AcquireRequest{std::string(id), std::string(fingerprint)}}, lease).front());
 }
 
 std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>& requests,
@@ -142,37 +152,45 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         checkId(rq.id);
     if (lease && lease->count() <= 0)
         throw UsageError("lease must be positive");
-    const std::string leaseMs = std::to_string(lease.value_or(m_options.lease).count());
-    const std::string keepMs = std::to_string(m_options.staleKeep.count());
     const Script& s = scripts::acquire();
+    const std::string_view ns = m_options.keyNamespace;
 
-    std::vector<std::string> keys, tokens;
-    keys.reserve(requests.size() * 2);
-    tokens.reserve(requests.size());
-    for (const auto& rq : requests) {
-        keys.push_back(recordKey(rq.id));
-        keys.push_back(keys.back() + ":meta");
-        tokens.push_back(newToken());
-    }
+    // The calls are encoded straight into one RESP buffer: keys, tokens and arguments are written
+    // where they go, not built as strings first (a batch is the consumers' hot path).
     // acquire.lua takes many ids per call (sparing EVALSHA's per-command cost); chunks of
     // kIdsPerCall go out pipelined, so a batch is one round trip whatever its size.
     // (On a Redis Cluster each call would hold the ids of one hash slot.)
     constexpr std::size_t kIdsPerCall = 64;
-    std::vector<std::vector<std::string_view>> cmds;
+    // per-thread buffers keep their capacity from batch to batch
+    thread_local std::string tokens, buf;
+    thread_local std::vector<std::size_t> ends;
+    tokens.assign(requests.size() * kTokenChars, '0');
+    buf.clear();
+    ends.clear();
+    resp::Writer w(buf);
     for (std::size_t first = 0; first < requests.size(); first += kIdsPerCall) {
         const std::size_t last = std::min(requests.size(), first + kIdsPerCall);
-        std::vector<std::string_view> k(keys.begin() + static_cast<long>(2 * first),
-                                        keys.begin() + static_cast<long>(2 * last));
-        std::vector<std::string_view> a = {leaseMs, keepMs};
+        resp::evalshaHead(w, s, 2 * (last - first), 2 + 2 * (last - first));
         for (std::size_t i = first; i < last; ++i) {
-            a.push_back(requests[i].fingerprint);
-            a.push_back(tokens[i]);
+            w.bulkConcat(ns, ":{", requests[i].id, "}");
+            w.bulkConcat(ns, ":{", requests[i].id, "}:meta");
         }
-        cmds.push_back(evalshaArgs(s, k, a));
+        w.bulk(static_cast<long long>(lease.value_or(m_options.lease).count()));
+        w.bulk(static_cast<long long>(m_options.staleKeep.count()));
+        for (std::size_t i = first; i < last; ++i) {
+            char* token = tokens.data() + i * kTokenChars;
+            writeToken(token);
+            w.bulk(requests[i].fingerprint);
+            w.bulk(std::string_view(token, kTokenChars));
+        }
+        ends.push_back(buf.size());
     }
 
-    auto conn = m_pool.acquire();
-    const std::vector<ReplyPtr> replies = runScriptPipelined(*conn, s, cmds);
+    std::vector<ReplyPtr> replies;
+    {
+        auto conn = m_pool.acquire();
+        replies = runScriptPipelined(*conn, s, buf, ends);
+    }
 
     std::vector<AcquireResult> out;
     out.reserve(requests.size());
@@ -185,7 +203,8 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (reply::arraySize(r) != count)
             throw ProtoError("acquire script answered for the wrong number of ids");
         for (std::size_t i = 0; i < count; ++i)
-            out.push_back(parseAcquire(reply::element(r, i), requests[first + i].id, tokens[first + i]));
+            out.push_back(parseAcquire(reply::element(r, i), requests[first + i].id,
+                                       std::string_view(tokens).substr((first + i) * kTokenChars, kTokenChars)));
     }
     return out;
 }

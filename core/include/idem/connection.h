@@ -36,6 +36,9 @@ public:
     ReplyPtr checked(std::initializer_list<std::string_view> args);
     // Many commands in one round trip; replies in order.
     std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string_view>>& commands);
+    // The same for commands already encoded as RESP (`count` of them back to back in `resp`).
+    ReplyPtr commandFormatted(std::string_view resp);
+    std::vector<ReplyPtr> pipelineFormatted(std::string_view resp, std::size_t count);
 
     // The next reply without sending anything (subscriptions). Blocks up to the command timeout
     // (0 = forever; interrupt() from another thread ends the wait).
@@ -59,6 +62,7 @@ private:
     std::chrono::milliseconds m_backoff{0};
     std::string m_lastError;
     std::atomic<int> m_fd{-1}; // for interrupt()
+    std::string m_out;         // the request being encoded (reused: no allocation per command)
 };
 
 } // namespace idem

@@ -21,6 +21,8 @@ bool isError(const redisReply* r);
 std::string_view errorText(const redisReply* r);
 // A bulk/status string; throws ProtoError otherwise.
 std::string str(const redisReply* r);
+// A bulk/status string without copying (valid while the reply lives); throws ProtoError otherwise.
+std::string_view view(const redisReply* r);
 // An integer reply, or a string holding an integer; throws ProtoError otherwise.
 std::int64_t integer(const redisReply* r);
 std::size_t arraySize(const redisReply* r);

@@ -43,5 +43,8 @@ void loadScript(Connection& c, const Script& s);
 // returned as they are.
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
                                          const std::vector<std::vector<std::string_view>>& calls);
+// The same for calls already encoded as RESP, back to back in `resp`; call i ends at ends[i].
+std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
+                                         const std::vector<std::size_t>& ends);
 
 } // namespace idem
