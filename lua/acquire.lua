@@ -47,8 +47,9 @@ local function acquire(rec, meta, fp, token)
     return start(rec, fp, token, nowUs)
   end
 
+  -- everything any branch below needs, in one call (the response of a COMPLETED record included)
   local h = redis.pcall('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms',
-                        'failure', 'started_ms')
+                        'failure', 'started_ms', 'response', 'finished_ms')
   if h.err then
     return {'UNUSABLE', 'key holds a ' .. redis.call('TYPE', rec)['ok'] .. ', not an idem record', now}
   end
@@ -85,8 +86,7 @@ local function acquire(rec, meta, fp, token)
   end
 
   if state == 'COMPLETED' then
-    local r = redis.call('HMGET', rec, 'response', 'finished_ms')
-    return {'DUPLICATE', r[1] or '', sfence, tonumber(r[2]) or 0, now}
+    return {'DUPLICATE', h[9] or '', sfence, tonumber(h[10]) or 0, now}
   end
   if state == 'STARTED' then
     if stoken == token then

@@ -11,6 +11,8 @@
 #include "idem/scripts.h"
 #include "idem/store.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -26,10 +28,36 @@ using Clock = std::chrono::steady_clock;
 
 struct Config {
     std::string url;
-    int requests = 2000;
+    int requests = 1000;
     int batch = 16;
-    int rounds = 7;
+    int rounds = 15;
+    bool pin = true;
 };
+
+// With a private server on a machine of two or more CPUs, the server gets one CPU and this
+// process (with every redis-benchmark it starts, and every thread it starts later) another: the
+// reference and idem then run under the same placement, and the scheduler does not move them
+// between measurements (on a small VM that alone swings a round trip by 20 %).
+bool pinCpus(pid_t server)
+{
+    cpu_set_t allowed;
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return false;
+    std::vector<int> cpus;
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &allowed))
+            cpus.push_back(i);
+    if (cpus.size() < 2)
+        return false;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[0], &one);
+    if (::sched_setaffinity(server, sizeof one, &one) != 0)
+        return false;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[1], &one);
+    return ::sched_setaffinity(0, sizeof one, &one) == 0;
+}
 
 
 std::string capture(const std::string& cmd)
@@ -74,13 +102,14 @@ void row(const char* name, const Samples& samples, double rtPerOp, double goal)
         refs.push_back(sm.reference);
         refsI.push_back(sm.interleaved);
     }
-    auto median = [](std::vector<double> v) {
+    auto quantile = [](std::vector<double> v, double q) {
         std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
+        return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
     };
-    const double ratio = median(ratios), ratioI = median(ratiosI), op = median(ops);
-    std::printf("%-46s %9.0f %11.0f %13.0f %6.2f %8.0f %6.2f   >= %.2f %s\n", name, op, op * rtPerOp,
-                median(refs), ratio, median(refsI), ratioI, goal, ratio >= goal ? "met" : "MISSED");
+    const double ratio = quantile(ratios, 0.5), ratioI = quantile(ratiosI, 0.5), op = quantile(ops, 0.5);
+    std::printf("%-46s %9.0f %11.0f %11.0f %6.2f %4.2f-%4.2f %8.0f %6.2f   >= %.2f %s\n", name, op, op * rtPerOp,
+                quantile(refs, 0.5), ratio, quantile(ratios, 0.25), quantile(ratios, 0.75), quantile(refsI, 0.5),
+                ratioI, goal, ratio >= goal ? "met" : "MISSED");
 }
 
 } // namespace
@@ -96,9 +125,13 @@ int main(int argc, char** argv)
             cfg.requests = std::max(500, std::atoi(argv[++i]));
         else if (a == "--rounds" && i + 1 < argc)
             cfg.rounds = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--no-pin")
+            cfg.pin = false;
         else if (a == "--help") {
-            std::puts("usage: idem-bench [--url redis://host:port/db] [--requests N] [--rounds R]\n\nWithout --url it "
-                      "starts a private redis-server. Needs redis-benchmark (redis-tools).");
+            std::puts("usage: idem-bench [--url redis://host:port/db] [--requests N] [--rounds R] [--no-pin]\n\n"
+                      "Without --url it starts a private redis-server and, on two or more CPUs, pins it to one CPU\n"
+                      "and itself (and redis-benchmark) to another (--no-pin: leave placement to the scheduler).\n"
+                      "Needs redis-benchmark (redis-tools).");
             return 0;
         } else {
             std::fprintf(stderr, "idem-bench: unknown argument '%s' (see --help)\n", a.c_str());
@@ -107,10 +140,12 @@ int main(int argc, char** argv)
     }
     try {
         std::unique_ptr<idem::LocalServer> server;
+        bool pinned = false;
         idem::ConnectionOptions o;
         if (cfg.url.empty()) {
             server = std::make_unique<idem::LocalServer>();
             o = server->connectionOptions();
+            pinned = cfg.pin && pinCpus(server->pid());
         } else {
             o = idem::ConnectionOptions::fromUrl(cfg.url);
         }
@@ -122,8 +157,9 @@ int main(int argc, char** argv)
             const auto p = info.find("redis_version:");
             return p == std::string::npos ? std::string("?") : info.substr(p + 14, info.find('\r', p) - p - 14);
         }();
-        std::printf("idem-bench: redis-server %s at %s%s, 1 connection, %d rounds of %d requests\n\n",
-                    version.c_str(), o.describe().c_str(), server ? " (private)" : "", cfg.rounds, cfg.requests);
+        std::printf("idem-bench: redis-server %s at %s%s, 1 connection, %d rounds of %d requests%s\n\n",
+                    version.c_str(), o.describe().c_str(), server ? " (private)" : "", cfg.rounds, cfg.requests,
+                    pinned ? ", server and client pinned to one CPU each" : "");
 
         idem::ConnectionPool pool(o, 2);
         idem::StoreOptions so;
@@ -211,14 +247,15 @@ int main(int argc, char** argv)
                              batches * cfg.batch / rawT.count()});
         }
 
-        std::printf("%-46s %9s %11s %13s %6s %8s %6s   %s\n", "measurement (median of rounds)", "ops/s",
-                    "round-trips", "redis-bench", "ratio", "hiredis", "ratio", "goal");
+        std::printf("%-46s %9s %11s %11s %6s %9s %8s %6s   %s\n", "measurement (median of rounds)", "ops/s",
+                    "round-trips", "redis-bench", "ratio", "p25-p75", "hiredis", "ratio", "goal");
         row("(a) execute(), new ids (2 round trips each)", fresh, 2, 0.8);
         row("(a) execute(), duplicates (1 round trip each)", dups, 1, 0.8);
         row("(b) acquireBatch, 16 ids in 1 round trip", batch, 1, 0.6);
         std::printf("\nround-trips: idem's round trips per second (for b: ids per second).\n");
         std::printf("redis-bench: redis-benchmark -c 1 [-P %d] EVALSHA <one-key HSET script> requests per second,\n"
-                    "             mean of the runs right before and after the idem block; ratio = round-trips / it.\n",
+                    "             mean of the runs right before and after the idem block; ratio = round-trips / it\n"
+                    "             (p25-p75: the middle half of the rounds' ratios).\n",
                     cfg.batch);
         std::printf("hiredis:     the same script from this process on its own connection, interleaved\n"
                     "             request by request (b: pipelined 16 at a time) with idem's; ratio = round-trips / it.\n");
