@@ -61,6 +61,15 @@ private slots:
         QCOMPARE(run(s("bin"), {s("false")}).out, expected);
     }
 
+    void commandInheritsNoRedisSocket()
+    {
+        // CMD runs with idemctl's connections open: it must not inherit them (a child that keeps
+        // a socket keeps the connection alive after idemctl exits, and could write into it)
+        auto r = run(s("fds"), {s("sh"), s("-c"), s("ls -l /proc/self/fd/ 2>/dev/null | grep -c socket: || true")});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.trimmed(), QByteArray("0"));
+    }
+
     void payloadMismatch()
     {
         const QString a = tmp.filePath(s("a.json")), b = tmp.filePath(s("b.json")), c = tmp.filePath(s("c.json"));
