@@ -31,14 +31,15 @@ struct Config {
     int requests = 1000;
     int batch = 16;
     int rounds = 15;
-    bool pin = true;
+    std::string pin = "none"; // none | split | same
 };
 
-// With a private server on a machine of two or more CPUs, the server gets one CPU and this
-// process (with every redis-benchmark it starts, and every thread it starts later) another: the
-// reference and idem then run under the same placement, and the scheduler does not move them
-// between measurements (on a small VM that alone swings a round trip by 20 %).
-bool pinCpus(pid_t server)
+// Where the private server and this process (with every redis-benchmark it starts, and every
+// thread it starts later) run. On a VM a round trip between two CPUs costs a wake-up IPI on each
+// side, on one CPU a context switch; the scheduler mixes both, and the share differs between a
+// long-lived process and a short redis-benchmark run. "split" puts server and clients on two
+// CPUs, "same" all on one; either gives the reference and idem the same placement.
+bool pinCpus(pid_t server, bool same)
 {
     cpu_set_t allowed;
     if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0)
@@ -47,7 +48,7 @@ bool pinCpus(pid_t server)
     for (int i = 0; i < CPU_SETSIZE; ++i)
         if (CPU_ISSET(i, &allowed))
             cpus.push_back(i);
-    if (cpus.size() < 2)
+    if (cpus.size() < (same ? 1u : 2u))
         return false;
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -55,10 +56,9 @@ bool pinCpus(pid_t server)
     if (::sched_setaffinity(server, sizeof one, &one) != 0)
         return false;
     CPU_ZERO(&one);
-    CPU_SET(cpus[1], &one);
+    CPU_SET(cpus[same ? 0 : 1], &one);
     return ::sched_setaffinity(0, sizeof one, &one) == 0;
 }
-
 
 std::string capture(const std::string& cmd)
 {
@@ -125,12 +125,18 @@ int main(int argc, char** argv)
             cfg.requests = std::max(500, std::atoi(argv[++i]));
         else if (a == "--rounds" && i + 1 < argc)
             cfg.rounds = std::max(1, std::atoi(argv[++i]));
-        else if (a == "--no-pin")
-            cfg.pin = false;
-        else if (a == "--help") {
-            std::puts("usage: idem-bench [--url redis://host:port/db] [--requests N] [--rounds R] [--no-pin]\n\n"
-                      "Without --url it starts a private redis-server and, on two or more CPUs, pins it to one CPU\n"
-                      "and itself (and redis-benchmark) to another (--no-pin: leave placement to the scheduler).\n"
+        else if (a == "--pin" && i + 1 < argc) {
+            cfg.pin = argv[++i];
+            if (cfg.pin != "none" && cfg.pin != "split" && cfg.pin != "same") {
+                std::fprintf(stderr, "idem-bench: --pin takes none, split or same\n");
+                return 64;
+            }
+        } else if (a == "--help") {
+            std::puts("usage: idem-bench [--url redis://host:port/db] [--requests N] [--rounds R]\n"
+                      "                  [--pin none|split|same]\n\n"
+                      "Without --url it starts a private redis-server. --pin places that server and this\n"
+                      "process (with the redis-benchmark runs it starts): none = the scheduler decides\n"
+                      "(default), split = one CPU each, same = both on one CPU.\n"
                       "Needs redis-benchmark (redis-tools).");
             return 0;
         } else {
@@ -138,14 +144,18 @@ int main(int argc, char** argv)
             return 64;
         }
     }
+    if (!cfg.url.empty() && cfg.pin != "none") {
+        std::fprintf(stderr, "idem-bench: --pin places the private server; with --url use taskset\n");
+        return 64;
+    }
     try {
         std::unique_ptr<idem::LocalServer> server;
-        bool pinned = false;
         idem::ConnectionOptions o;
         if (cfg.url.empty()) {
             server = std::make_unique<idem::LocalServer>();
             o = server->connectionOptions();
-            pinned = cfg.pin && pinCpus(server->pid());
+            if (cfg.pin != "none" && !pinCpus(server->pid(), cfg.pin == "same"))
+                throw idem::Error("cannot pin to CPUs (--pin " + cfg.pin + ")");
         } else {
             o = idem::ConnectionOptions::fromUrl(cfg.url);
         }
@@ -159,7 +169,9 @@ int main(int argc, char** argv)
         }();
         std::printf("idem-bench: redis-server %s at %s%s, 1 connection, %d rounds of %d requests%s\n\n",
                     version.c_str(), o.describe().c_str(), server ? " (private)" : "", cfg.rounds, cfg.requests,
-                    pinned ? ", server and client pinned to one CPU each" : "");
+                    cfg.pin == "split" ? ", server and client pinned to a CPU each"
+                    : cfg.pin == "same" ? ", server and client pinned to one CPU"
+                                        : "");
 
         idem::ConnectionPool pool(o, 2);
         idem::StoreOptions so;
