@@ -120,6 +120,17 @@ private slots:
         QCOMPARE(batch[0].status, idem::AcquireStatus::Acquired);
         QCOMPARE(batch[1].status, idem::AcquireStatus::Acquired);
         QCOMPARE(batch[2].status, idem::AcquireStatus::Duplicate);
+        // a batch of several script calls in one round trip: every call answers NOSCRIPT, all are sent again
+        admin.checked({"SCRIPT", "FLUSH"});
+        std::vector<idem::AcquireRequest> many;
+        for (int i = 0; i < 200; ++i)
+            many.push_back({"m" + std::to_string(i), ""});
+        many.push_back({"a", ""});
+        auto manyGot = store.acquireBatch(many);
+        QCOMPARE(manyGot.size(), many.size());
+        for (int i = 0; i < 200; ++i)
+            QCOMPARE(manyGot[static_cast<std::size_t>(i)].status, idem::AcquireStatus::Acquired);
+        QCOMPARE(manyGot.back().status, idem::AcquireStatus::Duplicate);
         admin.checked({"SCRIPT", "FLUSH"});
         QCOMPARE(store.complete(batch[0].ticket, "x").status, idem::OwnerStatus::Ok);
         admin.checked({"SCRIPT", "FLUSH"});

@@ -7,8 +7,10 @@
 #include "testsupport.h"
 
 #include <QtTest>
+
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 using idem::AcquireStatus;
@@ -424,6 +426,35 @@ private slots:
         for (int i = 10; i < 50; ++i)
             QCOMPARE(second[i].status, AcquireStatus::InProgress);
         QCOMPARE(second[50].status, AcquireStatus::Mismatch);
+    }
+
+    // many script calls in one round trip (64 ids per call), long ids (the request is encoded in
+    // one buffer of about a megabyte), every ticket owning its own record, and a normal batch after it
+    void bigBatchAcquire()
+    {
+        std::vector<idem::AcquireRequest> rq;
+        for (int i = 0; i < 1000; ++i)
+            rq.push_back({"big-" + std::to_string(i) + "-" + std::string(400, 'x'), i % 2 ? "" : "fp-" + std::to_string(i)});
+        auto got = store->acquireBatch(rq);
+        QCOMPARE(got.size(), rq.size());
+        std::set<std::string> tokens;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            QCOMPARE(got[i].status, AcquireStatus::Acquired);
+            QCOMPARE(got[i].ticket.id, rq[i].id);
+            QCOMPARE(got[i].ticket.token.size(), std::size_t(32));
+            tokens.insert(got[i].ticket.token);
+        }
+        QCOMPARE(tokens.size(), rq.size());
+        for (std::size_t i : {std::size_t(0), std::size_t(63), std::size_t(64), std::size_t(999)}) {
+            const auto rec = store->inspect(rq[i].id);
+            QVERIFY(rec);
+            QCOMPARE(rec->owner, got[i].ticket.token);
+            QCOMPARE(store->complete(got[i].ticket, "r" + std::to_string(i)).status, idem::OwnerStatus::Ok);
+        }
+        auto again = store->acquireBatch({{rq[64].id, rq[64].fingerprint}, {"after-big", ""}});
+        QCOMPARE(again[0].status, AcquireStatus::Duplicate);
+        QCOMPARE(again[0].response, std::string("r64"));
+        QCOMPARE(again[1].status, AcquireStatus::Acquired);
     }
 };
 

@@ -206,6 +206,13 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             out.push_back(parseAcquire(reply::element(r, i), requests[first + i].id,
                                        std::string_view(tokens).substr((first + i) * kTokenChars, kTokenChars)));
     }
+    // a thread that once sent a huge batch does not keep its buffers for ever
+    constexpr std::size_t kKeepBytes = 256 * 1024;
+    if (buf.capacity() > kKeepBytes || tokens.capacity() > kKeepBytes) {
+        buf = std::string();
+        tokens = std::string();
+        ends = std::vector<std::size_t>();
+    }
     return out;
 }
 
