@@ -49,7 +49,31 @@ void TimelineView::paintEvent(QPaintEvent*)
         p.drawText(rect(), Qt::AlignCenter, tr("Press Fire to race duplicate deliveries."));
         return;
     }
-    const int left = 70, right = 12, top = 8, bottom = 24;
+    const int left = 70, right = 12, top = 8;
+    static const std::pair<QColor, const char*> kLegend[] = {
+        {QColor(52, 152, 219), QT_TR_NOOP("acquired")},   {QColor(142, 68, 173), QT_TR_NOOP("taken over")},
+        {QColor(39, 174, 96), QT_TR_NOOP("ran / replayed / done")}, {QColor(231, 76, 60), QT_TR_NOOP("ran twice")},
+        {QColor(241, 196, 15), QT_TR_NOOP("in progress")}, {QColor(230, 126, 34), QT_TR_NOOP("paused")},
+        {QColor(211, 84, 0), QT_TR_NOOP("fenced / lease lost")}, {QColor(127, 140, 141), QT_TR_NOOP("crashed")}};
+    const double lineH = 16, legendLeft = left + 60, legendRight = width() - right;
+    QVector<QPair<QPointF, std::pair<QColor, QString>>> legend;
+    int lines = 1;
+    {
+        double lx = legendLeft;
+        for (const auto& [c, text] : kLegend) {
+            const QString label = tr(text);
+            const double w = fontMetrics().horizontalAdvance(label) + 24;
+            if (lx > legendLeft && lx + w - 12 > legendRight) {
+                lx = legendLeft;
+                ++lines;
+            }
+            legend.push_back({QPointF(lx, (lines - 1) * lineH), {c, label}});
+            lx += w;
+        }
+    }
+    const int bottom = 24 + int(lineH) * (lines - 1);
+    for (auto& item : legend) // rows counted from the bottom edge's first line
+        item.first.setY(height() - bottom + 12 + 2 + item.first.y());
     const double laneH = std::max(14.0, double(height() - top - bottom) / m_workers);
     const qint64 t0 = trace.front().serverMs, t1 = std::max<qint64>(trace.back().serverMs, t0 + 1);
     auto x = [&](qint64 t) { return left + double(t - t0) * (width() - left - right) / double(t1 - t0); };
@@ -68,24 +92,14 @@ void TimelineView::paintEvent(QPaintEvent*)
     p.drawText(QRectF(left, 0, width() - left - right, top + 10), Qt::AlignRight | Qt::AlignTop,
                tr("%1 ms").arg(t1 - t0));
 
-    // legend
-    {
-        const std::pair<QColor, QString> items[] = {
-            {QColor(52, 152, 219), tr("acquired")},   {QColor(142, 68, 173), tr("taken over")},
-            {QColor(39, 174, 96), tr("ran / replayed / done")}, {QColor(231, 76, 60), tr("ran twice")},
-            {QColor(241, 196, 15), tr("in progress")}, {QColor(230, 126, 34), tr("paused")},
-            {QColor(211, 84, 0), tr("fenced / lease lost")}, {QColor(127, 140, 141), tr("crashed")}};
-        double lx = left + 60;
-        const double ly = height() - bottom / 2.0 + 2;
-        for (const auto& [c, label] : items) {
-            p.setPen(Qt::NoPen);
-            p.setBrush(c);
-            p.drawEllipse(QPointF(lx, ly), 4, 4);
-            p.setPen(palette().color(QPalette::Text));
-            const int w = fontMetrics().horizontalAdvance(label);
-            p.drawText(QRectF(lx + 7, ly - 8, w + 4, 16), Qt::AlignVCenter, label);
-            lx += w + 24;
-        }
+    // legend, flowed onto as many lines as the width needs
+    for (const auto& [pos, item] : legend) {
+        p.setPen(Qt::NoPen);
+        p.setBrush(item.first);
+        p.drawEllipse(pos, 4, 4);
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRectF(pos.x() + 7, pos.y() - 8, fontMetrics().horizontalAdvance(item.second) + 4, 16),
+                   Qt::AlignVCenter, item.second);
     }
 
     QMap<QString, int> executions;
