@@ -5,13 +5,13 @@
 -- ARGV[2] how long a STARTED record is kept past its lease deadline, in ms (stale locks stay visible)
 -- ARGV[2i+1] payload fingerprint of id i ('' = do not check), ARGV[2i+2] owner token it proposes
 --
--- Reply: one array per id, in order; first element the status, last the server time in ms:
---   {'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1), now_ms}
---   {'DUPLICATE', response, fence, finished_ms, now_ms}
---   {'IN_PROGRESS', remaining_ms, attempt, fence, now_ms}
---   {'FAILED', error, fence, now_ms}          (terminal failure stored)
---   {'MISMATCH', stored_fingerprint, state, now_ms}
---   {'UNUSABLE', reason, now_ms}              (key holds something that is not an idem record)
+-- Reply: one array per id, in order, then the server time in ms (one for the whole call):
+--   {'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1)}
+--   {'DUPLICATE', response, fence, finished_ms}
+--   {'IN_PROGRESS', remaining_ms, attempt, fence}
+--   {'FAILED', error, fence}                  (terminal failure stored)
+--   {'MISMATCH', stored_fingerprint, state}
+--   {'UNUSABLE', reason}                      (key holds something that is not an idem record)
 --
 -- Fencing numbers are max(previous fence + 1, server time in microseconds): they strictly increase
 -- across takeovers (previous + 1), across purges (purge keeps the last fence in the meta key) and
@@ -25,19 +25,21 @@ local now = math.floor(nowUs / 1000)
 
 -- numbers the hot path writes, formatted once per call (redis.call would format each with %.14g)
 local nowS, untilS = string.format('%d', now), string.format('%d', now + lease)
+local nowUsS = string.format('%d', nowUs) -- the fence of every id seen for the first time
 local ttlS = string.format('%d', lease + keep)
 
 -- absent -> STARTED: the fewest fields that say it all (attempt 1 and an empty fingerprint are implied)
 local function start(rec, fp, token, fence)
+  local fenceS = fence == nowUs and nowUsS or string.format('%d', fence)
   if fp == '' then
-    redis.call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', string.format('%d', fence),
+    redis.call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', fenceS,
                'started_ms', nowS, 'lease_until_ms', untilS)
   else
     redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token,
-               'fence', string.format('%d', fence), 'started_ms', nowS, 'lease_until_ms', untilS)
+               'fence', fenceS, 'started_ms', nowS, 'lease_until_ms', untilS)
   end
   redis.call('PEXPIRE', rec, ttlS)
-  return {'ACQUIRED', fence, 1, now + lease, 0, now}
+  return {'ACQUIRED', fence, 1, now + lease, 0}
 end
 
 local function acquire(rec, meta, fp, token)
@@ -51,13 +53,13 @@ local function acquire(rec, meta, fp, token)
   local h = redis.pcall('HMGET', rec, 'state', 'fp', 'token', 'fence', 'attempt', 'lease_until_ms',
                         'failure', 'started_ms', 'response', 'finished_ms')
   if h.err then
-    return {'UNUSABLE', 'key holds a ' .. redis.call('TYPE', rec)['ok'] .. ', not an idem record', now}
+    return {'UNUSABLE', 'key holds a ' .. redis.call('TYPE', rec)['ok'] .. ', not an idem record'}
   end
   local state = h[1]
 
   if not state then
     if redis.call('EXISTS', rec) == 1 then
-      return {'UNUSABLE', 'hash has no idem state field', now}
+      return {'UNUSABLE', 'hash has no idem state field'}
     end
     -- purged before: the meta key keeps the last fence, so fences rise even if the clock stepped back
     return start(rec, fp, token, math.max((tonumber(redis.call('HGET', meta, 'fence')) or 0) + 1, nowUs))
@@ -67,10 +69,10 @@ local function acquire(rec, meta, fp, token)
   local sfence, sattempt = tonumber(h[4]) or 0, tonumber(h[5]) or 1
   local until_ms, failure = tonumber(h[6]) or 0, h[7]
   if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
-    return {'UNUSABLE', 'hash has an unknown state', now}
+    return {'UNUSABLE', 'hash has an unknown state'}
   end
   if fp ~= '' and sfp and sfp ~= '' and sfp ~= fp then
-    return {'MISMATCH', sfp, state, now}
+    return {'MISMATCH', sfp, state}
   end
 
   -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED)
@@ -82,31 +84,33 @@ local function acquire(rec, meta, fp, token)
     redis.call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', string.format('%d', fence),
                'attempt', attempt, 'started_ms', nowS, 'lease_until_ms', untilS)
     redis.call('PEXPIRE', rec, ttlS)
-    return {'ACQUIRED', fence, attempt, now + lease, takeover, now}
+    return {'ACQUIRED', fence, attempt, now + lease, takeover}
   end
 
   if state == 'COMPLETED' then
-    return {'DUPLICATE', h[9] or '', sfence, tonumber(h[10]) or 0, now}
+    return {'DUPLICATE', h[9] or '', sfence, tonumber(h[10]) or 0}
   end
   if state == 'STARTED' then
     if stoken == token then
       -- the same caller retrying after a lost reply: hand back the same ownership
-      return {'ACQUIRED', sfence, sattempt, until_ms, 0, now}
+      return {'ACQUIRED', sfence, sattempt, until_ms, 0}
     end
     if until_ms > now then
-      return {'IN_PROGRESS', until_ms - now, sattempt, sfence, now}
+      return {'IN_PROGRESS', until_ms - now, sattempt, sfence}
     end
     return restart(1)
   end
   -- FAILED
   if failure == 'terminal' then
-    return {'FAILED', redis.call('HGET', rec, 'error') or '', sfence, now}
+    return {'FAILED', redis.call('HGET', rec, 'error') or '', sfence}
   end
   return restart(0)
 end
 
+local n = #KEYS / 2
 local out = {}
-for i = 1, #KEYS / 2 do
+for i = 1, n do
   out[i] = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
 end
+out[n + 1] = now
 return out

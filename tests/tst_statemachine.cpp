@@ -445,6 +445,16 @@ private slots:
             tokens.insert(got[i].ticket.token);
         }
         QCOMPARE(tokens.size(), rq.size());
+        // the server's time comes once per script call: the same for the 64 ids of one call, the
+        // lease deadline counted from it, and close to what TIME says now
+        auto time = raw->checked({"TIME"});
+        const std::int64_t serverMs = idem::reply::integer(idem::reply::element(time.get(), 0)) * 1000 +
+                                      idem::reply::integer(idem::reply::element(time.get(), 1)) / 1000;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            QCOMPARE(got[i].serverNowMs, got[i / 64 * 64].serverNowMs);
+            QCOMPARE(got[i].ticket.leaseUntilMs, got[i].serverNowMs + store->options().lease.count());
+            QVERIFY(got[i].serverNowMs <= serverMs && got[i].serverNowMs > serverMs - 10'000);
+        }
         for (std::size_t i : {std::size_t(0), std::size_t(63), std::size_t(64), std::size_t(999)}) {
             const auto rec = store->inspect(rq[i].id);
             QVERIFY(rec);

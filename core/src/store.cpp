@@ -98,13 +98,10 @@ void Store::checkId(std::string_view id) const
                          std::to_string(m_options.maxIdBytes) + "-byte limit");
 }
 
-AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id, std::string_view token) const
+void Store::parseAcquire(AcquireResult& out, const redisReply* r, std::string_view id, std::string_view token) const
 {
     using namespace reply;
-    AcquireResult out;
     const std::string_view status = view(element(r, 0));
-    const std::size_t n = arraySize(r);
-    out.serverNowMs = integer(element(r, n - 1));
     if (status == "ACQUIRED") {
         out.status = AcquireStatus::Acquired;
         out.ticket.id = std::string(id);
@@ -135,7 +132,6 @@ AcquireResult Store::parseAcquire(const redisReply* r, std::string_view id, std:
     } else {
         throw ProtoError("acquire script answered '" + std::string(status) + "'");
     }
-    return out;
 }
 
 AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
@@ -200,11 +196,16 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             throw ReplyError("acquire: " + std::string(reply::errorText(r)));
         const std::size_t first = c * kIdsPerCall;
         const std::size_t count = std::min(kIdsPerCall, requests.size() - first);
-        if (reply::arraySize(r) != count)
+        // one array per id, then the server's time
+        if (reply::arraySize(r) != count + 1)
             throw ProtoError("acquire script answered for the wrong number of ids");
-        for (std::size_t i = 0; i < count; ++i)
-            out.push_back(parseAcquire(reply::element(r, i), requests[first + i].id,
-                                       std::string_view(tokens).substr((first + i) * kTokenChars, kTokenChars)));
+        const std::int64_t serverNowMs = reply::integer(reply::element(r, count));
+        for (std::size_t i = 0; i < count; ++i) {
+            AcquireResult& a = out.emplace_back();
+            a.serverNowMs = serverNowMs;
+            parseAcquire(a, reply::element(r, i), requests[first + i].id,
+                         std::string_view(tokens).substr((first + i) * kTokenChars, kTokenChars));
+        }
     }
     // a thread that once sent a huge batch does not keep its buffers for ever
     constexpr std::size_t kKeepBytes = 256 * 1024;

@@ -120,7 +120,7 @@ public:
 
 private:
     void checkId(std::string_view id) const;
-    AcquireResult parseAcquire(const redisReply* r, std::string_view id, std::string_view token) const;
+    void parseAcquire(AcquireResult& out, const redisReply* r, std::string_view id, std::string_view token) const;
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
 
     ConnectionPool& m_pool;
