@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/executor.h"
 #include "idem/fingerprint.h"
+#include "idem/localserver.h"
 #include "idem/store.h"
 #include "testsupport.h"
 
@@ -465,6 +466,55 @@ private slots:
         QCOMPARE(again[0].status, AcquireStatus::Duplicate);
         QCOMPARE(again[0].response, std::string("r64"));
         QCOMPARE(again[1].status, AcquireStatus::Acquired);
+    }
+
+    // A Redis Cluster (one node holding every slot): a script's keys must share a hash slot, so a
+    // batch goes out as one call per slot; single-id scripts already keep record and meta key together
+    void singleNodeCluster()
+    {
+        idem::LocalServerOptions opts;
+        opts.extraArgs = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"};
+        idem::LocalServer server(opts);
+        idem::Connection admin(server.connectionOptions());
+        admin.checked({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+        QTRY_VERIFY_WITH_TIMEOUT(idem::reply::str(admin.checked({"CLUSTER", "INFO"}).get()).find("cluster_state:ok") !=
+                                     std::string::npos,
+                                 10000);
+        // the client-side slot function is the server's
+        for (const std::string& key : std::vector<std::string>{"idempotency:{pay-1}", "idempotency:{pay-1}:meta", "plain", "a{}b", "{}",
+                                      "x{y", "x{y}z{w}", std::string("bin{\x00\xff}", 7)})
+            QCOMPARE(idem::hashSlot(key),
+                     std::uint16_t(idem::reply::integer(admin.checked({"CLUSTER", "KEYSLOT", key}).get())));
+
+        // before: the batch script refused keys of several slots (CROSSSLOT); now grouped
+        idem::ConnectionPool cpool(server.connectionOptions(), 2);
+        idem::Store cstore(cpool, idem::StoreOptions{.keyNamespace = "cl"});
+        std::vector<idem::AcquireRequest> rq;
+        for (int i = 0; i < 300; ++i)
+            rq.push_back({"c-" + std::to_string(i), ""});
+        rq.push_back({"with}brace", ""});
+        auto got = cstore.acquireBatch(rq);
+        QCOMPARE(got.size(), rq.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            QCOMPARE(got[i].status, AcquireStatus::Acquired);
+            QCOMPARE(got[i].ticket.id, rq[i].id); // answers in the order asked, whatever the grouping
+            QCOMPARE(cstore.inspect(rq[i].id)->owner, got[i].ticket.token);
+        }
+        QCOMPARE(cstore.complete(got[7].ticket, "seven").status, idem::OwnerStatus::Ok);
+        auto again = cstore.acquireBatch({{"c-7", ""}, {"c-8", ""}, {"new-one", ""}});
+        QCOMPARE(again[0].status, AcquireStatus::Duplicate);
+        QCOMPARE(again[0].response, std::string("seven"));
+        QCOMPARE(again[1].status, AcquireStatus::InProgress);
+        QCOMPARE(again[2].status, AcquireStatus::Acquired);
+        // the whole engine on it
+        idem::Executor ex(cstore);
+        auto work = [](const idem::WorkContext&) { return idem::WorkResult::success("done"); };
+        QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Executed);
+        QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Replayed);
+        QCOMPARE(cstore.purge("cl-exec", "test").status, idem::AdminStatus::Ok);
+        QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Executed);
+        // an id whose keys would have no hash tag is refused with a reason, not a CROSSSLOT
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, cstore.acquire("}x", ""));
     }
 };
 

@@ -4,6 +4,7 @@
 #include "idem/hash.h"
 #include "resp.h"
 
+#include <algorithm>
 #include <hiredis/hiredis.h>
 #include <random>
 
@@ -139,6 +140,36 @@ AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, 
     return std::move(acquireBatch({AcquireRequest{std::string(id), std::string(fingerprint)}}, lease).front());
 }
 
+std::uint16_t hashSlot(std::string_view key)
+{
+    // Redis Cluster: CRC16 (XMODEM) of the hash tag - the text between the first '{' and the
+    // next '}' when that is not empty - or of the whole key, modulo 16384
+    if (const auto open = key.find('{'); open != std::string_view::npos) {
+        const auto close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close > open + 1)
+            key = key.substr(open + 1, close - open - 1);
+    }
+    std::uint16_t crc = 0;
+    for (const unsigned char c : key) {
+        crc = static_cast<std::uint16_t>(crc ^ (c << 8));
+        for (int bit = 0; bit < 8; ++bit)
+            crc = static_cast<std::uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return static_cast<std::uint16_t>(crc & 0x3FFF);
+}
+
+bool Store::clusterMode(Connection& c)
+{
+    int mode = m_clusterMode.load();
+    if (mode < 0) {
+        // asked once per Store; a server whose INFO is not allowed counts as standalone
+        const ReplyPtr r = c.command({"INFO", "cluster"});
+        mode = !reply::isError(r.get()) && reply::view(r.get()).find("cluster_enabled:1") != std::string_view::npos;
+        m_clusterMode = mode;
+    }
+    return mode == 1;
+}
+
 std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>& requests,
                                                std::optional<Millis> lease)
 {
@@ -150,61 +181,86 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         throw UsageError("lease must be positive");
     const Script& s = scripts::acquire();
     const std::string_view ns = m_options.keyNamespace;
+    std::optional<ConnectionPool::Handle> conn(m_pool.acquire());
+
+    // acquire.lua takes many ids per call (sparing EVALSHA's per-command cost); the calls go out
+    // pipelined, so a batch is one round trip whatever its size. On a Redis Cluster every call
+    // holds ids of one hash slot (a script's keys must share it); elsewhere ids go in order.
+    constexpr std::size_t kIdsPerCall = 64;
+    thread_local std::vector<std::size_t> order; // request indexes, call after call
+    thread_local std::vector<std::size_t> callEnds; // where each call's ids end in `order`
+    order.resize(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        order[i] = i;
+    callEnds.clear();
+    if (clusterMode(**conn)) {
+        for (const auto& rq : requests)
+            if (rq.id.front() == '}')
+                throw UsageError("on a Redis Cluster an idempotency id cannot start with '}' (its keys "
+                                 "would have no hash tag and land in different slots)");
+        std::vector<std::uint16_t> slot(requests.size());
+        for (std::size_t i = 0; i < requests.size(); ++i)
+            slot[i] = hashSlot(requests[i].id.find('}') == std::string::npos
+                                   ? std::string_view(requests[i].id)
+                                   : std::string_view(recordKey(requests[i].id)));
+        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return slot[a] < slot[b]; });
+        for (std::size_t i = 0, first = 0; i < order.size(); ++i)
+            if (i + 1 == order.size() || slot[order[i + 1]] != slot[order[first]] || i + 1 - first == kIdsPerCall) {
+                callEnds.push_back(i + 1);
+                first = i + 1;
+            }
+    } else {
+        for (std::size_t end = kIdsPerCall; end < requests.size(); end += kIdsPerCall)
+            callEnds.push_back(end);
+        callEnds.push_back(requests.size());
+    }
 
     // The calls are encoded straight into one RESP buffer: keys, tokens and arguments are written
-    // where they go, not built as strings first (a batch is the consumers' hot path).
-    // acquire.lua takes many ids per call (sparing EVALSHA's per-command cost); chunks of
-    // kIdsPerCall go out pipelined, so a batch is one round trip whatever its size.
-    // (On a Redis Cluster each call would hold the ids of one hash slot.)
-    constexpr std::size_t kIdsPerCall = 64;
-    // per-thread buffers keep their capacity from batch to batch
+    // where they go, not built as strings first (a batch is the consumers' hot path). Per-thread
+    // buffers keep their capacity from batch to batch.
     thread_local std::string tokens, buf;
     thread_local std::vector<std::size_t> ends;
     tokens.assign(requests.size() * kTokenChars, '0');
     buf.clear();
     ends.clear();
     resp::Writer w(buf);
-    for (std::size_t first = 0; first < requests.size(); first += kIdsPerCall) {
-        const std::size_t last = std::min(requests.size(), first + kIdsPerCall);
-        resp::evalshaHead(w, s, 2 * (last - first), 2 + 2 * (last - first));
-        for (std::size_t i = first; i < last; ++i) {
-            w.bulkConcat(ns, ":{", requests[i].id, "}");
-            w.bulkConcat(ns, ":{", requests[i].id, "}:meta");
+    for (std::size_t c = 0, first = 0; c < callEnds.size(); first = callEnds[c++]) {
+        const std::size_t count = callEnds[c] - first;
+        resp::evalshaHead(w, s, 2 * count, 2 + 2 * count);
+        for (std::size_t k = first; k < callEnds[c]; ++k) {
+            const std::string& id = requests[order[k]].id;
+            w.bulkConcat(ns, ":{", id, "}");
+            w.bulkConcat(ns, ":{", id, "}:meta");
         }
         w.bulk(static_cast<long long>(lease.value_or(m_options.lease).count()));
         w.bulk(static_cast<long long>(m_options.staleKeep.count()));
-        for (std::size_t i = first; i < last; ++i) {
-            char* token = tokens.data() + i * kTokenChars;
+        for (std::size_t k = first; k < callEnds[c]; ++k) {
+            char* token = tokens.data() + order[k] * kTokenChars;
             writeToken(token);
-            w.bulk(requests[i].fingerprint);
+            w.bulk(requests[order[k]].fingerprint);
             w.bulk(std::string_view(token, kTokenChars));
         }
         ends.push_back(buf.size());
     }
 
-    std::vector<ReplyPtr> replies;
-    {
-        auto conn = m_pool.acquire();
-        replies = runScriptPipelined(*conn, s, buf, ends);
-    }
+    const std::vector<ReplyPtr> replies = runScriptPipelined(**conn, s, buf, ends);
+    conn.reset(); // back to the pool before parsing
 
-    std::vector<AcquireResult> out;
-    out.reserve(requests.size());
-    for (std::size_t c = 0; c < replies.size(); ++c) {
+    std::vector<AcquireResult> out(requests.size());
+    for (std::size_t c = 0, first = 0; c < replies.size(); first = callEnds[c++]) {
         const redisReply* r = replies[c].get();
         if (reply::isError(r))
             throw ReplyError("acquire: " + std::string(reply::errorText(r)));
-        const std::size_t first = c * kIdsPerCall;
-        const std::size_t count = std::min(kIdsPerCall, requests.size() - first);
+        const std::size_t count = callEnds[c] - first;
         // one array per id, then the server's time
         if (reply::arraySize(r) != count + 1)
             throw ProtoError("acquire script answered for the wrong number of ids");
         const std::int64_t serverNowMs = reply::integer(reply::element(r, count));
-        for (std::size_t i = 0; i < count; ++i) {
-            AcquireResult& a = out.emplace_back();
-            a.serverNowMs = serverNowMs;
-            parseAcquire(a, reply::element(r, i), requests[first + i].id,
-                         std::string_view(tokens).substr((first + i) * kTokenChars, kTokenChars));
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::size_t i = order[first + k];
+            out[i].serverNowMs = serverNowMs;
+            parseAcquire(out[i], reply::element(r, k), requests[i].id,
+                         std::string_view(tokens).substr(i * kTokenChars, kTokenChars));
         }
     }
     // a thread that once sent a huge batch does not keep its buffers for ever
@@ -213,6 +269,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         buf = std::string();
         tokens = std::string();
         ends = std::vector<std::size_t>();
+        order = std::vector<std::size_t>();
     }
     return out;
 }

@@ -5,6 +5,7 @@
 #include "idem/record.h"
 #include "idem/scripts.h"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -120,14 +121,20 @@ public:
 
 private:
     void checkId(std::string_view id) const;
+    bool clusterMode(Connection& c);
     void parseAcquire(AcquireResult& out, const redisReply* r, std::string_view id, std::string_view token) const;
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
 
     ConnectionPool& m_pool;
     StoreOptions m_options;
+    std::atomic<int> m_clusterMode{-1}; // -1 not asked yet, 0 standalone, 1 cluster_enabled
 };
 
 // A fresh random owner token (128 bits, hex).
 std::string newToken();
+
+// The Redis Cluster hash slot of a key (CRC16 of its hash tag, or of the whole key, mod 16384).
+// acquireBatch groups ids by slot when the server runs in cluster mode.
+std::uint16_t hashSlot(std::string_view key);
 
 } // namespace idem
