@@ -267,7 +267,8 @@ int main(int argc, char** argv)
         std::printf("\nround-trips: idem's round trips per second (for b: ids per second).\n");
         std::printf("redis-bench: redis-benchmark -c 1 [-P %d] EVALSHA <one-key HSET script> requests per second,\n"
                     "             mean of the runs right before and after the idem block; ratio = round-trips / it\n"
-                    "             (p25-p75: the middle half of the rounds' ratios).\n",
+                    "             (p25-p75: the middle half of the rounds' ratios; met/MISSED compares the\n"
+                    "             unrounded median with the goal).\n",
                     cfg.batch);
         std::printf("hiredis:     the same script from this process on its own connection, interleaved\n"
                     "             request by request (b: pipelined 16 at a time) with idem's; ratio = round-trips / it.\n");
