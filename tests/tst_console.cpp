@@ -30,6 +30,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTextBrowser>
+#include <QElapsedTimer>
 #include <QtTest>
 
 namespace {
@@ -320,6 +321,29 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(links.last().at(0).value<ConsoleWorker::Link>() == ConsoleWorker::Link::Connected,
                                  15000);
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 0, 5000);
+    }
+
+    // Closing the console while Redis hangs (SIGSTOP) and the worker waits on it: the window goes
+    // at once; before, the destructor waited for the worker's 3 s command timeout.
+    void closesAtOnceWhenRedisHangs()
+    {
+        idem::LocalServer server;
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(server.url());
+        o.connection.rescanIntervalMs = 60000;
+        auto w = std::make_unique<MainWindow>(o);
+        QSignalSpy scans(w.get(), &MainWindow::scanCompleted);
+        w->show();
+        QVERIFY(scans.wait(10000));
+        server.pause();
+        w->refresh(); // the worker now blocks on the paused server
+        QTest::qWait(300);
+        QElapsedTimer closing;
+        closing.start();
+        w.reset();
+        const qint64 ms = closing.elapsed();
+        server.resume();
+        QVERIFY2(ms < 1500, qPrintable(QStringLiteral("closing took %1 ms").arg(ms)));
     }
 };
 

@@ -59,6 +59,24 @@ ConsoleWorker::~ConsoleWorker() { close(); }
 
 idem::Monitor& ConsoleWorker::monitor() { return *m_monitor; }
 
+void ConsoleWorker::abortIo()
+{
+    std::lock_guard lock(m_ioMutex);
+    if (m_conn)
+        m_conn->interrupt();
+    if (m_pool)
+        m_pool->interruptAll();
+}
+
+void ConsoleWorker::dropIo()
+{
+    m_store.reset();
+    std::lock_guard lock(m_ioMutex);
+    m_pool.reset();
+    m_monitor.reset();
+    m_conn.reset();
+}
+
 void ConsoleWorker::open(const ConnectionSettings& settings)
 {
     close();
@@ -75,10 +93,7 @@ void ConsoleWorker::close()
     m_rescanTimer->stop();
     m_retryTimer->stop();
     m_dirtyTimer->stop();
-    m_store.reset();
-    m_pool.reset();
-    m_monitor.reset();
-    m_conn.reset();
+    dropIo();
     m_scanning = false;
     m_rescanQueued = false;
     m_waitingForGui = false;
@@ -110,14 +125,20 @@ void ConsoleWorker::connectNow()
     m_link = Link::Connecting;
     Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(qs(o.describe())));
     try {
-        m_conn = std::make_unique<idem::Connection>(o);
+        {
+            std::lock_guard lock(m_ioMutex);
+            m_conn = std::make_unique<idem::Connection>(o);
+        }
         m_conn->connect();
         idem::MonitorOptions mo;
         mo.keyNamespace = m_settings.keyNamespace.toStdString();
         mo.pattern = m_settings.pattern.toStdString();
         mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
         m_monitor = std::make_unique<idem::Monitor>(*m_conn, mo);
-        m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
+        {
+            std::lock_guard lock(m_ioMutex);
+            m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
+        }
         idem::StoreOptions so;
         so.keyNamespace = mo.keyNamespace;
         m_store = std::make_unique<idem::Store>(*m_pool, so);
@@ -151,10 +172,7 @@ void ConsoleWorker::lost(const QString& why)
         m_listener->stop();
     m_listener.reset();
     m_rescanTimer->stop();
-    m_store.reset();
-    m_pool.reset();
-    m_monitor.reset();
-    m_conn.reset();
+    dropIo();
     m_scanning = false;
     m_waitingForGui = false;
     m_link = Link::Retrying;

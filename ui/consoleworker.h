@@ -51,6 +51,10 @@ public:
     ConsoleWorker();
     ~ConsoleWorker() override;
 
+    // Thread-safe, from any thread: ends the Redis call the worker may be blocked in, so that the
+    // console closes at once even when Redis hangs (instead of after a command timeout).
+    void abortIo();
+
 public Q_SLOTS:
     void open(const ConnectionSettings& settings);
     void close();
@@ -77,10 +81,12 @@ private:
     void scanStep();
     void flushDirty();
     void lost(const QString& why);
+    void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
     idem::Monitor& monitor();
 
     ConnectionSettings m_settings;
+    std::mutex m_ioMutex; // guards the m_conn and m_pool pointers for abortIo()
     std::unique_ptr<idem::Connection> m_conn;
     std::unique_ptr<idem::ConnectionPool> m_pool;
     std::unique_ptr<idem::Monitor> m_monitor;

@@ -138,6 +138,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
 MainWindow::~MainWindow()
 {
     Settings::instance().setWindowState(saveState());
+    m_worker->abortIo(); // a worker blocked on a hung Redis returns now, not after its timeout
     m_thread.quit();
     m_thread.wait();
 }

@@ -32,8 +32,16 @@ ConnectionPool::Handle ConnectionPool::acquire()
         return Handle(this, std::move(c));
     }
     ++m_created;
-    lock.unlock();
-    return Handle(this, std::make_unique<Connection>(m_options));
+    auto c = std::make_unique<Connection>(m_options);
+    m_all.push_back(c.get());
+    return Handle(this, std::move(c));
+}
+
+void ConnectionPool::interruptAll()
+{
+    std::lock_guard lock(m_mutex);
+    for (Connection* c : m_all)
+        c->interrupt();
 }
 
 void ConnectionPool::release(std::unique_ptr<Connection> c)

@@ -31,6 +31,9 @@ public:
     Handle acquire();
     const ConnectionOptions& options() const { return m_options; }
     std::size_t size() const { return m_size; }
+    // Thread-safe: ends every call blocked on one of the pool's connections (Connection::interrupt;
+    // those calls fail, and their connections reconnect on next use). For shutting down.
+    void interruptAll();
 
 private:
     void release(std::unique_ptr<Connection> c);
@@ -39,6 +42,7 @@ private:
     std::size_t m_size;
     std::size_t m_created = 0;
     std::vector<std::unique_ptr<Connection>> m_idle;
+    std::vector<Connection*> m_all; // every connection made; they live as long as the pool
     std::mutex m_mutex;
     std::condition_variable m_cv;
 };
