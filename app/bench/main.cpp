@@ -14,6 +14,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -121,11 +122,18 @@ int main(int argc, char** argv)
         const std::string a = argv[i];
         if (a == "--url" && i + 1 < argc)
             cfg.url = argv[++i];
-        else if (a == "--requests" && i + 1 < argc)
-            cfg.requests = std::max(500, std::atoi(argv[++i]));
-        else if (a == "--rounds" && i + 1 < argc)
-            cfg.rounds = std::max(1, std::atoi(argv[++i]));
-        else if (a == "--pin" && i + 1 < argc) {
+        else if ((a == "--requests" || a == "--rounds") && i + 1 < argc) {
+            const std::string_view text = argv[++i];
+            int n = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+            const int least = a == "--requests" ? 500 : 1;
+            if (ec != std::errc() || end != text.data() + text.size() || n < least || n > 10'000'000) {
+                std::fprintf(stderr, "idem-bench: %s takes a whole number from %d to 10000000, not '%s'\n",
+                             a.c_str(), least, argv[i]);
+                return 64;
+            }
+            (a == "--requests" ? cfg.requests : cfg.rounds) = n;
+        } else if (a == "--pin" && i + 1 < argc) {
             cfg.pin = argv[++i];
             if (cfg.pin != "none" && cfg.pin != "split" && cfg.pin != "same") {
                 std::fprintf(stderr, "idem-bench: --pin takes none, split or same\n");
