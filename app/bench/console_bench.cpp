@@ -128,11 +128,24 @@ int main(int argc, char** argv)
     QApplication app(argc, argv);
     int keys = 1'000'000;
     const QStringList args = app.arguments();
-    if (const auto i = args.indexOf(u"--keys"_s); i > 0 && i + 1 < args.size())
-        keys = std::max(1000, args.at(i + 1).toInt());
     if (args.contains(u"--help"_s)) {
-        std::puts("usage: idem-console-bench [--keys N]   (default 1000000; starts a private redis-server)");
+        std::puts("usage: idem-console-bench [--keys N]   (default 1000000, at least 1000; starts a private "
+                  "redis-server)");
         return 0;
+    }
+    for (qsizetype i = 1; i < args.size(); ++i) {
+        bool ok = false;
+        if (args.at(i) == u"--keys"_s) {
+            const QString value = i + 1 < args.size() ? args.at(++i) : QString();
+            keys = value.toInt(&ok);
+            if (ok && keys >= 1000 && keys <= 50'000'000)
+                continue;
+            std::fprintf(stderr, "idem-console-bench: --keys takes a whole number from 1000 to 50000000, not '%s'\n",
+                         qPrintable(value));
+        } else {
+            std::fprintf(stderr, "idem-console-bench: unknown argument '%s' (see --help)\n", qPrintable(args.at(i)));
+        }
+        return 64;
     }
     try {
         idem::LocalServer server;
