@@ -164,23 +164,19 @@ void Connection::fail(const char* what)
 
 ReplyPtr Connection::command(std::initializer_list<std::string_view> args)
 {
-    ensureConnected(); // first: connecting (AUTH, SELECT) encodes its own commands into m_out
-    m_out.clear();
-    resp::Writer w(m_out);
-    w.array(args.size());
-    for (auto a : args)
-        w.bulk(a);
-    return commandFormatted(m_out);
+    return command(std::span<const std::string_view>(args.begin(), args.size()));
 }
 
 ReplyPtr Connection::command(const std::vector<std::string_view>& args)
 {
+    return command(std::span<const std::string_view>(args));
+}
+
+ReplyPtr Connection::command(std::span<const std::string_view> args)
+{
     ensureConnected(); // first: connecting (AUTH, SELECT) encodes its own commands into m_out
     m_out.clear();
-    resp::Writer w(m_out);
-    w.array(args.size());
-    for (auto a : args)
-        w.bulk(a);
+    resp::Writer(m_out).command(args);
     return commandFormatted(m_out);
 }
 
@@ -208,11 +204,8 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::st
     ensureConnected(); // first: connecting (AUTH, SELECT) encodes its own commands into m_out
     m_out.clear();
     resp::Writer w(m_out);
-    for (const auto& args : commands) {
-        w.array(args.size());
-        for (auto a : args)
-            w.bulk(a);
-    }
+    for (const auto& args : commands)
+        w.command(args);
     return pipelineFormatted(m_out, commands.size());
 }
 

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,14 @@ public:
     {
         header('$', s.size());
         m_out.append(s).append("\r\n");
+    }
+
+    // a whole command: "*<n>" and its n arguments
+    void command(std::span<const std::string_view> args)
+    {
+        array(args.size());
+        for (auto a : args)
+            bulk(a);
     }
 
     // one argument made of several pieces, e.g. a key "<ns>:{" id "}"

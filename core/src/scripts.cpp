@@ -126,9 +126,7 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
     std::vector<std::size_t> ends;
     resp::Writer w(buf);
     for (const auto& argv : calls) {
-        w.array(argv.size());
-        for (auto a : argv)
-            w.bulk(a);
+        w.command(argv);
         ends.push_back(buf.size());
     }
     return runScriptPipelined(c, s, buf, ends);

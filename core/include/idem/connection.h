@@ -7,6 +7,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@ public:
     // One command. Error replies are returned, not thrown; I/O problems throw IoError.
     ReplyPtr command(const std::vector<std::string_view>& args);
     ReplyPtr command(std::initializer_list<std::string_view> args);
+    ReplyPtr command(std::span<const std::string_view> args);
     // Like command(), but an error reply throws ReplyError.
     ReplyPtr checked(std::initializer_list<std::string_view> args);
     // Many commands in one round trip; replies in order.
