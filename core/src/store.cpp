@@ -200,9 +200,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
                                  "would have no hash tag and land in different slots)");
         std::vector<std::uint16_t> slot(requests.size());
         for (std::size_t i = 0; i < requests.size(); ++i)
-            slot[i] = hashSlot(requests[i].id.find('}') == std::string::npos
-                                   ? std::string_view(requests[i].id)
-                                   : std::string_view(recordKey(requests[i].id)));
+            slot[i] = hashSlot(recordKey(requests[i].id));
         std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return slot[a] < slot[b]; });
         for (std::size_t i = 0, first = 0; i < order.size(); ++i)
             if (i + 1 == order.size() || slot[order[i + 1]] != slot[order[first]] || i + 1 - first == kIdsPerCall) {
