@@ -135,11 +135,7 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
                                          const std::vector<std::size_t>& ends)
 {
-    std::vector<ReplyPtr> replies;
-    if (ends.size() == 1)
-        replies.push_back(c.commandFormatted(resp));
-    else
-        replies = c.pipelineFormatted(resp, ends.size());
+    std::vector<ReplyPtr> replies = c.pipelineFormatted(resp, ends.size());
     std::vector<std::size_t> again;
     for (std::size_t i = 0; i < replies.size(); ++i)
         if (isNoScript(replies[i].get()))
