@@ -80,15 +80,21 @@ Store::Store(ConnectionPool& pool, StoreOptions options) : m_pool(pool), m_optio
         throw UsageError("lease must be positive");
 }
 
+// <namespace>:{<id>} and <namespace>:{<id>}:meta, spelled once for recordKey/metaKey and for
+// acquireBatch, which writes keys straight into its request
+namespace {
+constexpr std::string_view kTagOpen = ":{", kTagClose = "}", kMetaSuffix = ":meta";
+}
+
 std::string Store::recordKey(std::string_view id) const
 {
     std::string k;
-    k.reserve(m_options.keyNamespace.size() + id.size() + 3);
-    k.append(m_options.keyNamespace).append(":{").append(id).append("}");
+    k.reserve(m_options.keyNamespace.size() + id.size() + kTagOpen.size() + kTagClose.size());
+    k.append(m_options.keyNamespace).append(kTagOpen).append(id).append(kTagClose);
     return k;
 }
 
-std::string Store::metaKey(std::string_view id) const { return recordKey(id) + ":meta"; }
+std::string Store::metaKey(std::string_view id) const { return recordKey(id).append(kMetaSuffix); }
 
 void Store::checkId(std::string_view id) const
 {
@@ -227,8 +233,8 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         resp::evalshaHead(w, s, 2 * count, 2 + 2 * count);
         for (std::size_t k = first; k < callEnds[c]; ++k) {
             const std::string& id = requests[order[k]].id;
-            w.bulkConcat(ns, ":{", id, "}");
-            w.bulkConcat(ns, ":{", id, "}:meta");
+            w.bulkConcat(ns, kTagOpen, id, kTagClose);
+            w.bulkConcat(ns, kTagOpen, id, kTagClose, kMetaSuffix);
         }
         w.bulk(static_cast<long long>(lease.value_or(m_options.lease).count()));
         w.bulk(static_cast<long long>(m_options.staleKeep.count()));
