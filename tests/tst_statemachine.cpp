@@ -363,8 +363,8 @@ private slots:
         // a caller retrying after a lost reply (same token) gets its own ownership back
         const std::string rk = store->recordKey("lost-reply"), mk = store->metaKey("lost-reply");
         const std::string token = idem::newToken();
-        auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "60000", "", token});
-        auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "60000", "", token});
+        auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
+        auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
         const auto* once = idem::reply::element(onceReply.get(), 0);
         const auto* twice = idem::reply::element(twiceReply.get(), 0);
         QCOMPARE(idem::reply::str(idem::reply::element(once, 0)), std::string("ACQUIRED"));
@@ -377,6 +377,71 @@ private slots:
         QCOMPARE(store->complete(t, "r").status, idem::OwnerStatus::Ok);
         QCOMPARE(store->complete(t, "r").status, idem::OwnerStatus::Ok); // complete retried
         QCOMPARE(store->acquire("lost-reply", "").response, std::string("r"));
+    }
+
+    // acquire.lua and complete.lua write the server clock as strings cut from TIME's reply
+    // (seconds and microseconds, the latter not zero-padded): check them against each other and
+    // against TIME, until microsecond parts below 100000 (which need the padding) have been seen
+    void recordTimesFromServerClock()
+    {
+        const auto serverUs = [&] {
+            auto r = raw->checked({"TIME"});
+            return idem::reply::integer(idem::reply::element(r.get(), 0)) * 1000000 +
+                   idem::reply::integer(idem::reply::element(r.get(), 1));
+        };
+        int padded = 0, checked = 0;
+        for (int i = 0; i < 3000 && padded < 3; ++i, ++checked) {
+            const std::string id = "clock-" + std::to_string(i);
+            const std::int64_t before = serverUs();
+            const auto a = store->acquire(id, "fp-1", idem::Millis(4000));
+            const std::int64_t after = serverUs();
+            QCOMPARE(a.status, AcquireStatus::Acquired);
+            const Fields f = hgetall(*raw, store->recordKey(id));
+            const std::int64_t fence = std::stoll(f.at("fence")), started = std::stoll(f.at("started_ms"));
+            QVERIFY2(before <= fence && fence <= after, f.at("fence").c_str()); // a first fence is the clock
+            QCOMPARE(fence, a.ticket.fence);
+            QCOMPARE(started, fence / 1000);
+            QCOMPARE(f.at("started_ms"), std::to_string(started)); // no leading zeros, no exponent
+            QCOMPARE(std::stoll(f.at("lease_until_ms")), started + 4000);
+            QCOMPARE(a.ticket.leaseUntilMs, started + 4000);
+            QCOMPARE(a.serverNowMs, started);
+            QCOMPARE(f.at("fp"), std::string("fp-1"));
+            // complete.lua cuts the milliseconds the same way
+            const std::int64_t beforeDone = serverUs();
+            QCOMPARE(store->complete(a.ticket, "r").status, idem::OwnerStatus::Ok);
+            const std::int64_t finished = std::stoll(hgetall(*raw, store->recordKey(id)).at("finished_ms"));
+            QVERIFY(beforeDone / 1000 <= finished && finished <= serverUs() / 1000);
+            if (fence % 1000000 < 100000 || finished % 1000 < 100)
+                ++padded;
+        }
+        QVERIFY2(padded > 0, "no microsecond part below 100000 seen");
+        qInfo("%d acquires checked, %d with a microsecond part below 100000", checked, padded);
+
+        // a new attempt keeps the first start as created_ms and drops the failed attempt's fields
+        auto a = store->acquire("clock-history", "fp-2", idem::Millis(4000));
+        const std::string firstStart = hgetall(*raw, store->recordKey("clock-history")).at("started_ms");
+        QCOMPARE(store->fail(a.ticket, idem::FailPolicy::Retryable, "boom").status, idem::OwnerStatus::Ok);
+        QThread::msleep(2);
+        auto b = store->acquire("clock-history", "fp-2", idem::Millis(4000));
+        QCOMPARE(b.status, AcquireStatus::Acquired);
+        const Fields f = hgetall(*raw, store->recordKey("clock-history"));
+        QCOMPARE(f.at("created_ms"), firstStart);
+        QVERIFY(std::stoll(f.at("started_ms")) > std::stoll(firstStart));
+        QCOMPARE(f.at("attempt"), std::string("2"));
+        QCOMPARE(f.at("fence"), std::to_string(b.ticket.fence));
+        QCOMPARE(f.at("fp"), std::string("fp-2"));
+        QVERIFY(!f.count("error") && !f.count("failure") && !f.count("finished_ms"));
+        QCOMPARE(std::stoll(f.at("lease_until_ms")), b.ticket.leaseUntilMs);
+
+        // the script refuses a TTL shorter than the lease (a STARTED record must outlive its lease)
+        const std::string rk = store->recordKey("clock-ttl"), mk = store->metaKey("clock-ttl");
+        try {
+            idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "4999", "", idem::newToken()});
+            QFAIL("a TTL shorter than the lease was accepted");
+        } catch (const idem::ReplyError& e) {
+            QVERIFY2(std::string(e.what()).find("must cover its lease") != std::string::npos, e.what());
+        }
+        QCOMPARE(idem::reply::integer(raw->checked({"EXISTS", rk}).get()), std::int64_t(0));
     }
 
     void responseCapAndIds()

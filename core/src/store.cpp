@@ -187,6 +187,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         throw UsageError("lease must be positive");
     const Script& s = scripts::acquire();
     const std::string_view ns = m_options.keyNamespace;
+    const auto leaseMs = lease.value_or(m_options.lease).count();
     std::optional<ConnectionPool::Handle> conn(m_pool.acquire());
 
     // acquire.lua takes many ids per call (sparing EVALSHA's per-command cost); the calls go out
@@ -236,8 +237,8 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             w.bulkConcat(ns, kTagOpen, id, kTagClose);
             w.bulkConcat(ns, kTagOpen, id, kTagClose, kMetaSuffix);
         }
-        w.bulk(static_cast<long long>(lease.value_or(m_options.lease).count()));
-        w.bulk(static_cast<long long>(m_options.staleKeep.count()));
+        w.bulk(static_cast<long long>(leaseMs));
+        w.bulk(static_cast<long long>(leaseMs + m_options.staleKeep.count()));
         for (std::size_t k = first; k < callEnds[c]; ++k) {
             char* token = tokens.data() + order[k] * kTokenChars;
             writeToken(token);
