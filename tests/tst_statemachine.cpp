@@ -444,6 +444,29 @@ private slots:
         QCOMPARE(idem::reply::integer(raw->checked({"EXISTS", rk}).get()), std::int64_t(0));
     }
 
+    // one id needs no hash-slot grouping, so a Store's first acquire of one id costs one round
+    // trip (idemctl run makes exactly one); a batch asks INFO cluster once per Store
+    void singleAcquireAsksNoClusterInfo()
+    {
+        const auto infoCalls = [&] {
+            const std::string stats = idem::reply::str(raw->checked({"INFO", "commandstats"}).get());
+            const auto p = stats.find("cmdstat_info:calls=");
+            return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + 19);
+        };
+        idem::StoreOptions so;
+        so.keyNamespace = idemtest::uniqueNamespace("info");
+        idem::Store s(*pool, so);
+        long long before = infoCalls();
+        QCOMPARE(s.acquire("one", "").status, AcquireStatus::Acquired);
+        QCOMPARE(infoCalls() - before, 1LL); // the first infoCalls() itself, nothing else
+        before = infoCalls();
+        QCOMPARE(s.acquireBatch({{"two", ""}, {"three", ""}}).size(), std::size_t(2));
+        QCOMPARE(infoCalls() - before, 2LL); // ... and the batch's INFO cluster
+        before = infoCalls();
+        s.acquireBatch({{"four", ""}, {"five", ""}});
+        QCOMPARE(infoCalls() - before, 1LL); // asked once per Store
+    }
+
     void responseCapAndIds()
     {
         idem::StoreOptions so;

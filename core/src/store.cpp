@@ -200,7 +200,9 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     for (std::size_t i = 0; i < requests.size(); ++i)
         order[i] = i;
     callEnds.clear();
-    if (clusterMode(**conn)) {
+    // One id needs no grouping (its two keys share its hash tag), so it needs no INFO round
+    // trip either - unless it starts with '}', which a cluster cannot take.
+    if ((requests.size() > 1 || requests.front().id.front() == '}') && clusterMode(**conn)) {
         for (const auto& rq : requests)
             if (rq.id.front() == '}')
                 throw UsageError("on a Redis Cluster an idempotency id cannot start with '}' (its keys "
