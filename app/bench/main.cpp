@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,38 @@ double redisBenchmark(const idem::ConnectionOptions& o, const std::string& sha, 
         throw idem::Error("redis-benchmark gave no result (is redis-tools installed?): " + out);
     const auto comma = out.find("\",\"", line);
     return std::atof(out.c_str() + comma + 3);
+}
+
+// EVALSHA's calls and microseconds so far, from the server's INFO commandstats: what the scripts
+// cost Redis itself, whatever the round trip around them costs
+struct EvalStats {
+    double calls = 0, usec = 0;
+};
+
+EvalStats evalshaStats(idem::Connection& admin)
+{
+    const std::string info = idem::reply::str(admin.checked({"INFO", "commandstats"}).get());
+    EvalStats s;
+    const auto line = info.find("cmdstat_evalsha:");
+    if (line == std::string::npos)
+        return s;
+    const auto field = [&](const char* name) {
+        const auto p = info.find(name, line);
+        return p == std::string::npos ? 0.0 : std::atof(info.c_str() + p + std::strlen(name));
+    };
+    s.calls = field("calls=");
+    s.usec = field("usec=");
+    return s;
+}
+
+// server microseconds per EVALSHA while `run` ran
+template <typename Run>
+double serverUsPerCall(idem::Connection& admin, Run&& run)
+{
+    const EvalStats a = evalshaStats(admin);
+    run();
+    const EvalStats b = evalshaStats(admin);
+    return b.calls > a.calls ? (b.usec - a.usec) / (b.calls - a.calls) : 0.0;
 }
 
 template <typename Samples>
@@ -272,6 +305,38 @@ int main(int argc, char** argv)
         row("(a) execute(), new ids (2 round trips each)", fresh, 2, 0.8);
         row("(a) execute(), duplicates (1 round trip each)", dups, 1, 0.8);
         row("(b) acquireBatch, 16 ids in 1 round trip", batch, 1, 0.6);
+
+        // What the scripts cost the server, apart from the round trip: measured without the
+        // interleaved reference, over blocks of their own (on a shared server given with --url,
+        // other clients' EVALSHAs would count too)
+        const int n = cfg.requests;
+        const double refUs = serverUsPerCall(admin, [&] { redisBenchmark(o, sha, n, 1); });
+        const double freshUs = serverUsPerCall(admin, [&] {
+            for (int i = 0; i < n; ++i)
+                ex.execute("srv-" + std::to_string(i), "", work);
+        });
+        const double dupUs = serverUsPerCall(admin, [&] {
+            for (int i = 0; i < n; ++i)
+                ex.execute("srv-" + std::to_string(i), "", work);
+        });
+        const double refPUs = serverUsPerCall(admin, [&] { redisBenchmark(o, sha, n, cfg.batch); });
+        std::vector<idem::AcquireRequest> rq(static_cast<std::size_t>(cfg.batch));
+        const double batchUs = serverUsPerCall(admin, [&] {
+            for (int b = 0; b < n / cfg.batch; ++b) {
+                for (int k = 0; k < cfg.batch; ++k)
+                    rq[static_cast<std::size_t>(k)].id = "srvb-" + std::to_string(b * cfg.batch + k);
+                store.acquireBatch(rq);
+            }
+        }) / cfg.batch;
+        std::printf("\n%-46s %9s %11s %6s\n", "server time (INFO commandstats, EVALSHA)", "us/call", "reference",
+                    "ratio");
+        const auto serverRow = [](const char* name, double us, double ref) {
+            std::printf("%-46s %9.2f %11.2f %6.2f\n", name, us, ref, us > 0 ? ref / us : 0.0);
+        };
+        serverRow("(a) execute(), new ids (acquire, complete)", freshUs, refUs);
+        serverRow("(a) execute(), duplicates (acquire)", dupUs, refUs);
+        serverRow("(b) acquireBatch, per id", batchUs, refPUs);
+
         std::printf("\nround-trips: idem's round trips per second (for b: ids per second).\n");
         std::printf("redis-bench: redis-benchmark -c 1 [-P %d] EVALSHA <one-key HSET script> requests per second,\n"
                     "             mean of the runs right before and after the idem block; ratio = round-trips / it\n"
@@ -280,6 +345,10 @@ int main(int argc, char** argv)
                     cfg.batch);
         std::printf("hiredis:     the same script from this process on its own connection, interleaved\n"
                     "             request by request (b: pipelined 16 at a time) with idem's; ratio = round-trips / it.\n");
+        std::printf("server time: microseconds Redis spent per EVALSHA (for b: per id), from INFO commandstats\n"
+                    "             before and after a block of %d requests of each kind without the interleaved\n"
+                    "             reference; reference = redis-benchmark's script [-P %d]; ratio = reference / idem.\n",
+                    n, cfg.batch);
         return 0;
     } catch (const idem::Error& e) {
         std::fprintf(stderr, "idem-bench: %s\n", e.what());
