@@ -125,6 +125,14 @@ double serverUsPerCall(idem::Connection& admin, Run&& run)
     return b.calls > a.calls ? (b.usec - a.usec) / (b.calls - a.calls) : 0.0;
 }
 
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
 template <typename Samples>
 void row(const char* name, const Samples& samples, double rtPerOp, double goal)
 {
@@ -239,8 +247,16 @@ int main(int argc, char** argv)
             const std::string k = "raw:{" + std::to_string(i) + "}";
             admin.command({"EVALSHA", sha, "1", k, "v"});
         };
+        // server microseconds per EVALSHA, one sample per round each (see serverUsPerCall)
+        std::vector<double> refUs, refPUs, freshUs, dupUs, batchUs;
+        auto refRun = [&](int n, int pipeline) {
+            double rps = 0;
+            const double us = serverUsPerCall(admin, [&] { rps = redisBenchmark(o, sha, n, pipeline); });
+            (pipeline > 1 ? refPUs : refUs).push_back(us);
+            return rps;
+        };
         for (int round = 0; round < cfg.rounds; ++round) {
-            const double refA = redisBenchmark(o, sha, cfg.requests, 1);
+            const double refA = refRun(cfg.requests, 1);
             Dur idemT{0}, rawT{0};
             const int base = next;
             for (int i = 0; i < cfg.requests; ++i) {
@@ -254,7 +270,7 @@ int main(int argc, char** argv)
                 idemT += t1 - t0;
                 rawT += t2 - t1;
             }
-            const double refB = redisBenchmark(o, sha, cfg.requests, 1);
+            const double refB = refRun(cfg.requests, 1);
             fresh.push_back({cfg.requests / idemT.count(), (refA + refB) / 2, 2 * cfg.requests / rawT.count()});
             idemT = rawT = Dur{0};
             for (int i = 0; i < cfg.requests; ++i) {
@@ -267,11 +283,11 @@ int main(int argc, char** argv)
                 idemT += t1 - t0;
                 rawT += t2 - t1;
             }
-            const double refC = redisBenchmark(o, sha, cfg.requests, 1);
+            const double refC = refRun(cfg.requests, 1);
             dups.push_back({cfg.requests / idemT.count(), (refB + refC) / 2, cfg.requests / rawT.count()});
 
             const int batches = std::max(1, cfg.requests / cfg.batch * 4);
-            const double refP = redisBenchmark(o, sha, batches * cfg.batch, cfg.batch);
+            const double refP = refRun(batches * cfg.batch, cfg.batch);
             std::vector<idem::AcquireRequest> rq(static_cast<std::size_t>(cfg.batch));
             std::vector<std::string> rawKeys(static_cast<std::size_t>(cfg.batch));
             std::vector<std::vector<std::string_view>> rawCmds(static_cast<std::size_t>(cfg.batch));
@@ -295,9 +311,29 @@ int main(int argc, char** argv)
                 idemT += t1 - t0;
                 rawT += t2 - t1;
             }
-            const double refQ = redisBenchmark(o, sha, batches * cfg.batch, cfg.batch);
+            const double refQ = refRun(batches * cfg.batch, cfg.batch);
             batch.push_back({batches * cfg.batch / idemT.count(), (refP + refQ) / 2,
                              batches * cfg.batch / rawT.count()});
+
+            // What the scripts cost the server itself: short blocks without the interleaved
+            // reference (on a shared server given with --url, other clients' EVALSHAs count too)
+            const int m = std::max(cfg.batch, cfg.requests / 4 / cfg.batch * cfg.batch);
+            const std::string tag = "srv-" + std::to_string(round) + "-";
+            freshUs.push_back(serverUsPerCall(admin, [&] {
+                for (int i = 0; i < m; ++i)
+                    ex.execute(tag + std::to_string(i), "", work);
+            }));
+            dupUs.push_back(serverUsPerCall(admin, [&] {
+                for (int i = 0; i < m; ++i)
+                    ex.execute(tag + std::to_string(i), "", work);
+            }));
+            batchUs.push_back(serverUsPerCall(admin, [&] {
+                for (int b = 0; b < m / cfg.batch; ++b) {
+                    for (int k = 0; k < cfg.batch; ++k)
+                        rq[static_cast<std::size_t>(k)].id = tag + "b" + std::to_string(b * cfg.batch + k);
+                    store.acquireBatch(rq);
+                }
+            }) / cfg.batch);
         }
 
         std::printf("%-46s %9s %11s %11s %6s %9s %8s %6s   %s\n", "measurement (median of rounds)", "ops/s",
@@ -306,32 +342,11 @@ int main(int argc, char** argv)
         row("(a) execute(), duplicates (1 round trip each)", dups, 1, 0.8);
         row("(b) acquireBatch, 16 ids in 1 round trip", batch, 1, 0.6);
 
-        // What the scripts cost the server, apart from the round trip: measured without the
-        // interleaved reference, over blocks of their own (on a shared server given with --url,
-        // other clients' EVALSHAs would count too)
-        const int n = cfg.requests;
-        const double refUs = serverUsPerCall(admin, [&] { redisBenchmark(o, sha, n, 1); });
-        const double freshUs = serverUsPerCall(admin, [&] {
-            for (int i = 0; i < n; ++i)
-                ex.execute("srv-" + std::to_string(i), "", work);
-        });
-        const double dupUs = serverUsPerCall(admin, [&] {
-            for (int i = 0; i < n; ++i)
-                ex.execute("srv-" + std::to_string(i), "", work);
-        });
-        const double refPUs = serverUsPerCall(admin, [&] { redisBenchmark(o, sha, n, cfg.batch); });
-        std::vector<idem::AcquireRequest> rq(static_cast<std::size_t>(cfg.batch));
-        const double batchUs = serverUsPerCall(admin, [&] {
-            for (int b = 0; b < n / cfg.batch; ++b) {
-                for (int k = 0; k < cfg.batch; ++k)
-                    rq[static_cast<std::size_t>(k)].id = "srvb-" + std::to_string(b * cfg.batch + k);
-                store.acquireBatch(rq);
-            }
-        }) / cfg.batch;
         std::printf("\n%-46s %9s %11s %6s\n", "server time (INFO commandstats, EVALSHA)", "us/call", "reference",
                     "ratio");
-        const auto serverRow = [](const char* name, double us, double ref) {
-            std::printf("%-46s %9.2f %11.2f %6.2f\n", name, us, ref, us > 0 ? ref / us : 0.0);
+        const auto serverRow = [](const char* name, const std::vector<double>& us, const std::vector<double>& ref) {
+            const double u = median(us), r = median(ref);
+            std::printf("%-46s %9.2f %11.2f %6.2f\n", name, u, r, u > 0 ? r / u : 0.0);
         };
         serverRow("(a) execute(), new ids (acquire, complete)", freshUs, refUs);
         serverRow("(a) execute(), duplicates (acquire)", dupUs, refUs);
@@ -346,9 +361,9 @@ int main(int argc, char** argv)
         std::printf("hiredis:     the same script from this process on its own connection, interleaved\n"
                     "             request by request (b: pipelined 16 at a time) with idem's; ratio = round-trips / it.\n");
         std::printf("server time: microseconds Redis spent per EVALSHA (for b: per id), from INFO commandstats\n"
-                    "             before and after a block of %d requests of each kind without the interleaved\n"
-                    "             reference; reference = redis-benchmark's script [-P %d]; ratio = reference / idem.\n",
-                    n, cfg.batch);
+                    "             before and after blocks of their own (median of rounds); reference =\n"
+                    "             redis-benchmark's script [-P %d] in the runs above; ratio = reference / idem.\n",
+                    cfg.batch);
         return 0;
     } catch (const idem::Error& e) {
         std::fprintf(stderr, "idem-bench: %s\n", e.what());
