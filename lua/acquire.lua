@@ -5,13 +5,14 @@
 -- ARGV[2] TTL of a STARTED record in ms: the lease and how long a stale lock stays visible after it
 -- ARGV[2i+1] payload fingerprint of id i ('' = do not check), ARGV[2i+2] owner token it proposes
 --
--- Reply: one array per id, in order, then the server time in ms (one for the whole call):
---   {'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1)}
---   {'DUPLICATE', response, fence}
---   {'IN_PROGRESS', remaining_ms, attempt, fence}
---   {'FAILED', error, fence}                  (terminal failure stored)
---   {'MISMATCH', stored_fingerprint, state}
---   {'UNUSABLE', reason}                      (key holds something that is not an idem record)
+-- Reply: five elements per id, in order (missing ones nil), then the server time in ms (one for
+-- the whole call). Flat, not an array per id: a nested table per id cost ~8 % of a batch.
+--   'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1)
+--   'DUPLICATE', response, fence
+--   'IN_PROGRESS', remaining_ms, attempt, fence
+--   'FAILED', error, fence                    (terminal failure stored)
+--   'MISMATCH', stored_fingerprint, state
+--   'UNUSABLE', reason                        (key holds something that is not an idem record)
 --
 -- Fencing numbers are max(previous fence + 1, server time in microseconds): they strictly increase
 -- across takeovers (previous + 1), across purges (purge keeps the last fence in the meta key) and
@@ -34,7 +35,8 @@ local now = (nowUs - nowUs % 1000) / 1000
 local untilMs = now + lease
 local nowUsS, nowS, untilS -- the same as strings, made when a record is first written
 
--- One id: its reply. One function, not one per branch: Lua makes every closure afresh on every call.
+-- One id: its reply, as up to five values. One function, not one per branch: Lua makes every
+-- closure afresh on every call.
 local function acquire(rec, meta, fp, token)
   local fence, attempt, takeover = nowUs, 1, 0
   -- The hot path: neither the record nor its meta key exists (an id never seen, or seen long
@@ -43,25 +45,25 @@ local function acquire(rec, meta, fp, token)
     -- what a duplicate needs (its stored response included); the other states read more below
     local h = redis.pcall('HMGET', rec, 'state', 'fp', 'fence', 'response')
     if h.err then
-      return {'UNUSABLE', 'key holds a ' .. call('TYPE', rec)['ok'] .. ', not an idem record'}
+      return 'UNUSABLE', 'key holds a ' .. call('TYPE', rec)['ok'] .. ', not an idem record'
     end
     local state, sfp = h[1], h[2]
     if not state then
       if call('EXISTS', rec) == 1 then
-        return {'UNUSABLE', 'hash has no idem state field'}
+        return 'UNUSABLE', 'hash has no idem state field'
       end
       -- purged before: the meta key keeps the last fence, so fences rise even if the clock stepped back
       fence = math.max((tonumber(call('HGET', meta, 'fence')) or 0) + 1, nowUs)
     else
       if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
-        return {'UNUSABLE', 'hash has an unknown state'}
+        return 'UNUSABLE', 'hash has an unknown state'
       end
       if fp ~= '' and sfp and sfp ~= '' and sfp ~= fp then
-        return {'MISMATCH', sfp, state}
+        return 'MISMATCH', sfp, state
       end
       local sfence = tonumber(h[3]) or 0
       if state == 'COMPLETED' then
-        return {'DUPLICATE', h[4] or '', sfence}
+        return 'DUPLICATE', h[4] or '', sfence
       end
       local s = call('HMGET', rec, 'token', 'attempt', 'lease_until_ms', 'failure', 'started_ms')
       attempt = tonumber(s[2]) or 1
@@ -69,14 +71,14 @@ local function acquire(rec, meta, fp, token)
         local until_ms = tonumber(s[3]) or 0
         if s[1] == token then
           -- the same caller retrying after a lost reply: hand back the same ownership
-          return {'ACQUIRED', sfence, attempt, until_ms, 0}
+          return 'ACQUIRED', sfence, attempt, until_ms, 0
         end
         if until_ms > now then
-          return {'IN_PROGRESS', until_ms - now, attempt, sfence}
+          return 'IN_PROGRESS', until_ms - now, attempt, sfence
         end
         takeover = 1 -- the lease ran out: taken over below
       elseif s[4] == 'terminal' then
-        return {'FAILED', call('HGET', rec, 'error') or '', sfence}
+        return 'FAILED', call('HGET', rec, 'error') or '', sfence
       end
       -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED)
       fence, attempt = math.max(sfence + 1, nowUs), attempt + 1
@@ -102,13 +104,15 @@ local function acquire(rec, meta, fp, token)
          'lease_until_ms', untilS)
   end
   call('PEXPIRE', rec, ttl)
-  return {'ACQUIRED', fence, attempt, untilMs, takeover}
+  return 'ACQUIRED', fence, attempt, untilMs, takeover
 end
 
 local n = #KEYS / 2
 local out = {}
 for i = 1, n do
-  out[i] = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
+  local a, b, c, d, e = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
+  local o = 5 * i - 5
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = a, b or false, c or false, d or false, e or false
 end
-out[n + 1] = now
+out[5 * n + 1] = now
 return out

@@ -365,8 +365,9 @@ private slots:
         const std::string token = idem::newToken();
         auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
         auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
-        const auto* once = idem::reply::element(onceReply.get(), 0);
-        const auto* twice = idem::reply::element(twiceReply.get(), 0);
+        const auto* once = onceReply.get();
+        const auto* twice = twiceReply.get();
+        QCOMPARE(idem::reply::arraySize(once), std::size_t(6)); // five elements for the id, the server time
         QCOMPARE(idem::reply::str(idem::reply::element(once, 0)), std::string("ACQUIRED"));
         QCOMPARE(idem::reply::str(idem::reply::element(twice, 0)), std::string("ACQUIRED"));
         QCOMPARE(idem::reply::integer(idem::reply::element(twice, 1)),
@@ -507,14 +508,37 @@ private slots:
         for (int i = 0; i < 10; ++i)
             store->complete(first[i].ticket, "done-" + std::to_string(i));
         rq.push_back({"b-0", idem::fingerprint("other")});
+        // every kind of answer in one call: a terminal failure and a key that is no record, too
+        auto term = store->acquire("b-term", "");
+        QCOMPARE(store->fail(term.ticket, idem::FailPolicy::Terminal, "boom").status, idem::OwnerStatus::Ok);
+        rq.push_back({"b-term", ""});
+        raw->checked({"RPUSH", store->recordKey("b-list"), "x"});
+        rq.push_back({"b-list", ""});
+        rq.push_back({"b-new", ""});
         auto second = store->acquireBatch(rq);
+        QCOMPARE(second.size(), rq.size());
         for (int i = 0; i < 10; ++i) {
             QCOMPARE(second[i].status, AcquireStatus::Duplicate);
             QCOMPARE(second[i].response, "done-" + std::to_string(i));
+            QCOMPARE(second[i].fence, first[i].ticket.fence);
         }
-        for (int i = 10; i < 50; ++i)
+        for (int i = 10; i < 50; ++i) {
             QCOMPARE(second[i].status, AcquireStatus::InProgress);
+            QVERIFY(second[i].remainingMs > 0 && second[i].remainingMs <= store->options().lease.count());
+            QCOMPARE(second[i].fence, first[i].ticket.fence);
+            QCOMPARE(second[i].attempt, std::int64_t(1));
+        }
         QCOMPARE(second[50].status, AcquireStatus::Mismatch);
+        QCOMPARE(second[50].storedFingerprint, rq[0].fingerprint);
+        QCOMPARE(second[51].status, AcquireStatus::FailedTerminal);
+        QCOMPARE(second[51].error, std::string("boom"));
+        QCOMPARE(second[51].fence, term.ticket.fence);
+        QCOMPARE(second[52].status, AcquireStatus::Unusable);
+        QVERIFY2(second[52].error.find("list") != std::string::npos, second[52].error.c_str());
+        QCOMPARE(second[53].status, AcquireStatus::Acquired);
+        QCOMPARE(second[53].ticket.attempt, std::int64_t(1));
+        QVERIFY(second[53].ticket.fence > first[49].ticket.fence);
+        QCOMPARE(second[53].serverNowMs, second[0].serverNowMs); // one call: one server time
     }
 
     // many script calls in one round trip (64 ids per call), long ids (the request is encoded in

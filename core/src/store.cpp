@@ -61,6 +61,7 @@ void writeToken(char* out)
     }
 }
 constexpr std::size_t kTokenChars = 32;
+constexpr std::size_t kAcquireItems = 5; // acquire.lua's reply elements per id
 } // namespace
 
 std::string newToken()
@@ -105,37 +106,39 @@ void Store::checkId(std::string_view id) const
                          std::to_string(m_options.maxIdBytes) + "-byte limit");
 }
 
-void Store::parseAcquire(AcquireResult& out, const redisReply* r, std::string_view id, std::string_view token) const
+void Store::parseAcquire(AcquireResult& out, const redisReply* r, std::size_t at, std::string_view id,
+                         std::string_view token) const
 {
     using namespace reply;
-    const std::string_view status = view(element(r, 0));
+    const auto item = [&](std::size_t k) { return element(r, at + k); };
+    const std::string_view status = view(item(0));
     if (status == "ACQUIRED") {
         out.status = AcquireStatus::Acquired;
         out.ticket.id = std::string(id);
         out.ticket.token = std::string(token);
-        out.ticket.fence = out.fence = integer(element(r, 1));
-        out.ticket.attempt = out.attempt = integer(element(r, 2));
-        out.ticket.leaseUntilMs = integer(element(r, 3));
-        out.takeover = integer(element(r, 4)) != 0;
+        out.ticket.fence = out.fence = integer(item(1));
+        out.ticket.attempt = out.attempt = integer(item(2));
+        out.ticket.leaseUntilMs = integer(item(3));
+        out.takeover = integer(item(4)) != 0;
     } else if (status == "DUPLICATE") {
         out.status = AcquireStatus::Duplicate;
-        out.response = str(element(r, 1));
-        out.fence = integer(element(r, 2));
+        out.response = str(item(1));
+        out.fence = integer(item(2));
     } else if (status == "IN_PROGRESS") {
         out.status = AcquireStatus::InProgress;
-        out.remainingMs = integer(element(r, 1));
-        out.attempt = integer(element(r, 2));
-        out.fence = integer(element(r, 3));
+        out.remainingMs = integer(item(1));
+        out.attempt = integer(item(2));
+        out.fence = integer(item(3));
     } else if (status == "FAILED") {
         out.status = AcquireStatus::FailedTerminal;
-        out.error = str(element(r, 1));
-        out.fence = integer(element(r, 2));
+        out.error = str(item(1));
+        out.fence = integer(item(2));
     } else if (status == "MISMATCH") {
         out.status = AcquireStatus::Mismatch;
-        out.storedFingerprint = str(element(r, 1));
+        out.storedFingerprint = str(item(1));
     } else if (status == "UNUSABLE") {
         out.status = AcquireStatus::Unusable;
-        out.error = str(element(r, 1));
+        out.error = str(item(1));
     } else {
         throw ProtoError("acquire script answered '" + std::string(status) + "'");
     }
@@ -259,14 +262,14 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (reply::isError(r))
             throw ReplyError("acquire: " + std::string(reply::errorText(r)));
         const std::size_t count = callEnds[c] - first;
-        // one array per id, then the server's time
-        if (reply::arraySize(r) != count + 1)
+        // five elements per id, then the server's time
+        if (reply::arraySize(r) != kAcquireItems * count + 1)
             throw ProtoError("acquire script answered for the wrong number of ids");
-        const std::int64_t serverNowMs = reply::integer(reply::element(r, count));
+        const std::int64_t serverNowMs = reply::integer(reply::element(r, kAcquireItems * count));
         for (std::size_t k = 0; k < count; ++k) {
             const std::size_t i = order[first + k];
             out[i].serverNowMs = serverNowMs;
-            parseAcquire(out[i], reply::element(r, k), requests[i].id,
+            parseAcquire(out[i], r, kAcquireItems * k, requests[i].id,
                          std::string_view(tokens).substr(i * kTokenChars, kTokenChars));
         }
     }

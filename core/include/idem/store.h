@@ -122,7 +122,9 @@ public:
 private:
     void checkId(std::string_view id) const;
     bool clusterMode(Connection& c);
-    void parseAcquire(AcquireResult& out, const redisReply* r, std::string_view id, std::string_view token) const;
+    // one id's five elements of acquire.lua's reply, from index `at`
+    void parseAcquire(AcquireResult& out, const redisReply* r, std::size_t at, std::string_view id,
+                      std::string_view token) const;
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
 
     ConnectionPool& m_pool;
