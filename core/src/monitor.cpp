@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/hash.h"
 #include "idem/scripts.h"
+#include "resp.h"
 
 #include <hiredis/hiredis.h>
 
@@ -19,6 +20,31 @@ const std::vector<std::string_view> kSmallFields = {
 std::int64_t nowFromTime(const redisReply* r)
 {
     return reply::integer(reply::element(r, 0)) * 1000 + reply::integer(reply::element(r, 1)) / 1000;
+}
+
+// unlink_if.lua's call for a record as the monitor classified it
+void writeUnlinkCall(resp::Writer& w, const Record& r)
+{
+    // what the key was when it was classified: its type, and for hashes the state, owner and
+    // lease; for strings the SHA1 of the value (when it was small enough to be read)
+    const auto field = [&](std::string_view name) -> std::string {
+        for (const auto& [k, v] : r.fields)
+            if (k == name)
+                return v;
+        return {};
+    };
+    std::string expect, token, lease;
+    if (r.keyType == "hash") {
+        expect = field("state").empty() ? field("status") : field("state");
+        if (r.state == RecordState::Malformed && r.format == RecordFormat::Native)
+            expect = "*"; // an unknown state: the token and lease still have to match
+        token = field("token");
+        lease = field("lease_until_ms");
+    } else if (r.keyType == "string") {
+        expect = field("value_sha1");
+    }
+    const std::string_view key = r.key, args[] = {r.keyType, expect, token, lease};
+    resp::evalsha(w, scripts::unlinkIf(), {&key, 1}, args);
 }
 
 } // namespace
@@ -214,30 +240,6 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     return out;
 }
 
-std::vector<std::string_view> Monitor::unlinkArgs(const Record& r, std::vector<std::string>& st) const
-{
-    // what the key was when it was classified: its type, and for hashes the state, owner and
-    // lease; for strings the SHA1 of the value (when it was small enough to be read)
-    const auto field = [&](std::string_view name) -> std::string {
-        for (const auto& [k, v] : r.fields)
-            if (k == name)
-                return v;
-        return {};
-    };
-    std::string expect, token, lease;
-    if (r.keyType == "hash") {
-        expect = field("state").empty() ? field("status") : field("state");
-        if (r.state == RecordState::Malformed && r.format == RecordFormat::Native)
-            expect = "*"; // an unknown state: the token and lease still have to match
-        token = field("token");
-        lease = field("lease_until_ms");
-    } else if (r.keyType == "string") {
-        expect = field("value_sha1");
-    }
-    st = {r.key, r.keyType, expect, token, lease};
-    return evalshaArgs(scripts::unlinkIf(), {st[0]}, {st[1], st[2], st[3], st[4]});
-}
-
 bool Monitor::unlinkIfUnchanged(const Record& seen)
 {
     return unlinkIfUnchanged(std::vector<Record>{seen}) == 1;
@@ -250,12 +252,15 @@ std::size_t Monitor::unlinkIfUnchanged(const std::vector<Record>& seen)
     for (const auto& r : seen)
         if (r.keyType.empty())
             throw UsageError("unlinkIfUnchanged needs a record read by the monitor");
-    std::vector<std::vector<std::string>> storage(seen.size());
-    std::vector<std::vector<std::string_view>> calls;
-    for (std::size_t i = 0; i < seen.size(); ++i)
-        calls.push_back(unlinkArgs(seen[i], storage[i]));
+    std::string calls;
+    std::vector<std::size_t> ends;
+    resp::Writer w(calls);
+    for (const auto& r : seen) {
+        writeUnlinkCall(w, r);
+        ends.push_back(calls.size());
+    }
     std::size_t n = 0;
-    for (const auto& r : runScriptPipelined(m_connection, scripts::unlinkIf(), calls)) {
+    for (const auto& r : runScriptPipelined(m_connection, scripts::unlinkIf(), calls, ends)) {
         if (reply::isError(r.get()))
             throw ReplyError("unlink: " + std::string(reply::errorText(r.get())));
         n += reply::integer(r.get()) == 1 ? 1 : 0;

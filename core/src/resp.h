@@ -65,7 +65,11 @@ private:
     std::string& m_out;
 };
 
-// "EVALSHA <sha1> <keys>" heading a call with `keys` keys and `args` arguments (written next)
+// "EVALSHA <sha1> <keys>" heading a call with `keys` keys and `args` arguments (written next;
+// at most kMaxScriptKeys keys)
 void evalshaHead(Writer& w, const Script& s, std::size_t keys, std::size_t args);
+// A whole call: the head, then the keys and the arguments
+void evalsha(Writer& w, const Script& s, std::span<const std::string_view> keys,
+             std::span<const std::string_view> args);
 
 } // namespace idem::resp

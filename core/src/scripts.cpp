@@ -68,28 +68,6 @@ const std::vector<const Script*>& all()
 }
 } // namespace scripts
 
-std::vector<std::string_view> evalshaArgs(const Script& s, const std::vector<std::string_view>& keys,
-                                          const std::vector<std::string_view>& args)
-{
-    // numkeys must outlive the returned views: a static table covers every count idem sends
-    static const std::vector<std::string> counts = [] {
-        std::vector<std::string> v;
-        for (std::size_t i = 0; i <= kMaxScriptKeys; ++i)
-            v.push_back(std::to_string(i));
-        return v;
-    }();
-    if (keys.size() > kMaxScriptKeys)
-        throw UsageError("too many keys for one script call");
-    std::vector<std::string_view> argv;
-    argv.reserve(3 + keys.size() + args.size());
-    argv.push_back("EVALSHA");
-    argv.push_back(s.sha1);
-    argv.push_back(counts[keys.size()]);
-    argv.insert(argv.end(), keys.begin(), keys.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-}
-
 bool isNoScript(const redisReply* r)
 {
     return reply::isError(r) && reply::errorText(r).starts_with("NOSCRIPT");
@@ -108,28 +86,17 @@ void loadScript(Connection& c, const Script& s)
 ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
                    const std::vector<std::string_view>& args)
 {
-    const auto argv = evalshaArgs(s, keys, args);
-    ReplyPtr r = c.command(argv);
+    std::string call;
+    resp::Writer w(call);
+    resp::evalsha(w, s, keys, args);
+    ReplyPtr r = c.commandFormatted(call);
     if (isNoScript(r.get())) {
         loadScript(c, s);
-        r = c.command(argv);
+        r = c.commandFormatted(call);
     }
     if (reply::isError(r.get()))
         throw ReplyError("script " + std::string(s.name) + ": " + std::string(reply::errorText(r.get())));
     return r;
-}
-
-std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
-                                         const std::vector<std::vector<std::string_view>>& calls)
-{
-    std::string buf;
-    std::vector<std::size_t> ends;
-    resp::Writer w(buf);
-    for (const auto& argv : calls) {
-        w.command(argv);
-        ends.push_back(buf.size());
-    }
-    return runScriptPipelined(c, s, buf, ends);
 }
 
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
@@ -163,6 +130,16 @@ void resp::evalshaHead(Writer& w, const Script& s, std::size_t keys, std::size_t
     w.bulk("EVALSHA");
     w.bulk(s.sha1);
     w.bulk(static_cast<long long>(keys));
+}
+
+void resp::evalsha(Writer& w, const Script& s, std::span<const std::string_view> keys,
+                   std::span<const std::string_view> args)
+{
+    evalshaHead(w, s, keys.size(), args.size());
+    for (const auto k : keys)
+        w.bulk(k);
+    for (const auto a : args)
+        w.bulk(a);
 }
 
 } // namespace idem

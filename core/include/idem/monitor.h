@@ -57,8 +57,6 @@ public:
     bool isMetaKey(std::string_view key) const;
 
 private:
-    std::vector<std::string_view> unlinkArgs(const Record& r, std::vector<std::string>& storage) const;
-
     Connection& m_connection;
     MonitorOptions m_options;
 };

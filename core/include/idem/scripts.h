@@ -29,21 +29,15 @@ const std::vector<const Script*>& all();
 
 inline constexpr std::size_t kMaxScriptKeys = 256;
 
-// The argument vector of EVALSHA sha numkeys keys... args... (at most kMaxScriptKeys keys)
-std::vector<std::string_view> evalshaArgs(const Script& s, const std::vector<std::string_view>& keys,
-                                          const std::vector<std::string_view>& args);
 bool isNoScript(const redisReply* r);
 // Runs the script with EVALSHA. A NOSCRIPT reply (after a restart, failover or SCRIPT FLUSH)
 // loads it with SCRIPT LOAD and runs it again, transparently.
 ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
                    const std::vector<std::string_view>& args);
 void loadScript(Connection& c, const Script& s);
-// Many calls of one script in one round trip (argument vectors from evalshaArgs). Calls answered
-// NOSCRIPT did not run: the script is loaded and just those are sent again. Error replies are
-// returned as they are.
-std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s,
-                                         const std::vector<std::vector<std::string_view>>& calls);
-// The same for calls already encoded as RESP, back to back in `resp`; call i ends at ends[i].
+// Many calls of one script in one round trip, encoded as RESP back to back in `resp`; call i ends
+// at ends[i]. Calls answered NOSCRIPT did not run: the script is loaded and just those are sent
+// again. Error replies are returned as they are.
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
                                          const std::vector<std::size_t>& ends);
 
