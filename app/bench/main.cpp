@@ -34,7 +34,41 @@ struct Config {
     int batch = 16;
     int rounds = 15;
     std::string pin = "none"; // none | split | same
+    std::string load;         // fresh | duplicates | batch: only send that load (see --help)
+    std::string keyNamespace = "bench-load";
 };
+
+// --load: the requests alone, nothing measured here; tools/server-instructions.sh counts what
+// redis-server executes for them. Ids are load-<i> (batch: loadb-<i>) in the namespace given, so
+// `--load duplicates` after `--load fresh` replays exactly those.
+int sendLoad(const Config& cfg)
+{
+    idem::ConnectionPool pool(idem::ConnectionOptions::fromUrl(cfg.url), 1);
+    idem::StoreOptions so;
+    so.keyNamespace = cfg.keyNamespace;
+    idem::Store store(pool, so);
+    idem::Executor ex(store);
+    auto work = [](const idem::WorkContext& ctx) { return idem::WorkResult::success("ok " + ctx.id); };
+    const auto want = cfg.load == "fresh" ? idem::OutcomeKind::Executed : idem::OutcomeKind::Replayed;
+    if (cfg.load == "batch") {
+        std::vector<idem::AcquireRequest> rq(static_cast<std::size_t>(cfg.batch));
+        for (int b = 0; b < cfg.requests / cfg.batch; ++b) {
+            for (int k = 0; k < cfg.batch; ++k)
+                rq[static_cast<std::size_t>(k)].id = "loadb-" + std::to_string(b * cfg.batch + k);
+            for (const auto& r : store.acquireBatch(rq))
+                if (r.status != idem::AcquireStatus::Acquired)
+                    throw idem::Error("--load batch found ids in use: use a new --namespace");
+        }
+        return 0;
+    }
+    for (int i = 0; i < cfg.requests; ++i) {
+        const idem::Outcome out = ex.execute("load-" + std::to_string(i), "", work);
+        if (out.kind != want)
+            throw idem::Error("--load " + cfg.load + ": id load-" + std::to_string(i) + " was " +
+                              std::string(idem::nameOf(out.kind)) + (out.error.empty() ? "" : ": " + out.error));
+    }
+    return 0;
+}
 
 // Where the private server and this process (with every redis-benchmark it starts, and every
 // thread it starts later) run. On a VM a round trip between two CPUs costs a wake-up IPI on each
@@ -180,17 +214,41 @@ int main(int argc, char** argv)
                 std::fprintf(stderr, "idem-bench: --pin takes none, split or same\n");
                 return 64;
             }
+        } else if (a == "--load" && i + 1 < argc) {
+            cfg.load = argv[++i];
+            if (cfg.load != "fresh" && cfg.load != "duplicates" && cfg.load != "batch") {
+                std::fprintf(stderr, "idem-bench: --load takes fresh, duplicates or batch\n");
+                return 64;
+            }
+        } else if (a == "--namespace" && i + 1 < argc) {
+            cfg.keyNamespace = argv[++i];
         } else if (a == "--help") {
             std::puts("usage: idem-bench [--url redis://host:port/db] [--requests N] [--rounds R]\n"
-                      "                  [--pin none|split|same]\n\n"
+                      "                  [--pin none|split|same]\n"
+                      "       idem-bench --url URL --load fresh|duplicates|batch [--requests N] [--namespace NS]\n\n"
                       "Without --url it starts a private redis-server. --pin places that server and this\n"
                       "process (with the redis-benchmark runs it starts): none = the scheduler decides\n"
                       "(default), split = one CPU each, same = both on one CPU.\n"
-                      "Needs redis-benchmark (redis-tools).");
+                      "Needs redis-benchmark (redis-tools).\n\n"
+                      "--load sends one kind of load and measures nothing: N execute() of new ids load-0..,\n"
+                      "the same N again (duplicates; after fresh), or N ids in batches of 16 (loadb-0..).\n"
+                      "tools/server-instructions.sh counts redis-server's instructions for each.");
             return 0;
         } else {
             std::fprintf(stderr, "idem-bench: unknown argument '%s' (see --help)\n", a.c_str());
             return 64;
+        }
+    }
+    if (!cfg.load.empty()) {
+        if (cfg.url.empty()) {
+            std::fprintf(stderr, "idem-bench: --load needs --url\n");
+            return 64;
+        }
+        try {
+            return sendLoad(cfg);
+        } catch (const idem::Error& e) {
+            std::fprintf(stderr, "idem-bench: %s\n", e.what());
+            return 1;
         }
     }
     if (!cfg.url.empty() && cfg.pin != "none") {
