@@ -65,7 +65,8 @@ ref=$(count "$n" redis-benchmark -p "$port" -c 1 -n "$n" -r 100000000 EVALSHA "$
 refP=$(count "$n" redis-benchmark -p "$port" -c 1 -n "$n" -P 16 -r 100000000 EVALSHA "$sha" 1 'refp:{__rand_int__}' v)
 fresh=$(count "$n" "$bench" --url "$url" --load fresh --requests "$n" --namespace load)
 dups=$(count "$n" "$bench" --url "$url" --load duplicates --requests "$n" --namespace load)
-batch=$(count "$n" "$bench" --url "$url" --load batch --requests "$n" --namespace load)
+nb=$((n / 16 * 16)) # whole batches of 16
+batch=$(count "$nb" "$bench" --url "$url" --load batch --requests "$nb" --namespace load)
 
 ratio() { awk -v r="$1" -v x="$2" 'BEGIN { printf "%.2f", r / x }'; }
 echo "instructions per request in redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $n requests each (callgrind)"
