@@ -1,5 +1,6 @@
 #include "testsupport.h"
 
+#include "idem/monitor.h"
 #include "idem/store.h"
 
 #include <QProcess>
@@ -28,6 +29,63 @@ std::string sharedRedisUrl()
 {
     return "redis://127.0.0.1:" + std::to_string(sharedRedis().port) + "/0";
 }
+
+LocalCluster::LocalCluster(int primaries, int replicas)
+{
+    using idem::reply::str;
+    idem::LocalServerOptions opts;
+    opts.extraArgs = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "3000"};
+    for (int i = 0; i < primaries + replicas; ++i)
+        m_nodes.push_back(std::make_unique<idem::LocalServer>(opts));
+    std::vector<std::unique_ptr<idem::Connection>> c;
+    for (int i = 0; i < size(); ++i)
+        c.push_back(std::make_unique<idem::Connection>(node(i)));
+    for (int i = 0; i < primaries; ++i) {
+        const int first = idem::ScanCoverage::kSlots * i / primaries;
+        const int last = idem::ScanCoverage::kSlots * (i + 1) / primaries - 1;
+        c[i]->checked({"CLUSTER", "ADDSLOTSRANGE", std::to_string(first), std::to_string(last)});
+    }
+    for (int i = 1; i < size(); ++i)
+        c[0]->checked({"CLUSTER", "MEET", "127.0.0.1", std::to_string(m_nodes[i]->port())});
+    const auto waitFor = [&](const char* what, auto&& done) {
+        for (int tries = 0; tries < 300; ++tries) {
+            if (done())
+                return;
+            QThread::msleep(50);
+        }
+        qFatal("LocalCluster: %s did not happen in 15 s", what);
+    };
+    const std::string everyone = "cluster_known_nodes:" + std::to_string(size()) + "\r";
+    waitFor("every node meeting every other", [&] {
+        for (auto& conn : c)
+            if (str(conn->checked({"CLUSTER", "INFO"}).get()).find(everyone) == std::string::npos)
+                return false;
+        return true;
+    });
+    for (int i = 0; i < replicas; ++i) {
+        const std::string primaryId = str(c[i % primaries]->checked({"CLUSTER", "MYID"}).get());
+        c[primaries + i]->checked({"CLUSTER", "REPLICATE", primaryId});
+    }
+    waitFor("cluster_state:ok on every node, replicas known as such", [&] {
+        for (auto& conn : c) {
+            if (str(conn->checked({"CLUSTER", "INFO"}).get()).find("cluster_state:ok") == std::string::npos)
+                return false;
+            const std::string nodes = str(conn->checked({"CLUSTER", "NODES"}).get());
+            int slaves = 0;
+            for (std::size_t p = nodes.find("slave"); p != std::string::npos; p = nodes.find("slave", p + 1))
+                ++slaves;
+            if (slaves != replicas)
+                return false;
+        }
+        return true;
+    });
+}
+
+LocalCluster::~LocalCluster() = default;
+
+idem::ConnectionOptions LocalCluster::node(int i) const { return m_nodes.at(static_cast<std::size_t>(i))->connectionOptions(); }
+
+std::string LocalCluster::url(int i) const { return m_nodes.at(static_cast<std::size_t>(i))->url(); }
 
 std::string uniqueNamespace(const char* prefix)
 {

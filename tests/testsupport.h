@@ -1,12 +1,15 @@
 #pragma once
 
 #include "idem/connection.h"
+#include "idem/localserver.h"
 #include "idem/options.h"
 
 #include <QByteArray>
 #include <QString>
 #include <QStringList>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace idemtest {
 
@@ -18,6 +21,21 @@ std::string sharedRedisUrl();
 std::string uniqueNamespace(const char* prefix = "t");
 // The idemctl binary under test.
 QString idemctlPath();
+
+// A Redis Cluster of private redis-servers on loopback: `primaries` nodes splitting the 16384
+// hash slots evenly, then `replicas` more, each replicating one primary in turn; ready (every node
+// sees cluster_state:ok and all the others) when the constructor returns.
+class LocalCluster {
+public:
+    LocalCluster(int primaries, int replicas = 0);
+    ~LocalCluster();
+    int size() const { return static_cast<int>(m_nodes.size()); }
+    idem::ConnectionOptions node(int i) const;
+    std::string url(int i) const;
+
+private:
+    std::vector<std::unique_ptr<idem::LocalServer>> m_nodes;
+};
 
 struct ProcessResult {
     int exitCode = -1;

@@ -165,6 +165,30 @@ private slots:
         QCOMPARE(store->inspect("running")->state, idem::RecordState::Started); // untouched
     }
 
+    // on a node of a multi-primary cluster the console says, above the table, that keys on the
+    // other primaries are not listed; on a standalone server it says nothing
+    void clusterCoverageWarning()
+    {
+        {
+            MainWindow w(options());
+            QSignalSpy scans(&w, &MainWindow::scanCompleted);
+            w.show();
+            QVERIFY(scans.wait(10000));
+            QVERIFY(!w.findChild<QLabel*>(QStringLiteral("coverageWarning"))->isVisible());
+        }
+        idemtest::LocalCluster cluster(3);
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(1));
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        auto* warning = w.findChild<QLabel*>(QStringLiteral("coverageWarning"));
+        QVERIFY(warning->isVisible());
+        QVERIFY2(warning->text().contains(QStringLiteral("this node holds 5461 of 16384 hash slots (3 primaries)")),
+                 qPrintable(warning->text()));
+    }
+
     void cancelAndReadOnlyChangeNothing()
     {
         MainWindow w(options(true));

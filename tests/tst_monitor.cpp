@@ -253,6 +253,77 @@ private slots:
         QCOMPARE(idem::reply::str(idem::reply::element(cfg.get(), 1)), std::string()); // untouched
     }
 
+    // SCAN lists one server's keys: on a cluster of three primaries (and a replica), the monitor
+    // tells which share of the hash slots it sees, and idemctl says so before its output
+    void clusterCoverage()
+    {
+        const idem::ScanCoverage standalone = idem::scanCoverage(*raw);
+        QVERIFY(!standalone.cluster);
+        QVERIFY(standalone.complete());
+        QVERIFY(standalone.warning().empty());
+
+        idemtest::LocalCluster cluster(3, 1);
+        const int expected[] = {5461, 5461, 5462, 5461}; // 0-5460, 5461-10921, 10922-16383; node 3 replicates node 0
+        for (int i = 0; i < cluster.size(); ++i) {
+            idem::Connection c(cluster.node(i));
+            const idem::ScanCoverage cov = idem::scanCoverage(c);
+            QVERIFY(cov.cluster);
+            QCOMPARE(cov.primaries, 3);
+            QCOMPARE(cov.slotsHere, expected[i]);
+            QVERIFY(!cov.complete());
+            QVERIFY2(cov.warning().find(std::to_string(expected[i]) + " of 16384 hash slots (3 primaries)") !=
+                         std::string::npos,
+                     cov.warning().c_str());
+        }
+
+        // why it matters: records on every primary, and node 0's SCAN lists its own only
+        const std::string ns = "cov";
+        std::vector<std::unique_ptr<idem::ConnectionPool>> pools;
+        std::vector<std::unique_ptr<idem::Store>> stores;
+        for (int i = 0; i < 3; ++i) {
+            pools.push_back(std::make_unique<idem::ConnectionPool>(cluster.node(i), 1));
+            stores.push_back(std::make_unique<idem::Store>(*pools.back(), idem::StoreOptions{.keyNamespace = ns}));
+        }
+        int onNode0 = 0;
+        for (int k = 0; k < 60; ++k) {
+            const std::string id = "id-" + std::to_string(k);
+            const int slot = idem::hashSlot(stores[0]->recordKey(id));
+            const int owner = slot <= 5460 ? 0 : slot <= 10921 ? 1 : 2;
+            onNode0 += owner == 0 ? 1 : 0;
+            QCOMPARE(stores[static_cast<std::size_t>(owner)]->acquire(id, "").status, idem::AcquireStatus::Acquired);
+        }
+        QVERIFY(onNode0 > 0 && onNode0 < 60);
+        idem::Connection c0(cluster.node(0));
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Monitor m(c0, mo);
+        QCOMPARE(static_cast<int>(snapshot(m).size()), onNode0);
+
+        const QStringList common = {QStringLiteral("--url"), QString::fromStdString(cluster.url(0)),
+                                    QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        auto stats = idemtest::runIdemctl(common + QStringList{QStringLiteral("stats"), QStringLiteral("--json")});
+        QCOMPARE(stats.exitCode, 0);
+        QCOMPARE(QJsonDocument::fromJson(stats.out).object().value(QStringLiteral("total")).toInt(), onNode0);
+        QVERIFY2(stats.err.contains("warning: Redis Cluster: this node holds 5461 of 16384 hash slots"),
+                 stats.err.constData());
+        // the standalone fixture: no warning
+        auto plain = idemtest::runIdemctl({QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                                           QStringLiteral("stats")});
+        QCOMPARE(plain.exitCode, 0);
+        QVERIFY2(!plain.err.contains("warning"), plain.err.constData());
+
+        // a user not allowed CLUSTER: the share is unknown, and said to be
+        c0.checked({"ACL", "SETUSER", "nocluster", "on", ">pw", "~*", "+@all", "-cluster"});
+        idem::ConnectionOptions limited = cluster.node(0);
+        limited.user = "nocluster";
+        limited.password = "pw";
+        idem::Connection cl(limited);
+        const idem::ScanCoverage unknown = idem::scanCoverage(cl);
+        QVERIFY(unknown.cluster);
+        QVERIFY(!unknown.complete());
+        QVERIFY2(unknown.warning().find("unknown (CLUSTER NODES: NOPERM") != std::string::npos, unknown.warning().c_str());
+    }
+
     void idemctlListStatsPurge()
     {
         const std::string ns = idemtest::uniqueNamespace("cli");

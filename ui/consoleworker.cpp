@@ -94,6 +94,7 @@ void ConsoleWorker::close()
     m_retryTimer->stop();
     m_dirtyTimer->stop();
     dropIo();
+    Q_EMIT coverageChanged({});
     m_scanning = false;
     m_rescanQueued = false;
     m_waitingForGui = false;
@@ -142,6 +143,7 @@ void ConsoleWorker::connectNow()
         idem::StoreOptions so;
         so.keyNamespace = mo.keyNamespace;
         m_store = std::make_unique<idem::Store>(*m_pool, so);
+        Q_EMIT coverageChanged(qs(idem::scanCoverage(*m_conn).warning()));
     } catch (const idem::Error& e) {
         lost(qs(e.what()));
         return;

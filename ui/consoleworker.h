@@ -69,6 +69,8 @@ public Q_SLOTS:
 Q_SIGNALS:
     void linkChanged(ConsoleWorker::Link link, const QString& detail);
     void liveUpdates(bool notifications, const QString& detail);
+    // what the scan cannot see (a node of a multi-primary cluster), one line; empty = every key
+    void coverageChanged(const QString& warning);
     void rowsArrived(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
     void rowsGone(const QStringList& keys);
     void scanStarted(quint64 generation, qint64 keysInDatabase);

@@ -111,6 +111,10 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         m_linkLabel->setText(u"<span style='color:%1'>●</span> %2"_s.arg(QLatin1String(dot), detail.toHtmlEscaped()));
         Q_EMIT linkStateChanged(link);
     });
+    connect(m_worker, &ConsoleWorker::coverageChanged, this, [this](const QString& warning) {
+        m_coverageLabel->setText(u"⚠ "_s + warning);
+        m_coverageLabel->setVisible(!warning.isEmpty());
+    });
     connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
         m_liveLabel->setText(live ? tr("live: %1").arg(detail) : detail);
         m_liveLabel->setToolTip(detail);
@@ -183,6 +187,14 @@ void MainWindow::buildUi()
     filterBar->addWidget(m_stateBox);
     filterBar->addWidget(m_filter, 1);
     layout->addLayout(filterBar);
+    // shown only when the scan cannot see every key (a node of a multi-primary Redis Cluster)
+    m_coverageLabel = new QLabel(central);
+    m_coverageLabel->setObjectName(u"coverageWarning"_s);
+    m_coverageLabel->setWordWrap(true);
+    m_coverageLabel->setStyleSheet(u"QLabel { background: #fdf2d0; color: #7a5200; border: 1px solid #e0b44c;"
+                                   " border-radius: 3px; padding: 4px 8px; }"_s);
+    m_coverageLabel->hide();
+    layout->addWidget(m_coverageLabel);
     connect(m_filter, &QLineEdit::textChanged, m_proxy, &KeyFilterProxy::setText);
     connect(m_stateBox, &QComboBox::currentIndexChanged, this, [this](int i) {
         const auto f = static_cast<idem::StateFilter>(m_stateBox->itemData(i).toInt());

@@ -96,6 +96,7 @@ private:
     QLabel* m_linkLabel = nullptr;
     QLabel* m_liveLabel = nullptr;
     QLabel* m_scanLabel = nullptr;
+    QLabel* m_coverageLabel = nullptr;
     QAction* m_forceFail = nullptr;
     QAction* m_purge = nullptr;
     QAction* m_forceFailAll = nullptr;

@@ -38,9 +38,12 @@ struct Scan {
             o.staleAfterMs = idem::parseDuration(*s).count();
         return o;
     }
-    // Every record, page by page (SCAN with a bounded COUNT).
+    // Every record, page by page (SCAN with a bounded COUNT). SCAN walks this one server: on a
+    // cluster of several primaries, say first (on stderr) that the others' keys are not included.
     template <typename F> void each(F&& f)
     {
+        if (const std::string w = idem::scanCoverage(conn).warning(); !w.empty())
+            std::fprintf(stderr, "idemctl: warning: %s\n", w.c_str());
         std::string cursor = "0";
         do {
             idem::ScanPage page = monitor.scanPage(cursor);

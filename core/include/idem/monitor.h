@@ -27,6 +27,20 @@ struct ScanPage {
     std::int64_t serverNowMs = 0;
 };
 
+// Which part of the keyspace a SCAN on one connection sees. SCAN walks one server: on a Redis
+// Cluster with more than one primary, the keys the other primaries hold never show up.
+struct ScanCoverage {
+    static constexpr int kSlots = 16384;
+    bool cluster = false;  // the server runs in cluster mode
+    int slotsHere = kSlots; // hash slots whose keys this node holds (a replica: its primary's)
+    int primaries = 1;     // primaries serving slots
+    std::string unknown;   // why the share is unknown (CLUSTER NODES refused); empty if known
+    bool complete() const { return !cluster || (unknown.empty() && slotsHere == kSlots); }
+    std::string warning() const; // one line when not complete, else empty
+};
+// Asks INFO cluster and, on a cluster, CLUSTER NODES (both O(nodes), never a key scan).
+ScanCoverage scanCoverage(Connection& c);
+
 enum class StateFilter { Any, Started, Stale, Completed, Failed, Malformed, NoTtl };
 std::optional<StateFilter> stateFilterFromString(std::string_view s); // "started", "stale", ..., "no-ttl"
 bool matches(const Record& r, StateFilter f);
