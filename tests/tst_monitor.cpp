@@ -262,6 +262,26 @@ private slots:
         QVERIFY(standalone.complete());
         QVERIFY(standalone.warning().empty());
 
+        {
+            // one node: with every slot it sees every key; with some, it says the rest has no home
+            idem::LocalServerOptions opts;
+            opts.extraArgs = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"};
+            idem::LocalServer one(opts);
+            idem::Connection c(one.connectionOptions());
+            c.checked({"CLUSTER", "ADDSLOTSRANGE", "0", "999"});
+            const idem::ScanCoverage part = idem::scanCoverage(c);
+            QVERIFY(part.cluster && !part.complete());
+            QCOMPARE(part.slotsHere, 1000);
+            QVERIFY2(part.warning().find("holds 1000 of 16384 hash slots, and no other primary serves the rest") !=
+                         std::string::npos,
+                     part.warning().c_str());
+            c.checked({"CLUSTER", "ADDSLOTSRANGE", "1000", "16383"});
+            const idem::ScanCoverage whole = idem::scanCoverage(c);
+            QVERIFY(whole.cluster && whole.complete());
+            QCOMPARE(whole.slotsHere, 16384);
+            QVERIFY(whole.warning().empty());
+        }
+
         idemtest::LocalCluster cluster(3, 1);
         const int expected[] = {5461, 5461, 5462, 5461}; // 0-5460, 5461-10921, 10922-16383; node 3 replicates node 0
         for (int i = 0; i < cluster.size(); ++i) {

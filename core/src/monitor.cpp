@@ -59,6 +59,9 @@ std::string ScanCoverage::warning() const
     if (!unknown.empty())
         return "Redis Cluster: which hash slots this node holds is unknown (" + unknown +
                "); keys held by other nodes are not listed";
+    if (primaries <= 1) // slots no primary serves: the cluster is not whole
+        return "Redis Cluster: this node holds " + std::to_string(slotsHere) + " of " + std::to_string(kSlots) +
+               " hash slots, and no other primary serves the rest";
     return "Redis Cluster: this node holds " + std::to_string(slotsHere) + " of " + std::to_string(kSlots) +
            " hash slots (" + std::to_string(primaries) + " primaries); keys on the other primaries are not listed";
 }
