@@ -541,6 +541,24 @@ private slots:
         QCOMPARE(second[53].serverNowMs, second[0].serverNowMs); // one call: one server time
     }
 
+    // one id twice in a batch (a consumer that got a redelivery in the same poll): the first is
+    // acquired, the second finds it in progress - never two owners
+    void sameIdTwiceInOneBatch()
+    {
+        for (const std::size_t size : {std::size_t(2), std::size_t(16), std::size_t(64)}) {
+            const std::string tag = "twice-" + std::to_string(size) + "-";
+            std::vector<idem::AcquireRequest> rq;
+            for (std::size_t i = 0; i + 1 < size; ++i)
+                rq.push_back({tag + std::to_string(i), ""});
+            rq.push_back({tag + "0", ""}); // the first id again, last
+            const auto got = store->acquireBatch(rq);
+            QCOMPARE(got.front().status, AcquireStatus::Acquired);
+            QCOMPARE(got.back().status, AcquireStatus::InProgress);
+            QCOMPARE(got.back().fence, got.front().ticket.fence);
+            QCOMPARE(store->inspect(tag + "0")->owner, got.front().ticket.token);
+        }
+    }
+
     // many script calls in one round trip (64 ids per call), long ids (the request is encoded in
     // one buffer of about a megabyte), every ticket owning its own record, and a normal batch after it
     void bigBatchAcquire()
