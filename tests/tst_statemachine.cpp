@@ -391,7 +391,10 @@ private slots:
                    idem::reply::integer(idem::reply::element(r.get(), 1));
         };
         int padded = 0, checked = 0;
-        for (int i = 0; i < 3000 && padded < 3; ++i, ++checked) {
+        // bounded by time, not by count: the window recurs every second, whatever a round trip costs
+        QElapsedTimer spent;
+        spent.start();
+        for (int i = 0; padded < 3 && spent.elapsed() < 5000; ++i, ++checked) {
             const std::string id = "clock-" + std::to_string(i);
             const std::int64_t before = serverUs();
             const auto a = store->acquire(id, "fp-1", idem::Millis(4000));
@@ -645,6 +648,52 @@ private slots:
         QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Executed);
         // an id whose keys would have no hash tag is refused with a reason, not a CROSSSLOT
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, cstore.acquire("}x", ""));
+    }
+
+    // On a cluster of three primaries, a Store connected to one node and an id served by another:
+    // idem follows no redirects, so the work is not run and the error names the node to use
+    // (through execute(), inspect() and idemctl run alike)
+    void clusterRedirectIsNamed()
+    {
+        idemtest::LocalCluster cluster(3);
+        idem::ConnectionPool cpool(cluster.node(0), 1);
+        idem::Store cstore(cpool, idem::StoreOptions{.keyNamespace = "rd"});
+        std::string elsewhere, here;
+        for (int k = 0; elsewhere.empty() || here.empty(); ++k) {
+            const std::string id = "id-" + std::to_string(k);
+            (idem::hashSlot(cstore.recordKey(id)) > 5460 ? elsewhere : here) = id;
+        }
+        const int slot = idem::hashSlot(cstore.recordKey(elsewhere));
+        const std::string owner = "127.0.0.1:" + std::to_string(cluster.node(slot <= 10921 ? 1 : 2).port);
+        const std::string expected = "hash slot " + std::to_string(slot) + " is served by " + owner;
+
+        idem::Executor ex(cstore);
+        bool ran = false;
+        auto work = [&](const idem::WorkContext&) {
+            ran = true;
+            return idem::WorkResult::success("done");
+        };
+        const auto out = ex.execute(elsewhere, "", work);
+        QCOMPARE(out.kind, OutcomeKind::StoreUnavailable);
+        QVERIFY(!ran);
+        QVERIFY2(out.error.find(expected) != std::string::npos, out.error.c_str());
+        QVERIFY2(out.error.find("idem follows no redirects") != std::string::npos, out.error.c_str());
+        try {
+            cstore.inspect(elsewhere);
+            QFAIL("inspect of an id on another node answered");
+        } catch (const idem::ReplyError& e) {
+            QVERIFY2(std::string(e.what()).find(expected) != std::string::npos, e.what());
+        }
+        QCOMPARE(ex.execute(here, "", work).kind, OutcomeKind::Executed); // its own slots work
+        QVERIFY(ran);
+
+        auto cli = idemtest::runIdemctl({QStringLiteral("--url"), QString::fromStdString(cluster.url(0)),
+                                         QStringLiteral("--namespace"), QStringLiteral("rd"), QStringLiteral("run"),
+                                         QStringLiteral("--key"), QString::fromStdString(elsewhere), QStringLiteral("--"),
+                                         QStringLiteral("true")});
+        QCOMPARE(cli.exitCode, 69);
+        QVERIFY2(cli.err.contains(QByteArray::fromStdString(expected)), cli.err.constData());
+        QCOMPARE(cli.err.count('\n'), 1); // one line
     }
 };
 

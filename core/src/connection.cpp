@@ -195,7 +195,7 @@ ReplyPtr Connection::checked(std::initializer_list<std::string_view> args)
 {
     ReplyPtr r = command(args);
     if (reply::isError(r.get()))
-        throw ReplyError(std::string(reply::errorText(r.get())));
+        throw ReplyError(reply::errorMessage(r.get()));
     return r;
 }
 

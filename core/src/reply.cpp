@@ -23,6 +23,18 @@ std::string_view errorText(const redisReply* r)
     return isError(r) ? std::string_view(r->str, r->len) : std::string_view();
 }
 
+std::string errorMessage(const redisReply* r)
+{
+    std::string text(errorText(r));
+    for (const std::string_view kind : {"MOVED ", "ASK "}) {
+        const auto space = text.find(' ', kind.size());
+        if (text.starts_with(kind) && space != std::string::npos)
+            return text + " (Redis Cluster: hash slot " + text.substr(kind.size(), space - kind.size()) +
+                   " is served by " + text.substr(space + 1) + "; idem follows no redirects: connect to that node)";
+    }
+    return text;
+}
+
 std::string str(const redisReply* r)
 {
     if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
@@ -30,7 +42,7 @@ std::string str(const redisReply* r)
     if (r && r->type == REDIS_REPLY_INTEGER)
         return std::to_string(r->integer);
     if (isError(r))
-        throw ReplyError(std::string(r->str, r->len));
+        throw ReplyError(errorMessage(r));
     throw ProtoError("unexpected reply type (wanted a string)");
 }
 
@@ -39,7 +51,7 @@ std::string_view view(const redisReply* r)
     if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
         return {r->str, r->len};
     if (isError(r))
-        throw ReplyError(std::string(r->str, r->len));
+        throw ReplyError(errorMessage(r));
     throw ProtoError("unexpected reply type (wanted a string)");
 }
 
@@ -54,7 +66,7 @@ std::int64_t integer(const redisReply* r)
             return v;
     }
     if (isError(r))
-        throw ReplyError(std::string(r->str, r->len));
+        throw ReplyError(errorMessage(r));
     throw ProtoError("unexpected reply type (wanted an integer)");
 }
 
@@ -63,7 +75,7 @@ std::size_t arraySize(const redisReply* r)
     if (r && r->type == REDIS_REPLY_ARRAY)
         return r->elements;
     if (isError(r))
-        throw ReplyError(std::string(r->str, r->len));
+        throw ReplyError(errorMessage(r));
     throw ProtoError("unexpected reply type (wanted an array)");
 }
 

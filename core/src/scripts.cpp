@@ -95,7 +95,7 @@ ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string
         r = c.commandFormatted(call);
     }
     if (reply::isError(r.get()))
-        throw ReplyError("script " + std::string(s.name) + ": " + std::string(reply::errorText(r.get())));
+        throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
     return r;
 }
 

@@ -260,7 +260,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     for (std::size_t c = 0, first = 0; c < replies.size(); first = callEnds[c++]) {
         const redisReply* r = replies[c].get();
         if (reply::isError(r))
-            throw ReplyError("acquire: " + std::string(reply::errorText(r)));
+            throw ReplyError("acquire: " + reply::errorMessage(r));
         const std::size_t count = callEnds[c] - first;
         // five elements per id, then the server's time
         if (reply::arraySize(r) != kAcquireItems * count + 1)

@@ -19,6 +19,9 @@ namespace reply {
 bool isNil(const redisReply* r);
 bool isError(const redisReply* r);
 std::string_view errorText(const redisReply* r);
+// The error text for a message: a Redis Cluster redirect (MOVED/ASK slot host:port) says which
+// node serves the slot, since idem follows no redirects.
+std::string errorMessage(const redisReply* r);
 // A bulk/status string; throws ProtoError otherwise.
 std::string str(const redisReply* r);
 // A bulk/status string without copying (valid while the reply lives); throws ProtoError otherwise.
