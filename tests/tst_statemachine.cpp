@@ -37,6 +37,12 @@ std::int64_t pttl(idem::Connection& c, const std::string& key)
 
 idem::WorkResult respond(std::string s) { return idem::WorkResult::success(std::move(s)); }
 
+// whether a cluster node holds any key in this hash slot
+bool perNodeSlotUsed(idem::Connection& c, int slot)
+{
+    return idem::reply::integer(c.checked({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).get()) > 0;
+}
+
 } // namespace
 
 class TestStateMachine : public QObject {
@@ -650,50 +656,125 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, cstore.acquire("}x", ""));
     }
 
-    // On a cluster of three primaries, a Store connected to one node and an id served by another:
-    // idem follows no redirects, so the work is not run and the error names the node to use
-    // (through execute(), inspect() and idemctl run alike)
-    void clusterRedirectIsNamed()
+    // A Store given one node of a cluster of three primaries serves every id: each call goes to
+    // the node that serves the id's slot (learned from CLUSTER SLOTS, or from a MOVED/ASK reply),
+    // batches go to every node, and a slot moved or moving (resharding) is followed
+    void clusterRouting()
     {
         idemtest::LocalCluster cluster(3);
-        idem::ConnectionPool cpool(cluster.node(0), 1);
-        idem::Store cstore(cpool, idem::StoreOptions{.keyNamespace = "rd"});
-        std::string elsewhere, here;
-        for (int k = 0; elsewhere.empty() || here.empty(); ++k) {
-            const std::string id = "id-" + std::to_string(k);
-            (idem::hashSlot(cstore.recordKey(id)) > 5460 ? elsewhere : here) = id;
-        }
-        const int slot = idem::hashSlot(cstore.recordKey(elsewhere));
-        const std::string owner = "127.0.0.1:" + std::to_string(cluster.node(slot <= 10921 ? 1 : 2).port);
-        const std::string expected = "hash slot " + std::to_string(slot) + " is served by " + owner;
-
-        idem::Executor ex(cstore);
-        bool ran = false;
-        auto work = [&](const idem::WorkContext&) {
-            ran = true;
-            return idem::WorkResult::success("done");
+        const auto nodeOf = [](int slot) { return slot <= 5460 ? 0 : slot <= 10921 ? 1 : 2; };
+        std::vector<std::unique_ptr<idem::Connection>> node;
+        for (int i = 0; i < 3; ++i)
+            node.push_back(std::make_unique<idem::Connection>(cluster.node(i)));
+        const auto existsOn = [&](int i, const std::string& key) {
+            return idem::reply::integer(node[static_cast<std::size_t>(i)]->checked({"EXISTS", key}).get()) == 1;
         };
-        const auto out = ex.execute(elsewhere, "", work);
-        QCOMPARE(out.kind, OutcomeKind::StoreUnavailable);
-        QVERIFY(!ran);
-        QVERIFY2(out.error.find(expected) != std::string::npos, out.error.c_str());
-        QVERIFY2(out.error.find("idem follows no redirects") != std::string::npos, out.error.c_str());
-        try {
-            cstore.inspect(elsewhere);
-            QFAIL("inspect of an id on another node answered");
-        } catch (const idem::ReplyError& e) {
-            QVERIFY2(std::string(e.what()).find(expected) != std::string::npos, e.what());
-        }
-        QCOMPARE(ex.execute(here, "", work).kind, OutcomeKind::Executed); // its own slots work
-        QVERIFY(ran);
+        idem::ConnectionPool cpool(cluster.node(0), 1); // one connection: routing must not wait on itself
+        idem::Store cstore(cpool, idem::StoreOptions{.keyNamespace = "rt"});
+        idem::Executor ex(cstore);
+        int runs = 0;
+        auto work = [&](const idem::WorkContext& ctx) {
+            ++runs;
+            return idem::WorkResult::success("done " + ctx.id);
+        };
 
-        auto cli = idemtest::runIdemctl({QStringLiteral("--url"), QString::fromStdString(cluster.url(0)),
-                                         QStringLiteral("--namespace"), QStringLiteral("rd"), QStringLiteral("run"),
-                                         QStringLiteral("--key"), QString::fromStdString(elsewhere), QStringLiteral("--"),
-                                         QStringLiteral("true")});
-        QCOMPARE(cli.exitCode, 69);
-        QVERIFY2(cli.err.contains(QByteArray::fromStdString(expected)), cli.err.constData());
-        QCOMPARE(cli.err.count('\n'), 1); // one line
+        // single ids, on every node: run once, replayed, each record on its own node
+        int perNode[3] = {0, 0, 0};
+        for (int k = 0; k < 60; ++k) {
+            const std::string id = "one-" + std::to_string(k);
+            QCOMPARE(ex.execute(id, "", work).kind, OutcomeKind::Executed);
+            const int owner = nodeOf(idem::hashSlot(cstore.recordKey(id)));
+            ++perNode[owner];
+            QVERIFY(existsOn(owner, cstore.recordKey(id)));
+        }
+        QVERIFY(perNode[0] > 0 && perNode[1] > 0 && perNode[2] > 0);
+        for (int k = 0; k < 60; ++k) {
+            const auto out = ex.execute("one-" + std::to_string(k), "", work);
+            QCOMPARE(out.kind, OutcomeKind::Replayed);
+            QCOMPARE(out.response, "done one-" + std::to_string(k));
+        }
+        QCOMPARE(runs, 60);
+
+        // a batch across the three nodes, answers in the order asked
+        std::vector<idem::AcquireRequest> rq;
+        for (int k = 0; k < 300; ++k)
+            rq.push_back({"batch-" + std::to_string(k), ""});
+        rq.push_back({"one-3", ""});
+        const auto got = cstore.acquireBatch(rq);
+        QCOMPARE(got.size(), rq.size());
+        for (std::size_t i = 0; i + 1 < got.size(); ++i) {
+            QCOMPARE(got[i].status, AcquireStatus::Acquired);
+            QCOMPARE(got[i].ticket.id, rq[i].id);
+            QVERIFY(existsOn(nodeOf(idem::hashSlot(cstore.recordKey(rq[i].id))), cstore.recordKey(rq[i].id)));
+        }
+        QCOMPARE(got.back().status, AcquireStatus::Duplicate);
+        // owner calls, operator calls and reads go where the id lives
+        for (int i : {0, 1, 2, 150, 299}) {
+            const auto& t = got[static_cast<std::size_t>(i)].ticket;
+            QCOMPARE(cstore.renew(t).status, idem::OwnerStatus::Ok);
+            QCOMPARE(cstore.complete(t, "r").status, idem::OwnerStatus::Ok);
+            QCOMPARE(cstore.inspect(t.id)->state, idem::RecordState::Completed);
+            QCOMPARE(cstore.forceFail(t.id, "x", false, "op").status, idem::AdminStatus::Refused); // completed
+            QCOMPARE(cstore.purge(t.id, "op").status, idem::AdminStatus::Ok);
+            QVERIFY(!cstore.inspect(t.id));
+            QVERIFY(!cstore.meta(t.id).empty());
+        }
+
+        // resharding: a slot moved from node 1 to node 2 after the Store learned the map (MOVED),
+        // and a slot being moved from node 1 to node 2 with its keys not on node 1 yet (ASK)
+        std::string movedId, askId;
+        for (int k = 0; movedId.empty() || askId.empty(); ++k) {
+            const std::string id = "move-" + std::to_string(k);
+            const int slot = idem::hashSlot(cstore.recordKey(id));
+            if (nodeOf(slot) != 1 || perNodeSlotUsed(*node[1], slot))
+                continue;
+            if (movedId.empty())
+                movedId = id;
+            else if (idem::hashSlot(cstore.recordKey(movedId)) != slot)
+                askId = id;
+        }
+        const std::string id1 = idem::reply::str(node[1]->checked({"CLUSTER", "MYID"}).get());
+        const std::string id2 = idem::reply::str(node[2]->checked({"CLUSTER", "MYID"}).get());
+        const std::string movedSlot = std::to_string(idem::hashSlot(cstore.recordKey(movedId)));
+        const std::string askSlot = std::to_string(idem::hashSlot(cstore.recordKey(askId)));
+        node[2]->checked({"CLUSTER", "SETSLOT", movedSlot, "IMPORTING", id1});
+        node[1]->checked({"CLUSTER", "SETSLOT", movedSlot, "MIGRATING", id2});
+        for (auto& n : node)
+            n->checked({"CLUSTER", "SETSLOT", movedSlot, "NODE", id2});
+        QCOMPARE(ex.execute(movedId, "", work).kind, OutcomeKind::Executed);
+        QVERIFY(existsOn(2, cstore.recordKey(movedId)));
+        QVERIFY(!perNodeSlotUsed(*node[1], std::stoi(movedSlot))); // (node 1 would answer EXISTS with MOVED)
+
+        // while the slot moves, node 1 answers ASK and node 2, asked, TRYAGAIN (a fresh id's two
+        // keys are on neither side): the Store waits and starts over, and gets there once it moved
+        node[2]->checked({"CLUSTER", "SETSLOT", askSlot, "IMPORTING", id1});
+        node[1]->checked({"CLUSTER", "SETSLOT", askSlot, "MIGRATING", id2});
+        idem::Outcome during;
+        std::thread mover([&] { during = ex.execute(askId, "", work); });
+        QThread::msleep(150);
+        for (auto& n : node)
+            n->checked({"CLUSTER", "SETSLOT", askSlot, "NODE", id2});
+        mover.join();
+        QCOMPARE(during.kind, OutcomeKind::Executed);
+        QCOMPARE(ex.execute(askId, "", work).kind, OutcomeKind::Replayed);
+        QVERIFY(existsOn(2, cstore.recordKey(askId)));
+
+        // idemctl run, given node 0, runs an id another node serves, once
+        std::string elsewhere;
+        for (int k = 0; elsewhere.empty(); ++k)
+            if (nodeOf(idem::hashSlot(cstore.recordKey("cli-" + std::to_string(k)))) != 0)
+                elsewhere = "cli-" + std::to_string(k);
+        const QStringList args = {QStringLiteral("--url"), QString::fromStdString(cluster.url(0)), QStringLiteral("--namespace"),
+                                  QStringLiteral("rt"), QStringLiteral("run"), QStringLiteral("--key"),
+                                  QString::fromStdString(elsewhere), QStringLiteral("--"), QStringLiteral("sh"),
+                                  QStringLiteral("-c"), QStringLiteral("echo ran; exit 3")};
+        auto first = idemtest::runIdemctl(args);
+        QCOMPARE(first.exitCode, 3);
+        QCOMPARE(first.out, QByteArray("ran\n"));
+        auto second = idemtest::runIdemctl(args);
+        QCOMPARE(second.exitCode, 3);
+        QCOMPARE(second.out, QByteArray("ran\n"));
+        QVERIFY(existsOn(nodeOf(idem::hashSlot(cstore.recordKey(elsewhere))), cstore.recordKey(elsewhere)));
     }
 };
 

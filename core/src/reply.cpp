@@ -30,7 +30,7 @@ std::string errorMessage(const redisReply* r)
         const auto space = text.find(' ', kind.size());
         if (text.starts_with(kind) && space != std::string::npos)
             return text + " (Redis Cluster: hash slot " + text.substr(kind.size(), space - kind.size()) +
-                   " is served by " + text.substr(space + 1) + "; idem follows no redirects: connect to that node)";
+                   " is served by " + text.substr(space + 1) + ")";
     }
     return text;
 }

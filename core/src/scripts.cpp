@@ -83,8 +83,8 @@ void loadScript(Connection& c, const Script& s)
         throw ProtoError("SCRIPT LOAD " + std::string(s.name) + " returned an unexpected SHA1");
 }
 
-ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
-                   const std::vector<std::string_view>& args)
+ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                        const std::vector<std::string_view>& args)
 {
     std::string call;
     resp::Writer w(call);
@@ -94,6 +94,13 @@ ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string
         loadScript(c, s);
         r = c.commandFormatted(call);
     }
+    return r;
+}
+
+ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args)
+{
+    ReplyPtr r = runScriptReply(c, s, keys, args);
     if (reply::isError(r.get()))
         throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
     return r;

@@ -5,8 +5,14 @@
 #include "resp.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <hiredis/hiredis.h>
+#include <map>
+#include <mutex>
 #include <random>
+#include <shared_mutex>
+#include <thread>
 
 namespace idem {
 
@@ -71,7 +77,53 @@ std::string newToken()
     return t;
 }
 
-Store::Store(ConnectionPool& pool, StoreOptions options) : m_pool(pool), m_options(std::move(options))
+struct Store::Route {
+    std::shared_mutex mutex;
+    std::array<std::int16_t, 16384> node; // index into `addresses`; -1: not known
+    std::vector<std::string> addresses;   // "host:port" of the nodes serving slots
+    std::map<std::string, std::unique_ptr<ConnectionPool>, std::less<>> pools; // never erased
+    Route() { node.fill(-1); }
+};
+
+namespace {
+// A Redis Cluster redirect: "MOVED <slot> <host:port>" or "ASK <slot> <host:port>"
+struct Redirect {
+    bool ask = false;
+    std::uint16_t slot = 0;
+    std::string address;
+};
+
+std::optional<Redirect> redirectOf(const redisReply* r)
+{
+    if (!reply::isError(r))
+        return std::nullopt;
+    const std::string_view text = reply::errorText(r);
+    Redirect to;
+    std::string_view rest;
+    if (text.starts_with("MOVED "))
+        rest = text.substr(6);
+    else if (text.starts_with("ASK "))
+        to.ask = true, rest = text.substr(4);
+    else
+        return std::nullopt;
+    const auto space = rest.find(' ');
+    int slot = -1;
+    if (space == std::string_view::npos ||
+        std::from_chars(rest.data(), rest.data() + space, slot).ec != std::errc() || slot < 0 || slot > 16383)
+        return std::nullopt;
+    to.slot = static_cast<std::uint16_t>(slot);
+    to.address = std::string(rest.substr(space + 1));
+    return to;
+}
+
+// the slot is being moved and not all of a script's keys are on one side yet: wait, then again
+bool isTryAgain(const redisReply* r) { return reply::isError(r) && reply::errorText(r).starts_with("TRYAGAIN"); }
+
+std::string addressOf(const ConnectionOptions& o) { return o.host + ":" + std::to_string(o.port); }
+} // namespace
+
+Store::Store(ConnectionPool& pool, StoreOptions options)
+    : m_pool(pool), m_options(std::move(options)), m_route(std::make_unique<Route>())
 {
     if (m_options.keyNamespace.empty())
         throw UsageError("namespace must not be empty");
@@ -79,6 +131,124 @@ Store::Store(ConnectionPool& pool, StoreOptions options) : m_pool(pool), m_optio
         throw UsageError("namespace must not contain '{' or '}' (they delimit the cluster hash tag)");
     if (m_options.lease.count() <= 0)
         throw UsageError("lease must be positive");
+}
+
+Store::~Store() = default;
+
+ConnectionPool& Store::poolAt(const std::string& address)
+{
+    if (m_pool.options().unixSocket.empty() && address == addressOf(m_pool.options()))
+        return m_pool;
+    {
+        std::shared_lock lock(m_route->mutex);
+        if (const auto it = m_route->pools.find(address); it != m_route->pools.end())
+            return *it->second;
+    }
+    const auto colon = address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        std::from_chars(address.data() + colon + 1, address.data() + address.size(), port).ec != std::errc())
+        throw ProtoError("Redis Cluster named a node idem cannot read: '" + address + "'");
+    ConnectionOptions o = m_pool.options();
+    o.unixSocket.clear();
+    o.host = address.substr(0, colon);
+    o.port = port;
+    std::unique_lock lock(m_route->mutex);
+    auto& slot = m_route->pools[address];
+    if (!slot)
+        slot = std::make_unique<ConnectionPool>(o, m_pool.size());
+    return *slot;
+}
+
+ConnectionPool& Store::poolForSlot(std::uint16_t slot)
+{
+    std::string address;
+    {
+        std::shared_lock lock(m_route->mutex);
+        const int n = m_route->node[slot];
+        if (n < 0)
+            return m_pool;
+        address = m_route->addresses[static_cast<std::size_t>(n)];
+    }
+    return poolAt(address);
+}
+
+void Store::refreshRoute(Connection& c)
+{
+    // CLUSTER SLOTS: [start, end, [host, port, id, ...], replicas...] per range
+    const ReplyPtr r = c.command({"CLUSTER", "SLOTS"});
+    if (reply::isError(r.get()))
+        return; // not allowed or not a cluster: redirects are then followed one slot at a time
+    std::array<std::int16_t, 16384> node;
+    node.fill(-1);
+    std::vector<std::string> addresses;
+    for (std::size_t i = 0; i < reply::arraySize(r.get()); ++i) {
+        const redisReply* range = reply::element(r.get(), i);
+        if (reply::arraySize(range) < 3)
+            continue;
+        const auto first = reply::integer(reply::element(range, 0)), last = reply::integer(reply::element(range, 1));
+        const redisReply* primary = reply::element(range, 2);
+        std::string host = reply::str(reply::element(primary, 0));
+        if (host.empty() || host == "?") // the node that answered, known by the address we used
+            host = c.options().host;
+        const std::string address = host + ":" + std::to_string(reply::integer(reply::element(primary, 1)));
+        auto at = std::find(addresses.begin(), addresses.end(), address);
+        if (at == addresses.end())
+            at = addresses.insert(addresses.end(), address);
+        for (auto slot = std::max<std::int64_t>(first, 0); slot <= std::min<std::int64_t>(last, 16383); ++slot)
+            node[static_cast<std::size_t>(slot)] = static_cast<std::int16_t>(at - addresses.begin());
+    }
+    std::unique_lock lock(m_route->mutex);
+    m_route->node = node;
+    m_route->addresses = std::move(addresses);
+}
+
+template <typename Run> ReplyPtr Store::routed(std::string_view key, Run&& run)
+{
+    constexpr int kMaxRedirects = 5, kMaxTryAgain = 8;
+    std::string askAt; // after ASK: the node to ask, once
+    for (int hop = 0, tryAgain = 0;; ++hop) {
+        ReplyPtr r;
+        std::optional<Redirect> to;
+        {
+            // standalone (or not known to be a cluster yet): the pool given, no slot computed
+            ConnectionPool& pool = !askAt.empty()                ? poolAt(askAt)
+                                   : m_clusterMode.load() == 1 ? poolForSlot(hashSlot(key))
+                                                               : m_pool;
+            auto conn = pool.acquire();
+            if (!askAt.empty())
+                conn->checked({"ASKING"});
+            r = run(*conn);
+            to = redirectOf(r.get());
+            if (to && !to->ask && hop < kMaxRedirects)
+                refreshRoute(*conn); // the slot moved: learn the whole map again
+        }
+        // TRYAGAIN: the slot is being moved and a script's keys are not all on one side yet
+        // (a fresh id's record and meta key are both missing): wait, and start over from the owner
+        if (isTryAgain(r.get()) && tryAgain < kMaxTryAgain) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 << tryAgain++)));
+            askAt.clear();
+            hop = -1; // a wait is not a redirect
+            continue;
+        }
+        if (!to || hop >= kMaxRedirects)
+            return r;
+        m_clusterMode = 1;
+        askAt.clear();
+        if (to->ask) {
+            askAt = to->address;
+        } else {
+            std::unique_lock lock(m_route->mutex);
+            if (m_route->node[to->slot] < 0 ||
+                m_route->addresses[static_cast<std::size_t>(m_route->node[to->slot])] != to->address) {
+                // CLUSTER SLOTS refused or behind: at least this slot goes where MOVED said
+                auto at = std::find(m_route->addresses.begin(), m_route->addresses.end(), to->address);
+                if (at == m_route->addresses.end())
+                    at = m_route->addresses.insert(m_route->addresses.end(), to->address);
+                m_route->node[to->slot] = static_cast<std::int16_t>(at - m_route->addresses.begin());
+            }
+        }
+    }
 }
 
 // <namespace>:{<id>} and <namespace>:{<id>}:meta, spelled once for recordKey/metaKey and for
@@ -204,8 +374,11 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         order[i] = i;
     callEnds.clear();
     // One id needs no grouping (its two keys share its hash tag), so it needs no INFO round
-    // trip either - unless it starts with '}', which a cluster cannot take.
-    if ((requests.size() > 1 || requests.front().id.front() == '}') && clusterMode(**conn)) {
+    // trip either - unless it starts with '}', which a cluster cannot take. It goes to the node
+    // its slot is known to be on, else to the pool's, and follows a redirect from there.
+    const bool cluster = requests.size() > 1 || requests.front().id.front() == '}' ? clusterMode(**conn)
+                                                                                   : m_clusterMode.load() == 1;
+    if (cluster) {
         for (const auto& rq : requests)
             if (rq.id.front() == '}')
                 throw UsageError("on a Redis Cluster an idempotency id cannot start with '}' (its keys "
@@ -253,8 +426,61 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         ends.push_back(buf.size());
     }
 
-    const std::vector<ReplyPtr> replies = runScriptPipelined(**conn, s, buf, ends);
-    conn.reset(); // back to the pool before parsing
+    // Where each call goes: on a cluster, the node serving its slot (calls to one node pipelined
+    // together, one round trip per node); elsewhere, all of them down the connection in hand.
+    const std::size_t calls = callEnds.size();
+    const auto callText = [&](std::size_t c) {
+        const std::size_t from = c == 0 ? 0 : ends[c - 1];
+        return std::string_view(buf).substr(from, ends[c] - from);
+    };
+    const auto callKey = [&](std::size_t c) { return recordKey(requests[order[c == 0 ? 0 : callEnds[c - 1]]].id); };
+    std::vector<ReplyPtr> replies;
+    if (!cluster) {
+        replies = runScriptPipelined(**conn, s, buf, ends);
+        conn.reset(); // back to the pool before parsing
+    } else {
+        bool mapped = false;
+        {
+            std::shared_lock lock(m_route->mutex);
+            mapped = !m_route->addresses.empty();
+        }
+        if (!mapped)
+            refreshRoute(**conn);
+        conn.reset(); // before taking others: the pool may hold one connection only
+        std::vector<ConnectionPool*> callPool(calls);
+        for (std::size_t c = 0; c < calls; ++c)
+            callPool[c] = &poolForSlot(hashSlot(callKey(c)));
+        replies.resize(calls);
+        std::vector<bool> sent(calls, false);
+        std::string nodeCalls;
+        std::vector<std::size_t> nodeEnds, nodeIndex;
+        for (std::size_t c0 = 0; c0 < calls; ++c0) {
+            if (sent[c0])
+                continue;
+            nodeCalls.clear();
+            nodeEnds.clear();
+            nodeIndex.clear();
+            for (std::size_t c = c0; c < calls; ++c)
+                if (!sent[c] && callPool[c] == callPool[c0]) {
+                    nodeCalls.append(callText(c));
+                    nodeEnds.push_back(nodeCalls.size());
+                    nodeIndex.push_back(c);
+                    sent[c] = true;
+                }
+            auto nodeConn = callPool[c0]->acquire();
+            auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds);
+            for (std::size_t k = 0; k < nodeIndex.size(); ++k)
+                replies[nodeIndex[k]] = std::move(nodeReplies[k]);
+        }
+    }
+    // calls answered with a redirect (a slot moved or moving, or a cluster not known to be one)
+    // or TRYAGAIN go again, each on its own, where they were sent
+    for (std::size_t c = 0; c < calls; ++c)
+        if (redirectOf(replies[c].get()) || isTryAgain(replies[c].get())) {
+            const std::string_view text = callText(c);
+            const std::vector<std::size_t> one = {text.size()};
+            replies[c] = routed(callKey(c), [&](Connection& cc) { return std::move(runScriptPipelined(cc, s, text, one).front()); });
+        }
 
     std::vector<AcquireResult> out(requests.size());
     for (std::size_t c = 0, first = 0; c < replies.size(); first = callEnds[c++]) {
@@ -288,11 +514,9 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
 {
     checkId(t.id);
     const std::string rk = recordKey(t.id), mk = metaKey(t.id);
-    ReplyPtr r;
-    {
-        auto conn = m_pool.acquire();
-        r = runScript(*conn, s, {rk, mk}, args);
-    }
+    const ReplyPtr r = routed(rk, [&](Connection& c) { return runScriptReply(c, s, {rk, mk}, args); });
+    if (reply::isError(r.get()))
+        throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
     using namespace reply;
     OwnerResult out;
     const std::string status = str(element(r.get(), 0));
@@ -366,9 +590,11 @@ AdminResult Store::forceFail(std::string_view id, std::string_view reason, bool 
     checkId(id);
     const std::string rk = recordKey(id), mk = metaKey(id);
     const std::string retMs = std::to_string(m_options.failureRetention.count());
-    auto conn = m_pool.acquire();
-    ReplyPtr r = runScript(*conn, scripts::forceFail(), {rk, mk},
-                           {reason, terminal ? "terminal" : "retryable", who, retMs});
+    const ReplyPtr r = routed(rk, [&](Connection& c) {
+        return runScriptReply(c, scripts::forceFail(), {rk, mk}, {reason, terminal ? "terminal" : "retryable", who, retMs});
+    });
+    if (reply::isError(r.get()))
+        throw ReplyError("script force_fail: " + reply::errorMessage(r.get()));
     return parseAdmin(r.get());
 }
 
@@ -379,8 +605,11 @@ AdminResult Store::purge(std::string_view id, std::string_view who, std::string_
     // the fencing counter must outlive any lease that could still be held
     const std::string keepMs =
         std::to_string(std::max(m_options.retention, m_options.lease + m_options.staleKeep).count());
-    auto conn = m_pool.acquire();
-    ReplyPtr r = runScript(*conn, scripts::purge(), {rk, mk}, {who, reason, keepMs});
+    const ReplyPtr r = routed(rk, [&](Connection& c) {
+        return runScriptReply(c, scripts::purge(), {rk, mk}, {who, reason, keepMs});
+    });
+    if (reply::isError(r.get()))
+        throw ReplyError("script purge: " + reply::errorMessage(r.get()));
     return parseAdmin(r.get());
 }
 
@@ -393,8 +622,26 @@ std::optional<Record> Store::inspect(std::string_view id)
 std::optional<Record> Store::inspectKey(std::string_view key)
 {
     const std::string rk(key);
-    auto conn = m_pool.acquire();
+    std::optional<Record> rec;
+    const ReplyPtr redirect = routed(rk, [&](Connection& c) {
+        ReplyPtr to;
+        rec = inspectOn(c, rk, to);
+        return to;
+    });
+    if (redirect)
+        throw ReplyError("TYPE " + rk + ": " + reply::errorMessage(redirect.get()));
+    return rec;
+}
+
+// inspectKey on one node; a redirect answering its first command is handed back in `redirect`
+std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, ReplyPtr& redirect)
+{
+    Connection* conn = &c;
     auto head = conn->pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
+    if (redirectOf(head[0].get())) {
+        redirect = std::move(head[0]);
+        return std::nullopt;
+    }
     const std::string type = reply::str(head[0].get());
     if (type == "none")
         return std::nullopt;
@@ -438,8 +685,9 @@ std::vector<std::pair<std::string, std::string>> Store::meta(std::string_view id
 
 std::vector<std::pair<std::string, std::string>> Store::hashFields(std::string_view key)
 {
-    auto conn = m_pool.acquire();
-    ReplyPtr all = conn->checked({"HGETALL", key});
+    const ReplyPtr all = routed(key, [&](Connection& c) { return c.command({"HGETALL", key}); });
+    if (reply::isError(all.get()))
+        throw ReplyError("HGETALL: " + reply::errorMessage(all.get()));
     std::vector<std::pair<std::string, std::string>> fields;
     for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
         fields.emplace_back(reply::str(reply::element(all.get(), i)),

@@ -19,8 +19,8 @@ namespace reply {
 bool isNil(const redisReply* r);
 bool isError(const redisReply* r);
 std::string_view errorText(const redisReply* r);
-// The error text for a message: a Redis Cluster redirect (MOVED/ASK slot host:port) says which
-// node serves the slot, since idem follows no redirects.
+// The error text for a message: a Redis Cluster redirect (MOVED/ASK slot host:port) that reaches
+// a caller (the Store follows them; a Connection does not) says which node serves the slot.
 std::string errorMessage(const redisReply* r);
 // A bulk/status string; throws ProtoError otherwise.
 std::string str(const redisReply* r);

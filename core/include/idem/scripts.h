@@ -34,6 +34,9 @@ bool isNoScript(const redisReply* r);
 // loads it with SCRIPT LOAD and runs it again, transparently.
 ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
                    const std::vector<std::string_view>& args);
+// The same, but an error reply (other than NOSCRIPT) is returned, not thrown.
+ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                        const std::vector<std::string_view>& args);
 void loadScript(Connection& c, const Script& s);
 // Many calls of one script in one round trip, encoded as RESP back to back in `resp`; call i ends
 // at ends[i]. Calls answered NOSCRIPT did not run: the script is loaded and just those are sent

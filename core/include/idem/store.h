@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +91,7 @@ struct AcquireRequest {
 class Store {
 public:
     Store(ConnectionPool& pool, StoreOptions options = {});
+    ~Store();
 
     AcquireResult acquire(std::string_view id, std::string_view fingerprint = {},
                           std::optional<Millis> lease = {});
@@ -126,10 +128,24 @@ private:
     void parseAcquire(AcquireResult& out, const redisReply* r, std::size_t at, std::string_view id,
                       std::string_view token) const;
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
+    std::optional<Record> inspectOn(Connection& c, const std::string& key, ReplyPtr& redirect);
+
+    // Redis Cluster routing. Which node serves each hash slot is learned from CLUSTER SLOTS when
+    // a batch finds the server in cluster mode or a reply redirects (MOVED: the slot moved; ASK:
+    // it is moving, ask the other node once). Pools to the other nodes are made on first use,
+    // with the options of the pool given (its host and port replaced).
+    struct Route;
+    ConnectionPool& poolForSlot(std::uint16_t slot);
+    ConnectionPool& poolAt(const std::string& address);
+    void refreshRoute(Connection& c);
+    // Runs `run` on the node serving `key`'s slot, following up to a few redirects (and waiting
+    // out TRYAGAIN while a slot moves); returns the last reply (a redirect still, if they did not end).
+    template <typename Run> ReplyPtr routed(std::string_view key, Run&& run);
 
     ConnectionPool& m_pool;
     StoreOptions m_options;
     std::atomic<int> m_clusterMode{-1}; // -1 not asked yet, 0 standalone, 1 cluster_enabled
+    std::unique_ptr<Route> m_route;
 };
 
 // A fresh random owner token (128 bits, hex).
