@@ -759,6 +759,39 @@ private slots:
         QCOMPARE(ex.execute(askId, "", work).kind, OutcomeKind::Replayed);
         QVERIFY(existsOn(2, cstore.recordKey(askId)));
 
+        // an ASK that is served: a record and its meta key both already moved to the importing
+        // node (MIGRATE) while their slot still migrates; node 1 answers ASK, node 2 serves it
+        std::string movingId;
+        for (int k = 0; movingId.empty(); ++k) {
+            const std::string id = "moving-" + std::to_string(k);
+            const int slot = idem::hashSlot(cstore.recordKey(id));
+            if (nodeOf(slot) == 1 && !perNodeSlotUsed(*node[1], slot) && slot != std::stoi(askSlot) &&
+                slot != std::stoi(movedSlot))
+                movingId = id;
+        }
+        auto before = ex.execute(movingId, "", work);
+        QCOMPARE(before.kind, OutcomeKind::Executed);
+        QCOMPARE(cstore.purge(movingId, "op").status, idem::AdminStatus::Ok);     // the meta key now exists
+        QCOMPARE(ex.execute(movingId, "", work).kind, OutcomeKind::Executed);      // and the record again
+        const std::string movingSlot = std::to_string(idem::hashSlot(cstore.recordKey(movingId)));
+        node[2]->checked({"CLUSTER", "SETSLOT", movingSlot, "IMPORTING", id1});
+        node[1]->checked({"CLUSTER", "SETSLOT", movingSlot, "MIGRATING", id2});
+        node[1]->checked({"MIGRATE", "127.0.0.1", std::to_string(cluster.node(2).port), "", "0", "5000", "KEYS",
+                          cstore.recordKey(movingId), cstore.metaKey(movingId)});
+        const auto askings = [&] {
+            const std::string stats = idem::reply::str(node[2]->checked({"INFO", "commandstats"}).get());
+            const auto p = stats.find("cmdstat_asking:calls=");
+            return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + 21);
+        };
+        const long long askingBefore = askings();
+        const auto served = cstore.acquire(movingId, "");
+        QCOMPARE(askings(), askingBefore + 1); // asked once, and served
+        QCOMPARE(served.status, AcquireStatus::Duplicate);
+        QCOMPARE(served.response, "done " + movingId);
+        for (auto& n : node)
+            n->checked({"CLUSTER", "SETSLOT", movingSlot, "NODE", id2});
+        QVERIFY(existsOn(2, cstore.recordKey(movingId)));
+
         // idemctl run, given node 0, runs an id another node serves, once
         std::string elsewhere;
         for (int k = 0; elsewhere.empty(); ++k)
