@@ -23,15 +23,34 @@ std::string_view errorText(const redisReply* r)
     return isError(r) ? std::string_view(r->str, r->len) : std::string_view();
 }
 
+std::optional<Redirect> redirect(const redisReply* r)
+{
+    if (!isError(r))
+        return std::nullopt;
+    const std::string_view text = errorText(r);
+    Redirect to;
+    std::string_view rest;
+    if (text.starts_with("MOVED "))
+        rest = text.substr(6);
+    else if (text.starts_with("ASK "))
+        to.ask = true, rest = text.substr(4);
+    else
+        return std::nullopt;
+    const auto space = rest.find(' ');
+    int slot = -1;
+    if (space == std::string_view::npos ||
+        std::from_chars(rest.data(), rest.data() + space, slot).ec != std::errc() || slot < 0 || slot > 16383)
+        return std::nullopt;
+    to.slot = static_cast<std::uint16_t>(slot);
+    to.address = std::string(rest.substr(space + 1));
+    return to;
+}
+
 std::string errorMessage(const redisReply* r)
 {
     std::string text(errorText(r));
-    for (const std::string_view kind : {"MOVED ", "ASK "}) {
-        const auto space = text.find(' ', kind.size());
-        if (text.starts_with(kind) && space != std::string::npos)
-            return text + " (Redis Cluster: hash slot " + text.substr(kind.size(), space - kind.size()) +
-                   " is served by " + text.substr(space + 1) + ")";
-    }
+    if (const auto to = redirect(r))
+        text += " (Redis Cluster: hash slot " + std::to_string(to->slot) + " is served by " + to->address + ")";
     return text;
 }
 

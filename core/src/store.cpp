@@ -86,36 +86,6 @@ struct Store::Route {
 };
 
 namespace {
-// A Redis Cluster redirect: "MOVED <slot> <host:port>" or "ASK <slot> <host:port>"
-struct Redirect {
-    bool ask = false;
-    std::uint16_t slot = 0;
-    std::string address;
-};
-
-std::optional<Redirect> redirectOf(const redisReply* r)
-{
-    if (!reply::isError(r))
-        return std::nullopt;
-    const std::string_view text = reply::errorText(r);
-    Redirect to;
-    std::string_view rest;
-    if (text.starts_with("MOVED "))
-        rest = text.substr(6);
-    else if (text.starts_with("ASK "))
-        to.ask = true, rest = text.substr(4);
-    else
-        return std::nullopt;
-    const auto space = rest.find(' ');
-    int slot = -1;
-    if (space == std::string_view::npos ||
-        std::from_chars(rest.data(), rest.data() + space, slot).ec != std::errc() || slot < 0 || slot > 16383)
-        return std::nullopt;
-    to.slot = static_cast<std::uint16_t>(slot);
-    to.address = std::string(rest.substr(space + 1));
-    return to;
-}
-
 // the slot is being moved and not all of a script's keys are on one side yet: wait, then again
 bool isTryAgain(const redisReply* r) { return reply::isError(r) && reply::errorText(r).starts_with("TRYAGAIN"); }
 
@@ -209,7 +179,7 @@ template <typename Run> ReplyPtr Store::routed(std::string_view key, Run&& run)
     std::string askAt; // after ASK: the node to ask, once
     for (int hop = 0, tryAgain = 0;; ++hop) {
         ReplyPtr r;
-        std::optional<Redirect> to;
+        std::optional<reply::Redirect> to;
         {
             // standalone (or not known to be a cluster yet): the pool given, no slot computed
             ConnectionPool& pool = !askAt.empty()                ? poolAt(askAt)
@@ -219,7 +189,7 @@ template <typename Run> ReplyPtr Store::routed(std::string_view key, Run&& run)
             if (!askAt.empty())
                 conn->checked({"ASKING"});
             r = run(*conn);
-            to = redirectOf(r.get());
+            to = reply::redirect(r.get());
             if (to && !to->ask && hop < kMaxRedirects)
                 refreshRoute(*conn); // the slot moved: learn the whole map again
         }
@@ -476,7 +446,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     // calls answered with a redirect (a slot moved or moving, or a cluster not known to be one)
     // or TRYAGAIN go again, each on its own, where they were sent
     for (std::size_t c = 0; c < calls; ++c)
-        if (redirectOf(replies[c].get()) || isTryAgain(replies[c].get())) {
+        if (reply::redirect(replies[c].get()) || isTryAgain(replies[c].get())) {
             const std::string_view text = callText(c);
             const std::vector<std::size_t> one = {text.size()};
             replies[c] = routed(callKey(c), [&](Connection& cc) { return std::move(runScriptPipelined(cc, s, text, one).front()); });
@@ -638,7 +608,7 @@ std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, Rep
 {
     Connection* conn = &c;
     auto head = conn->pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
-    if (redirectOf(head[0].get())) {
+    if (reply::redirect(head[0].get())) {
         redirect = std::move(head[0]);
         return std::nullopt;
     }

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,8 +20,15 @@ namespace reply {
 bool isNil(const redisReply* r);
 bool isError(const redisReply* r);
 std::string_view errorText(const redisReply* r);
-// The error text for a message: a Redis Cluster redirect (MOVED/ASK slot host:port) that reaches
-// a caller (the Store follows them; a Connection does not) says which node serves the slot.
+// A Redis Cluster redirect error: "MOVED <slot> <host:port>" or "ASK <slot> <host:port>".
+struct Redirect {
+    bool ask = false;
+    std::uint16_t slot = 0;
+    std::string address;
+};
+std::optional<Redirect> redirect(const redisReply* r); // nullopt for anything else
+// The error text for a message: a Redis Cluster redirect that reaches a caller (the Store follows
+// them; a Connection does not) says which node serves the slot.
 std::string errorMessage(const redisReply* r);
 // A bulk/status string; throws ProtoError otherwise.
 std::string str(const redisReply* r);
