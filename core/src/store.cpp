@@ -90,6 +90,15 @@ namespace {
 bool isTryAgain(const redisReply* r) { return reply::isError(r) && reply::errorText(r).starts_with("TRYAGAIN"); }
 
 std::string addressOf(const ConnectionOptions& o) { return o.host + ":" + std::to_string(o.port); }
+
+// the node's index in `addresses`, appended if new
+std::int16_t nodeIndex(std::vector<std::string>& addresses, const std::string& address)
+{
+    auto at = std::find(addresses.begin(), addresses.end(), address);
+    if (at == addresses.end())
+        at = addresses.insert(addresses.end(), address);
+    return static_cast<std::int16_t>(at - addresses.begin());
+}
 } // namespace
 
 Store::Store(ConnectionPool& pool, StoreOptions options)
@@ -162,11 +171,9 @@ void Store::refreshRoute(Connection& c)
         if (host.empty() || host == "?") // the node that answered, known by the address we used
             host = c.options().host;
         const std::string address = host + ":" + std::to_string(reply::integer(reply::element(primary, 1)));
-        auto at = std::find(addresses.begin(), addresses.end(), address);
-        if (at == addresses.end())
-            at = addresses.insert(addresses.end(), address);
+        const std::int16_t index = nodeIndex(addresses, address);
         for (auto slot = std::max<std::int64_t>(first, 0); slot <= std::min<std::int64_t>(last, 16383); ++slot)
-            node[static_cast<std::size_t>(slot)] = static_cast<std::int16_t>(at - addresses.begin());
+            node[static_cast<std::size_t>(slot)] = index;
     }
     std::unique_lock lock(m_route->mutex);
     m_route->node = node;
@@ -212,13 +219,19 @@ template <typename Run> ReplyPtr Store::routed(std::string_view key, Run&& run)
             if (m_route->node[to->slot] < 0 ||
                 m_route->addresses[static_cast<std::size_t>(m_route->node[to->slot])] != to->address) {
                 // CLUSTER SLOTS refused or behind: at least this slot goes where MOVED said
-                auto at = std::find(m_route->addresses.begin(), m_route->addresses.end(), to->address);
-                if (at == m_route->addresses.end())
-                    at = m_route->addresses.insert(m_route->addresses.end(), to->address);
-                m_route->node[to->slot] = static_cast<std::int16_t>(at - m_route->addresses.begin());
+                m_route->node[to->slot] = nodeIndex(m_route->addresses, to->address);
             }
         }
     }
+}
+
+ReplyPtr Store::routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args)
+{
+    const std::string rk = recordKey(id), mk = metaKey(id);
+    ReplyPtr r = routed(rk, [&](Connection& c) { return runScriptReply(c, s, {rk, mk}, args); });
+    if (reply::isError(r.get()))
+        throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
+    return r;
 }
 
 // <namespace>:{<id>} and <namespace>:{<id>}:meta, spelled once for recordKey/metaKey and for
@@ -483,10 +496,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
 OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args)
 {
     checkId(t.id);
-    const std::string rk = recordKey(t.id), mk = metaKey(t.id);
-    const ReplyPtr r = routed(rk, [&](Connection& c) { return runScriptReply(c, s, {rk, mk}, args); });
-    if (reply::isError(r.get()))
-        throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
+    const ReplyPtr r = routedScript(s, t.id, args);
     using namespace reply;
     OwnerResult out;
     const std::string status = str(element(r.get(), 0));
@@ -558,28 +568,18 @@ AdminResult Store::forceFail(std::string_view id, std::string_view reason, bool 
                              std::string_view who)
 {
     checkId(id);
-    const std::string rk = recordKey(id), mk = metaKey(id);
     const std::string retMs = std::to_string(m_options.failureRetention.count());
-    const ReplyPtr r = routed(rk, [&](Connection& c) {
-        return runScriptReply(c, scripts::forceFail(), {rk, mk}, {reason, terminal ? "terminal" : "retryable", who, retMs});
-    });
-    if (reply::isError(r.get()))
-        throw ReplyError("script force_fail: " + reply::errorMessage(r.get()));
+    const ReplyPtr r = routedScript(scripts::forceFail(), id, {reason, terminal ? "terminal" : "retryable", who, retMs});
     return parseAdmin(r.get());
 }
 
 AdminResult Store::purge(std::string_view id, std::string_view who, std::string_view reason)
 {
     checkId(id);
-    const std::string rk = recordKey(id), mk = metaKey(id);
     // the fencing counter must outlive any lease that could still be held
     const std::string keepMs =
         std::to_string(std::max(m_options.retention, m_options.lease + m_options.staleKeep).count());
-    const ReplyPtr r = routed(rk, [&](Connection& c) {
-        return runScriptReply(c, scripts::purge(), {rk, mk}, {who, reason, keepMs});
-    });
-    if (reply::isError(r.get()))
-        throw ReplyError("script purge: " + reply::errorMessage(r.get()));
+    const ReplyPtr r = routedScript(scripts::purge(), id, {who, reason, keepMs});
     return parseAdmin(r.get());
 }
 
@@ -606,8 +606,7 @@ std::optional<Record> Store::inspectKey(std::string_view key)
 // inspectKey on one node; a redirect answering its first command is handed back in `redirect`
 std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, ReplyPtr& redirect)
 {
-    Connection* conn = &c;
-    auto head = conn->pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
+    auto head = c.pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
     if (reply::redirect(head[0].get())) {
         redirect = std::move(head[0]);
         return std::nullopt;
@@ -620,19 +619,19 @@ std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, Rep
               reply::integer(reply::element(head[2].get(), 1)) / 1000;
     Record rec;
     if (type == "hash") {
-        ReplyPtr all = conn->checked({"HGETALL", rk});
+        ReplyPtr all = c.checked({"HGETALL", rk});
         std::vector<std::pair<std::string, std::string>> fields;
         for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
             fields.emplace_back(reply::str(reply::element(all.get(), i)),
                                 reply::str(reply::element(all.get(), i + 1)));
         rec = decodeHash(std::move(fields), o);
     } else if (type == "string") {
-        ReplyPtr len = conn->checked({"STRLEN", rk});
+        ReplyPtr len = c.checked({"STRLEN", rk});
         const auto bytes = static_cast<std::size_t>(reply::integer(len.get()));
         if (bytes > o.maxValueBytes) {
             rec = decodeOversized(bytes);
         } else {
-            ReplyPtr v = conn->checked({"GET", rk});
+            ReplyPtr v = c.checked({"GET", rk});
             rec = reply::isNil(v.get()) ? decodeString({}, o) : decodeString(reply::str(v.get()), o);
         }
     } else {

@@ -141,6 +141,8 @@ private:
     // Runs `run` on the node serving `key`'s slot, following up to a few redirects (and waiting
     // out TRYAGAIN while a slot moves); returns the last reply (a redirect still, if they did not end).
     template <typename Run> ReplyPtr routed(std::string_view key, Run&& run);
+    // One script on the id's record and meta key, routed; an error reply is thrown
+    ReplyPtr routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args);
 
     ConnectionPool& m_pool;
     StoreOptions m_options;
