@@ -65,6 +65,13 @@ private:
     std::string& m_out;
 };
 
+// Call i of several encoded back to back in `resp`, call i ending at ends[i]
+inline std::string_view callAt(std::string_view resp, std::span<const std::size_t> ends, std::size_t i)
+{
+    const std::size_t from = i == 0 ? 0 : ends[i - 1];
+    return resp.substr(from, ends[i] - from);
+}
+
 // "EVALSHA <sha1> <keys>" heading a call with `keys` keys and `args` arguments (written next;
 // at most kMaxScriptKeys keys)
 void evalshaHead(Writer& w, const Script& s, std::size_t keys, std::size_t args);

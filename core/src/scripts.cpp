@@ -119,10 +119,8 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::st
     // after a restart, failover or SCRIPT FLUSH: load once, send the refused calls again
     loadScript(c, s);
     std::string retry;
-    for (auto i : again) {
-        const std::size_t from = i == 0 ? 0 : ends[i - 1];
-        retry.append(resp.substr(from, ends[i] - from));
-    }
+    for (auto i : again)
+        retry.append(resp::callAt(resp, ends, i));
     auto second = c.pipelineFormatted(retry, again.size());
     for (std::size_t k = 0; k < again.size(); ++k)
         replies[again[k]] = std::move(second[k]);

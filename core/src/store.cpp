@@ -412,10 +412,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     // Where each call goes: on a cluster, the node serving its slot (calls to one node pipelined
     // together, one round trip per node); elsewhere, all of them down the connection in hand.
     const std::size_t calls = callEnds.size();
-    const auto callText = [&](std::size_t c) {
-        const std::size_t from = c == 0 ? 0 : ends[c - 1];
-        return std::string_view(buf).substr(from, ends[c] - from);
-    };
+    const auto callText = [&](std::size_t c) { return resp::callAt(buf, ends, c); };
     const auto callKey = [&](std::size_t c) { return recordKey(requests[order[c == 0 ? 0 : callEnds[c - 1]]].id); };
     std::vector<ReplyPtr> replies;
     if (!cluster) {
@@ -430,27 +427,26 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (!mapped)
             refreshRoute(**conn);
         conn.reset(); // before taking others: the pool may hold one connection only
-        std::vector<ConnectionPool*> callPool(calls);
-        for (std::size_t c = 0; c < calls; ++c)
-            callPool[c] = &poolForSlot(hashSlot(callKey(c)));
+        // the calls of each node (a cluster has few: a linear search per call is enough)
+        std::vector<std::pair<ConnectionPool*, std::vector<std::size_t>>> byNode;
+        for (std::size_t c = 0; c < calls; ++c) {
+            ConnectionPool* pool = &poolForSlot(hashSlot(callKey(c)));
+            auto at = std::find_if(byNode.begin(), byNode.end(), [&](const auto& n) { return n.first == pool; });
+            if (at == byNode.end())
+                at = byNode.insert(byNode.end(), {pool, {}});
+            at->second.push_back(c);
+        }
         replies.resize(calls);
-        std::vector<bool> sent(calls, false);
         std::string nodeCalls;
-        std::vector<std::size_t> nodeEnds, nodeIndex;
-        for (std::size_t c0 = 0; c0 < calls; ++c0) {
-            if (sent[c0])
-                continue;
+        std::vector<std::size_t> nodeEnds;
+        for (const auto& [pool, nodeIndex] : byNode) {
             nodeCalls.clear();
             nodeEnds.clear();
-            nodeIndex.clear();
-            for (std::size_t c = c0; c < calls; ++c)
-                if (!sent[c] && callPool[c] == callPool[c0]) {
-                    nodeCalls.append(callText(c));
-                    nodeEnds.push_back(nodeCalls.size());
-                    nodeIndex.push_back(c);
-                    sent[c] = true;
-                }
-            auto nodeConn = callPool[c0]->acquire();
+            for (const std::size_t c : nodeIndex) {
+                nodeCalls.append(callText(c));
+                nodeEnds.push_back(nodeCalls.size());
+            }
+            auto nodeConn = pool->acquire();
             auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds);
             for (std::size_t k = 0; k < nodeIndex.size(); ++k)
                 replies[nodeIndex[k]] = std::move(nodeReplies[k]);
