@@ -37,6 +37,15 @@ std::int64_t pttl(idem::Connection& c, const std::string& key)
 
 idem::WorkResult respond(std::string s) { return idem::WorkResult::success(std::move(s)); }
 
+// how often the server has run `command` (lower case), from INFO commandstats
+long long commandCalls(idem::Connection& c, const std::string& command)
+{
+    const std::string stats = idem::reply::str(c.checked({"INFO", "commandstats"}).get());
+    const std::string field = "cmdstat_" + command + ":calls=";
+    const auto p = stats.find(field);
+    return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + field.size());
+}
+
 // whether a cluster node holds any key in this hash slot
 bool perNodeSlotUsed(idem::Connection& c, int slot)
 {
@@ -458,11 +467,7 @@ private slots:
     // trip (idemctl run makes exactly one); a batch asks INFO cluster once per Store
     void singleAcquireAsksNoClusterInfo()
     {
-        const auto infoCalls = [&] {
-            const std::string stats = idem::reply::str(raw->checked({"INFO", "commandstats"}).get());
-            const auto p = stats.find("cmdstat_info:calls=");
-            return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + 19);
-        };
+        const auto infoCalls = [&] { return commandCalls(*raw, "info"); };
         idem::StoreOptions so;
         so.keyNamespace = idemtest::uniqueNamespace("info");
         idem::Store s(*pool, so);
@@ -778,11 +783,7 @@ private slots:
         node[1]->checked({"CLUSTER", "SETSLOT", movingSlot, "MIGRATING", id2});
         node[1]->checked({"MIGRATE", "127.0.0.1", std::to_string(cluster.node(2).port), "", "0", "5000", "KEYS",
                           cstore.recordKey(movingId), cstore.metaKey(movingId)});
-        const auto askings = [&] {
-            const std::string stats = idem::reply::str(node[2]->checked({"INFO", "commandstats"}).get());
-            const auto p = stats.find("cmdstat_asking:calls=");
-            return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + 21);
-        };
+        const auto askings = [&] { return commandCalls(*node[2], "asking"); };
         const long long askingBefore = askings();
         const auto served = cstore.acquire(movingId, "");
         QCOMPARE(askings(), askingBefore + 1); // asked once, and served
