@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/hash.h"
 #include "idem/scripts.h"
+#include "idem/store.h"
 #include "resp.h"
 
 #include <hiredis/hiredis.h>
@@ -69,9 +70,8 @@ std::string ScanCoverage::warning() const
 ScanCoverage scanCoverage(Connection& c)
 {
     ScanCoverage cov;
-    const ReplyPtr info = c.command({"INFO", "cluster"});
-    if (reply::isError(info.get()) || reply::view(info.get()).find("cluster_enabled:1") == std::string_view::npos)
-        return cov; // standalone (or INFO refused: then nothing says it is a cluster)
+    if (!clusterEnabled(c))
+        return cov;
     cov.cluster = true;
     const ReplyPtr nodes = c.command({"CLUSTER", "NODES"});
     if (reply::isError(nodes.get())) {

@@ -320,13 +320,17 @@ std::uint16_t hashSlot(std::string_view key)
     return static_cast<std::uint16_t>(crc & 0x3FFF);
 }
 
+bool clusterEnabled(Connection& c)
+{
+    const ReplyPtr r = c.command({"INFO", "cluster"});
+    return !reply::isError(r.get()) && reply::view(r.get()).find("cluster_enabled:1") != std::string_view::npos;
+}
+
 bool Store::clusterMode(Connection& c)
 {
     int mode = m_clusterMode.load();
-    if (mode < 0) {
-        // asked once per Store; a server whose INFO is not allowed counts as standalone
-        const ReplyPtr r = c.command({"INFO", "cluster"});
-        mode = !reply::isError(r.get()) && reply::view(r.get()).find("cluster_enabled:1") != std::string_view::npos;
+    if (mode < 0) { // asked once per Store
+        mode = clusterEnabled(c) ? 1 : 0;
         m_clusterMode = mode;
     }
     return mode == 1;

@@ -156,5 +156,8 @@ std::string newToken();
 // The Redis Cluster hash slot of a key (CRC16 of its hash tag, or of the whole key, mod 16384).
 // acquireBatch groups ids by slot when the server runs in cluster mode.
 std::uint16_t hashSlot(std::string_view key);
+// Whether the server runs in cluster mode (INFO cluster); a server whose INFO is refused counts
+// as standalone.
+bool clusterEnabled(Connection& c);
 
 } // namespace idem
