@@ -4,7 +4,7 @@
 -- ARGV[2] policy: 'release' (delete: the next delivery retries), 'retryable' (keep FAILED, next
 --         acquire retries), 'terminal' (keep FAILED, duplicates get the failure back)
 -- ARGV[3] error text, ARGV[4] retention in ms for a kept failure
--- Replies: {'OK', policy, now_ms} | {'LEASE_LOST', state_or_missing, now_ms}
+-- Replies: now_ms, an integer: done | {'LEASE_LOST', state_or_missing, now_ms}
 local rec = KEYS[1]
 local token, policy, err = ARGV[1], ARGV[2], ARGV[3]
 local retention = tonumber(ARGV[4])
@@ -17,11 +17,11 @@ if h.err or h[1] ~= 'STARTED' or h[2] ~= token then
 end
 if policy == 'release' then
   redis.call('DEL', rec)
-  return {'OK', policy, now}
+  return now
 end
 if policy ~= 'retryable' and policy ~= 'terminal' then
   return redis.error_reply('ERR idem: unknown failure policy ' .. policy)
 end
 redis.call('HSET', rec, 'state', 'FAILED', 'failure', policy, 'error', err, 'finished_ms', now)
 redis.call('PEXPIRE', rec, retention)
-return {'OK', policy, now}
+return now

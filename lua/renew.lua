@@ -1,7 +1,7 @@
 -- idem: extend the owner's lease (the watchdog calls this while work runs).
 -- KEYS[1] record hash, KEYS[2] meta hash (unused)
 -- ARGV[1] owner token, ARGV[2] lease in ms, ARGV[3] keep-past-lease in ms
--- Replies: {'OK', lease_until_ms, now_ms} | {'LEASE_LOST', state_or_missing, now_ms}
+-- Replies: now_ms, an integer: renewed to now_ms + lease | {'LEASE_LOST', state_or_missing, now_ms}
 local rec = KEYS[1]
 local token = ARGV[1]
 local lease, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -14,4 +14,4 @@ if h.err or h[1] ~= 'STARTED' or h[2] ~= token then
 end
 redis.call('HSET', rec, 'lease_until_ms', now + lease)
 redis.call('PEXPIRE', rec, lease + keep, 'GT')
-return {'OK', now + lease, now}
+return now

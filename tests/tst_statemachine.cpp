@@ -427,9 +427,11 @@ private slots:
             QCOMPARE(f.at("fp"), std::string("fp-1"));
             // complete.lua cuts the milliseconds the same way
             const std::int64_t beforeDone = serverUs();
-            QCOMPARE(store->complete(a.ticket, "r").status, idem::OwnerStatus::Ok);
+            const auto done = store->complete(a.ticket, "r");
+            QCOMPARE(done.status, idem::OwnerStatus::Ok);
             const std::int64_t finished = std::stoll(hgetall(*raw, store->recordKey(id)).at("finished_ms"));
             QVERIFY(beforeDone / 1000 <= finished && finished <= serverUs() / 1000);
+            QCOMPARE(done.serverNowMs, finished); // the owner scripts answer their time alone
             if (fence % 1000000 < 100000 || finished % 1000 < 100)
                 ++padded;
         }
@@ -439,7 +441,15 @@ private slots:
         // a new attempt keeps the first start as created_ms and drops the failed attempt's fields
         auto a = store->acquire("clock-history", "fp-2", idem::Millis(4000));
         const std::string firstStart = hgetall(*raw, store->recordKey("clock-history")).at("started_ms");
-        QCOMPARE(store->fail(a.ticket, idem::FailPolicy::Retryable, "boom").status, idem::OwnerStatus::Ok);
+        // renew reports the deadline it wrote, counted from the server's time
+        const auto renewed = store->renew(a.ticket, idem::Millis(6000));
+        QCOMPARE(renewed.status, idem::OwnerStatus::Ok);
+        QCOMPARE(renewed.leaseUntilMs, renewed.serverNowMs + 6000);
+        QCOMPARE(std::stoll(hgetall(*raw, store->recordKey("clock-history")).at("lease_until_ms")),
+                 renewed.leaseUntilMs);
+        const auto failed = store->fail(a.ticket, idem::FailPolicy::Retryable, "boom");
+        QCOMPARE(failed.status, idem::OwnerStatus::Ok);
+        QCOMPARE(std::stoll(hgetall(*raw, store->recordKey("clock-history")).at("finished_ms")), failed.serverNowMs);
         QThread::msleep(2);
         auto b = store->acquire("clock-history", "fp-2", idem::Millis(4000));
         QCOMPARE(b.status, AcquireStatus::Acquired);
@@ -461,6 +471,16 @@ private slots:
             QVERIFY2(std::string(e.what()).find("must cover its lease") != std::string::npos, e.what());
         }
         QCOMPARE(idem::reply::integer(raw->checked({"EXISTS", rk}).get()), std::int64_t(0));
+
+        // complete.lua keeps its own response cap (the Store checks first, so only a caller of
+        // the script alone meets it), and stores nothing over it
+        const auto held = store->acquire("clock-cap", "");
+        const std::string ck = store->recordKey("clock-cap");
+        const idem::ReplyPtr r = idem::runScriptReply(*raw, idem::scripts::complete(), {ck, store->metaKey("clock-cap")},
+                                                      {held.ticket.token, "12345", "60000", "4"});
+        QCOMPARE(idem::reply::str(idem::reply::element(r.get(), 0)), std::string("TOO_LARGE"));
+        QCOMPARE(idem::reply::integer(idem::reply::element(r.get(), 1)), std::int64_t(4));
+        QCOMPARE(hgetall(*raw, ck).at("state"), std::string("STARTED"));
     }
 
     // one id needs no hash-slot grouping, so a Store's first acquire of one id costs one round

@@ -17,6 +17,7 @@ namespace reply {
 
 bool isNil(const redisReply* r) { return !r || r->type == REDIS_REPLY_NIL; }
 bool isError(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
+bool isInteger(const redisReply* r) { return r && r->type == REDIS_REPLY_INTEGER; }
 
 std::string_view errorText(const redisReply* r)
 {

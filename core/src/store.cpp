@@ -499,13 +499,16 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
     const ReplyPtr r = routedScript(s, t.id, args);
     using namespace reply;
     OwnerResult out;
+    // done: the owner scripts answer the server time alone (the common case, kept cheap for
+    // Redis); refused: {status, detail, server time}
+    if (isInteger(r.get())) {
+        out.status = OwnerStatus::Ok;
+        out.serverNowMs = integer(r.get());
+        return out;
+    }
     const std::string status = str(element(r.get(), 0));
     out.serverNowMs = integer(element(r.get(), arraySize(r.get()) - 1));
-    if (status == "OK") {
-        out.status = OwnerStatus::Ok;
-        if (&s == &scripts::renew())
-            out.leaseUntilMs = integer(element(r.get(), 1));
-    } else if (status == "LEASE_LOST") {
+    if (status == "LEASE_LOST") {
         out.status = OwnerStatus::LeaseLost;
         out.currentState = str(element(r.get(), 1));
     } else if (status == "TOO_LARGE") {
@@ -538,9 +541,13 @@ OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view err
 
 OwnerResult Store::renew(const Ticket& t, std::optional<Millis> lease)
 {
-    const std::string leaseMs = std::to_string(lease.value_or(m_options.lease).count());
+    const Millis leaseFor = lease.value_or(m_options.lease);
+    const std::string leaseMs = std::to_string(leaseFor.count());
     const std::string keepMs = std::to_string(m_options.staleKeep.count());
-    return ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs});
+    OwnerResult out = ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs});
+    if (out.status == OwnerStatus::Ok)
+        out.leaseUntilMs = out.serverNowMs + leaseFor.count(); // what the script wrote
+    return out;
 }
 
 namespace {

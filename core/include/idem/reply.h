@@ -19,6 +19,7 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 namespace reply {
 bool isNil(const redisReply* r);
 bool isError(const redisReply* r);
+bool isInteger(const redisReply* r);
 std::string_view errorText(const redisReply* r);
 // A Redis Cluster redirect error: "MOVED <slot> <host:port>" or "ASK <slot> <host:port>".
 struct Redirect {

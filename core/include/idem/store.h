@@ -69,7 +69,7 @@ enum class OwnerStatus { Ok, LeaseLost };
 struct OwnerResult {
     OwnerStatus status = OwnerStatus::LeaseLost;
     std::string currentState; // when LeaseLost: the record's state now, or "missing"
-    std::int64_t leaseUntilMs = 0;
+    std::int64_t leaseUntilMs = 0; // renew: the new lease deadline (server clock)
     std::int64_t serverNowMs = 0;
 };
 
