@@ -2,7 +2,8 @@
 //   0 blocking write + read            1 non-blocking write, epoll_wait, read
 //   2 redis-benchmark's sequence: epoll_wait writable, write, re-register, epoll_wait readable, read
 //   3 blocking, with SO_RCVTIMEO        4 spinning on recv(MSG_DONTWAIT) up to 30 us, then blocking
-// usage: wait-styles PORT STYLE [ROUND_TRIPS]   prints microseconds per round trip
+//   5 blocking, after BUSY_US microseconds of work (not reading the socket) once the request is sent
+// usage: wait-styles PORT STYLE [ROUND_TRIPS [BUSY_US]]   prints microseconds per round trip
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -34,10 +35,11 @@ static void must(int ok, const char* what)
 int main(int argc, char** argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: wait-styles PORT STYLE(0-4) [ROUND_TRIPS]\n");
+        fprintf(stderr, "usage: wait-styles PORT STYLE(0-5) [ROUND_TRIPS [BUSY_US]]\n");
         return 64;
     }
     const int port = atoi(argv[1]), style = atoi(argv[2]), n = argc > 3 ? atoi(argv[3]) : 16000;
+    const double busy = argc > 4 ? atof(argv[4]) * 1e-6 : 0;
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -80,6 +82,14 @@ int main(int argc, char** argv)
             ev.events = EPOLLOUT;
             epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
             break;
+        case 5: {
+            must(write(fd, ping, sizeof ping - 1) > 0, "write");
+            const double s = now();
+            while (now() - s < busy) // the work a client might do before it waits
+                ;
+            must(read(fd, buf, sizeof buf) > 0, "read");
+            break;
+        }
         default: {
             must(write(fd, ping, sizeof ping - 1) > 0, "write");
             const double s = now();
