@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <map>
+#include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using idem::AcquireStatus;
@@ -380,13 +382,24 @@ private slots:
         const std::string token = idem::newToken();
         auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
         auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
-        const auto* once = onceReply.get();
-        const auto* twice = twiceReply.get();
-        QCOMPARE(idem::reply::arraySize(once), std::size_t(6)); // five elements for the id, the server time
-        QCOMPARE(idem::reply::str(idem::reply::element(once, 0)), std::string("ACQUIRED"));
-        QCOMPARE(idem::reply::str(idem::reply::element(twice, 0)), std::string("ACQUIRED"));
-        QCOMPARE(idem::reply::integer(idem::reply::element(twice, 1)),
-                 idem::reply::integer(idem::reply::element(once, 1))); // same fence
+        // one id acquired: one line, "ACQUIRED <fence> <attempt> <lease_until_ms> <takeover> <now_ms>"
+        const auto words = [](const idem::ReplyPtr& r) {
+            std::vector<std::string> out;
+            std::istringstream in(idem::reply::str(r.get()));
+            for (std::string w; in >> w;)
+                out.push_back(w);
+            return out;
+        };
+        const std::vector<std::string> once = words(onceReply), twice = words(twiceReply);
+        QCOMPARE(once.size(), std::size_t(6));
+        QCOMPARE(twice.size(), std::size_t(6));
+        QCOMPARE(once[0], std::string("ACQUIRED"));
+        QCOMPARE(twice[0], std::string("ACQUIRED"));
+        QCOMPARE(twice[1], once[1]); // same fence
+        QCOMPARE(twice[2], std::string("1"));
+        QCOMPARE(twice[3], once[3]); // same lease
+        QCOMPARE(twice[4], std::string("0"));
+        QCOMPARE(hgetall(*raw, rk).at("fence"), once[1]);
         // another token is a real duplicate
         QCOMPARE(store->acquire("lost-reply", "").status, AcquireStatus::InProgress);
         idem::Ticket t{"lost-reply", token, 1, 1, 0};
@@ -577,6 +590,43 @@ private slots:
 
     // one id twice in a batch (a consumer that got a redelivery in the same poll): the first is
     // acquired, the second finds it in progress - never two owners
+    // a duplicate of one id comes back as one line with the response as its tail
+    // ("DUPLICATE <fence> <now_ms> <response>"), of a batch as a table: any bytes survive both
+    void duplicatesReplayAnyBytes()
+    {
+        std::string big(300 * 1024, '\0');
+        std::mt19937 rng(7);
+        for (char& c : big)
+            c = static_cast<char>(rng());
+        const std::vector<std::string> responses = {
+            "", " ", "  spaces around  ", std::string("nul\0inside\0", 12), "line\r\nbreaks\r\n",
+            "DUPLICATE 1 2 looks like a reply", "ACQUIRED 1 1 1 0 1", big};
+        idem::Executor ex(*store);
+        for (std::size_t i = 0; i < responses.size(); ++i) {
+            const std::string id = "bytes-" + std::to_string(i);
+            const std::string payload = i % 2 ? "payload-" + std::to_string(i) : std::string(); // with and without a fingerprint
+            const auto first = ex.execute(id, payload, [&](const idem::WorkContext&) { return respond(responses[i]); });
+            QCOMPARE(first.kind, OutcomeKind::Executed);
+            const auto again = ex.execute(id, payload, [&](const idem::WorkContext&) -> idem::WorkResult {
+                throw std::runtime_error("a duplicate ran");
+            });
+            QCOMPARE(again.kind, OutcomeKind::Replayed);
+            QCOMPARE(again.response.size(), responses[i].size());
+            QVERIFY(again.response == responses[i]);
+            QCOMPARE(again.fence, first.fence);
+            const auto one = store->acquire(id, idem::fingerprint(payload));
+            QCOMPARE(one.status, AcquireStatus::Duplicate);
+            QVERIFY(one.response == responses[i]);
+            QCOMPARE(one.fence, first.fence);
+            QVERIFY(one.serverNowMs > 0);
+            const auto both = store->acquireBatch({{id, idem::fingerprint(payload)}, {"bytes-fresh-" + std::to_string(i), ""}});
+            QCOMPARE(both[0].status, AcquireStatus::Duplicate);
+            QVERIFY(both[0].response == responses[i]);
+            QCOMPARE(both[0].fence, first.fence);
+            QCOMPARE(both[1].status, AcquireStatus::Acquired);
+        }
+    }
+
     void sameIdTwiceInOneBatch()
     {
         for (const std::size_t size : {std::size_t(2), std::size_t(16), std::size_t(64)}) {

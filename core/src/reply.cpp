@@ -18,6 +18,7 @@ namespace reply {
 bool isNil(const redisReply* r) { return !r || r->type == REDIS_REPLY_NIL; }
 bool isError(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
 bool isInteger(const redisReply* r) { return r && r->type == REDIS_REPLY_INTEGER; }
+bool isString(const redisReply* r) { return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS); }
 
 std::string_view errorText(const redisReply* r)
 {

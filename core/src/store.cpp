@@ -297,6 +297,45 @@ void Store::parseAcquire(AcquireResult& out, const redisReply* r, std::size_t at
     }
 }
 
+void Store::parseAcquireLine(AcquireResult& out, std::string_view line, std::string_view id, std::string_view token)
+{
+    // acquire.lua's two one-line answers for one id:
+    //   "ACQUIRED <fence> <attempt> <lease_until_ms> <takeover> <now_ms>"
+    //   "DUPLICATE <fence> <now_ms> <response>"   (the response: the rest of the line, any bytes)
+    const bool acquired = line.starts_with("ACQUIRED ");
+    const bool duplicate = !acquired && line.starts_with("DUPLICATE ");
+    std::array<std::int64_t, 5> v{};
+    const std::size_t count = acquired ? 5 : 2;
+    const char* p = line.data() + (acquired ? 9 : 10);
+    const char* const end = line.data() + line.size();
+    bool ok = acquired || duplicate;
+    for (std::size_t k = 0; ok && k < count; ++k) {
+        if (k > 0)
+            ok = p < end && *p++ == ' ';
+        const auto [next, ec] = std::from_chars(p, end, v[k]);
+        ok = ok && ec == std::errc() && next != p;
+        p = next;
+    }
+    ok = ok && (acquired ? p == end : p < end && *p++ == ' ');
+    if (!ok)
+        throw ProtoError("acquire script answered '" + std::string(line.substr(0, 120)) + "'");
+    out.fence = v[0];
+    if (duplicate) {
+        out.status = AcquireStatus::Duplicate;
+        out.serverNowMs = v[1];
+        out.response.assign(p, end);
+        return;
+    }
+    out.status = AcquireStatus::Acquired;
+    out.ticket.id = std::string(id);
+    out.ticket.token = std::string(token);
+    out.ticket.fence = v[0];
+    out.ticket.attempt = out.attempt = v[1];
+    out.ticket.leaseUntilMs = v[2];
+    out.takeover = v[3] != 0;
+    out.serverNowMs = v[4];
+}
+
 AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
 {
     return std::move(acquireBatch({AcquireRequest{std::string(id), std::string(fingerprint)}}, lease).front());
@@ -471,6 +510,12 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (reply::isError(r))
             throw ReplyError("acquire: " + reply::errorMessage(r));
         const std::size_t count = callEnds[c] - first;
+        if (count == 1 && reply::isString(r)) { // one id, acquired or a duplicate: one line
+            const std::size_t i = order[first];
+            parseAcquireLine(out[i], reply::view(r), requests[i].id,
+                              std::string_view(tokens).substr(i * kTokenChars, kTokenChars));
+            continue;
+        }
         // five elements per id, then the server's time
         if (reply::arraySize(r) != kAcquireItems * count + 1)
             throw ProtoError("acquire script answered for the wrong number of ids");

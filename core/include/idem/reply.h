@@ -20,6 +20,7 @@ namespace reply {
 bool isNil(const redisReply* r);
 bool isError(const redisReply* r);
 bool isInteger(const redisReply* r);
+bool isString(const redisReply* r); // bulk or status
 std::string_view errorText(const redisReply* r);
 // A Redis Cluster redirect error: "MOVED <slot> <host:port>" or "ASK <slot> <host:port>".
 struct Redirect {
