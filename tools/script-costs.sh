@@ -13,26 +13,8 @@ die() { echo "script-costs: $*" >&2; exit 1; }
 for tool in valgrind callgrind_control redis-server redis-cli redis-benchmark; do
     command -v "$tool" >/dev/null || die "$tool is not installed"
 done
-dir=$(mktemp -d)
-pid=
-cleanup() {
-    [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
-done
-valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-    >"$dir/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do
-    redis-cli -p "$port" PING >/dev/null 2>&1 && break
-    sleep 0.1
-done
-redis-cli -p "$port" PING >/dev/null 2>&1 || die "redis-server under valgrind did not start"
+source "$(dirname "$0")/private-redis.sh"
+private_redis valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p"
 cli() { redis-cli -p "$port" "$@"; }
 
 # 100 000 completed records shaped like idem's (seven fields), for the snippets that read one

@@ -19,28 +19,8 @@ for tool in valgrind callgrind_control redis-server redis-cli redis-benchmark; d
     command -v "$tool" >/dev/null || die "$tool is not installed"
 done
 
-dir=$(mktemp -d)
-pid=
-cleanup() {
-    [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-# a free loopback port: one nothing answers on
-for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
-done
-valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-    >"$dir/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do
-    redis-cli -p "$port" PING >/dev/null 2>&1 && break
-    sleep 0.1
-done
-redis-cli -p "$port" PING >/dev/null 2>&1 || die "redis-server under valgrind did not start: $(tail -3 "$dir/server.log")"
+source "$(dirname "$0")/private-redis.sh"
+private_redis valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p"
 
 url="redis://127.0.0.1:$port/0"
 sha=$(redis-cli -p "$port" SCRIPT LOAD "return redis.call('HSET', KEYS[1], 'state', ARGV[1])")

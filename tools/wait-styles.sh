@@ -17,23 +17,9 @@ cpus=($(taskset -pc $$ | sed 's/.*: //' | tr ',' '\n' | while read -r r; do
     if [[ $r == *-* ]]; then seq "${r%-*}" "${r#*-}"; else echo "$r"; fi
 done))
 ((${#cpus[@]} >= 2)) || die "needs two CPUs"
-dir=$(mktemp -d)
-pid=
-cleanup() {
-    [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/private-redis.sh"
 cc -O2 -o "$dir/wait-styles" "$(dirname "$0")/wait-styles.c"
-for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
-done
-taskset -c "${cpus[0]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-    >"$dir/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
-redis-cli -p "$port" PING >/dev/null 2>&1 || die "redis-server did not start"
+private_redis taskset -c "${cpus[0]}"
 
 client() { taskset -c "${cpus[1]}" "$@"; }
 names=("blocking read()" "epoll_wait, then read()" "redis-benchmark's sequence of calls" \
