@@ -367,16 +367,23 @@ void ConsoleWorker::inspect(const QString& key)
     }
 }
 
-void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who)
+ActionResult ConsoleWorker::startAction(const QString& action, qsizetype requested, bool connected)
 {
     ActionResult result;
-    result.action = u"force-fail"_s;
-    result.requested = static_cast<int>(rows.size());
-    if (!m_store) {
+    result.action = action;
+    result.requested = static_cast<int>(requested);
+    if (!connected) {
         result.error = u"not connected"_s;
-        Q_EMIT actionDone(result);
-        return;
+        Q_EMIT actionDone(result); // answered at once: nothing was tried
     }
+    return result;
+}
+
+void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who)
+{
+    ActionResult result = startAction(u"force-fail"_s, rows.size(), m_store != nullptr);
+    if (!result.error.isEmpty())
+        return;
     std::vector<std::string> keys;
     try {
         for (const KeyRow& row : rows) {
@@ -405,14 +412,9 @@ void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, co
 {
     Q_UNUSED(reason);
     Q_UNUSED(who); // the audit trail keeps them; the key itself is gone
-    ActionResult result;
-    result.action = u"purge"_s;
-    result.requested = static_cast<int>(rows.size());
-    if (!m_monitor) {
-        result.error = u"not connected"_s;
-        Q_EMIT actionDone(result);
+    ActionResult result = startAction(u"purge"_s, rows.size(), m_monitor != nullptr);
+    if (!result.error.isEmpty())
         return;
-    }
     try {
         std::vector<idem::Record> batch;
         for (qsizetype i = 0; i < rows.size(); ++i) {

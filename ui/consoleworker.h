@@ -86,6 +86,8 @@ private:
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
     idem::Monitor& monitor();
+    // an action's result with its name and size; not connected: already answered, with that error
+    ActionResult startAction(const QString& action, qsizetype requested, bool connected);
 
     ConnectionSettings m_settings;
     std::mutex m_ioMutex; // guards the m_conn and m_pool pointers for abortIo()
