@@ -1,6 +1,7 @@
 // The console's main window, offscreen, against the fixture's redis-server: filters,
 // force-fail and purge through the confirmation dialog, read-only mode, live updates, export.
 #include "confirmdialog.h"
+#include "consoleworker.h"
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
 #include "mainwindow.h"
@@ -187,6 +188,30 @@ private slots:
         QVERIFY(warning->isVisible());
         QVERIFY2(warning->text().contains(QStringLiteral("this node holds 5461 of 16384 hash slots (3 primaries)")),
                  qPrintable(warning->text()));
+    }
+
+    // an action asked of a worker that has no connection is answered at once, and tries nothing
+    void actionsWithoutConnectionAnswerNotConnected()
+    {
+        ConsoleWorker worker; // never told to connect
+        QSignalSpy done(&worker, &ConsoleWorker::actionDone);
+        KeyRow row;
+        row.key = QByteArray(ns.c_str()) + ":{running}";
+        worker.forceFail({row, row}, QStringLiteral("reason"), false, QStringLiteral("tester"));
+        worker.purge({row}, QStringLiteral("reason"), QStringLiteral("tester"));
+        QCOMPARE(done.count(), 2);
+        const auto ff = done.at(0).at(0).value<ActionResult>();
+        const auto pg = done.at(1).at(0).value<ActionResult>();
+        QCOMPARE(ff.action, QStringLiteral("force-fail"));
+        QCOMPARE(ff.requested, 2);
+        QCOMPARE(ff.error, QStringLiteral("not connected"));
+        QCOMPARE(ff.changed, 0);
+        QCOMPARE(pg.action, QStringLiteral("purge"));
+        QCOMPARE(pg.requested, 1);
+        QCOMPARE(pg.error, QStringLiteral("not connected"));
+        const auto rec = store->inspect("running");
+        QVERIFY(rec);
+        QCOMPARE(rec->state, idem::RecordState::Started); // untouched
     }
 
     void cancelAndReadOnlyChangeNothing()
