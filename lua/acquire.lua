@@ -5,20 +5,18 @@
 -- ARGV[2] TTL of a STARTED record in ms: the lease and how long a stale lock stays visible after it
 -- ARGV[2i+1] payload fingerprint of id i ('' = do not check), ARGV[2i+2] owner token it proposes
 --
--- Reply: five elements per id, in order (missing ones nil), then the server time in ms (one for
--- the whole call). Flat, not an array per id: a nested table per id cost ~8 % of a batch. One id's
--- reply is one table constructor: growing a table element by element costs Redis ~6 000
--- instructions more, 7 % of a new id's acquire. The two common answers for one id are one line:
---   'ACQUIRED <fence> <attempt> <lease_until_ms> <takeover> <now_ms>'
---   'DUPLICATE <fence> <now_ms> <response>'        (the response is the rest of the line, any bytes)
--- since Redis spends ~4 000 instructions on a table reply before its first element (it probes the
--- table for err, ok, double, big_number, map and set): 7 % of a new id's acquire again.
---   'ACQUIRED', fence, attempt, lease_until_ms, takeover(0/1)
---   'DUPLICATE', response, fence
---   'IN_PROGRESS', remaining_ms, attempt, fence
---   'FAILED', error, fence                    (terminal failure stored)
---   'MISMATCH', stored_fingerprint, state
---   'UNUSABLE', reason                        (key holds something that is not an idem record)
+-- Reply: one line per id, in order, then the server time in ms (one for the whole call); for one id,
+-- the server time and the line in one string: '<now_ms> <line>'. A line is a word saying what
+-- happened, then numbers, then (for some) the rest of the line as it is stored, any bytes:
+--   'ACQUIRED <fence> <attempt> <lease_until_ms> <takeover 0/1>'
+--   'DUPLICATE <fence> <response>'
+--   'IN_PROGRESS <remaining_ms> <attempt> <fence>'
+--   'FAILED <fence> <error>'                      (terminal failure stored)
+--   'MISMATCH <state> <stored fingerprint>'
+--   'UNUSABLE <reason>'                           (key holds something that is not an idem record)
+-- Lines, not tables: Redis spends ~4 800 instructions on a table reply before its first element (it
+-- probes it for err, ok, double, big_number, map and set) and ~600 per element, and the client
+-- makes an object per element; one string per id costs a concatenation (tools/script-costs.sh).
 --
 -- Fencing numbers are max(previous fence + 1, server time in microseconds): they strictly increase
 -- across takeovers (previous + 1), across purges (purge keeps the last fence in the meta key) and
@@ -46,8 +44,7 @@ local now = (nowUs - nowUs % 1000) / 1000
 local untilMs = now + lease
 local nowS, untilS -- the same as strings, made when a record is first written
 
--- One id: its reply, as up to five values. One function, not one per branch: Lua makes every
--- closure afresh on every call.
+-- One id: its line. One function, not one per branch: Lua makes every closure afresh on every call.
 local function acquire(rec, meta, fp, token)
   local fence, attempt, takeover = nowUs, 1, 0
   -- The hot path: neither the record nor its meta key exists (an id never seen, or seen long
@@ -58,25 +55,25 @@ local function acquire(rec, meta, fp, token)
     local h = fp == '' and redis.pcall('HMGET', rec, 'state', 'fence', 'response')
                          or redis.pcall('HMGET', rec, 'state', 'fence', 'response', 'fp')
     if h.err then
-      return 'UNUSABLE', 'key holds a ' .. call('TYPE', rec)['ok'] .. ', not an idem record'
+      return 'UNUSABLE key holds a ' .. call('TYPE', rec)['ok'] .. ', not an idem record'
     end
     local state, sfp = h[1], h[4]
     if not state then
       if call('EXISTS', rec) == 1 then
-        return 'UNUSABLE', 'hash has no idem state field'
+        return 'UNUSABLE hash has no idem state field'
       end
       -- purged before: the meta key keeps the last fence, so fences rise even if the clock stepped back
       fence = math.max((tonumber(call('HGET', meta, 'fence')) or 0) + 1, nowUs)
     else
       if state ~= 'STARTED' and state ~= 'COMPLETED' and state ~= 'FAILED' then
-        return 'UNUSABLE', 'hash has an unknown state'
+        return 'UNUSABLE hash has an unknown state'
       end
       if fp ~= '' and sfp and sfp ~= '' and sfp ~= fp then
-        return 'MISMATCH', sfp, state
+        return 'MISMATCH ' .. state .. ' ' .. sfp
       end
       local sfence = tonumber(h[2]) or 0
       if state == 'COMPLETED' then
-        return 'DUPLICATE', h[3] or '', sfence
+        return 'DUPLICATE ' .. string.format('%d', sfence) .. ' ' .. (h[3] or '')
       end
       local s = call('HMGET', rec, 'token', 'attempt', 'lease_until_ms', 'failure', 'started_ms')
       attempt = tonumber(s[2]) or 1
@@ -84,14 +81,14 @@ local function acquire(rec, meta, fp, token)
         local until_ms = tonumber(s[3]) or 0
         if s[1] == token then
           -- the same caller retrying after a lost reply: hand back the same ownership
-          return 'ACQUIRED', string.format('%d', sfence), string.format('%d', attempt), string.format('%d', until_ms), '0'
+          return string.format('ACQUIRED %d %d %d 0', sfence, attempt, until_ms)
         end
         if until_ms > now then
-          return 'IN_PROGRESS', until_ms - now, attempt, sfence
+          return string.format('IN_PROGRESS %d %d %d', until_ms - now, attempt, sfence)
         end
         takeover = 1 -- the lease ran out: taken over below
       elseif s[4] == 'terminal' then
-        return 'FAILED', call('HGET', rec, 'error') or '', sfence
+        return 'FAILED ' .. string.format('%d', sfence) .. ' ' .. (call('HGET', rec, 'error') or '')
       end
       -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED)
       fence, attempt = math.max(sfence + 1, nowUs), attempt + 1
@@ -117,25 +114,20 @@ local function acquire(rec, meta, fp, token)
          'lease_until_ms', untilS)
   end
   call('PEXPIRE', rec, ttl)
-  -- strings, for the one-line reply (Lua would print numbers with sprintf)
-  return 'ACQUIRED', fenceS, attempt == 1 and '1' or attempt, untilS, takeover == 1 and '1' or '0'
+  if attempt == 1 then -- strings only (Lua would print numbers with sprintf)
+    return 'ACQUIRED ' .. fenceS .. ' 1 ' .. untilS .. ' 0'
+  end
+  return 'ACQUIRED ' .. fenceS .. ' ' .. attempt .. ' ' .. untilS .. ' ' .. takeover
 end
 
-if #KEYS == 2 then -- one id (idemctl run, Executor::execute)
-  local a, b, c, d, e = acquire(KEYS[1], KEYS[2], ARGV[3], ARGV[4])
-  if a == 'ACQUIRED' then
-    return a .. ' ' .. b .. ' ' .. c .. ' ' .. d .. ' ' .. e .. ' ' .. (nowS or sec .. us:sub(1, 3))
-  elseif a == 'DUPLICATE' then
-    return 'DUPLICATE ' .. string.format('%d', c) .. ' ' .. (nowS or sec .. us:sub(1, 3)) .. ' ' .. b
-  end
-  return {a, b or false, c or false, d or false, e or false, now}
+if #KEYS == 2 then -- one id (idemctl run, Executor::execute): one string
+  local line = acquire(KEYS[1], KEYS[2], ARGV[3], ARGV[4])
+  return (nowS or sec .. us:sub(1, 3)) .. ' ' .. line
 end
 local n = #KEYS / 2
 local out = {}
 for i = 1, n do
-  local a, b, c, d, e = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
-  local o = 5 * i - 5
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = a, b or false, c or false, d or false, e or false
+  out[i] = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
 end
-out[5 * n + 1] = now
+out[n + 1] = now
 return out

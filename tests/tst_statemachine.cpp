@@ -382,7 +382,7 @@ private slots:
         const std::string token = idem::newToken();
         auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
         auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
-        // one id acquired: one line, "ACQUIRED <fence> <attempt> <lease_until_ms> <takeover> <now_ms>"
+        // one id: "<now_ms> ACQUIRED <fence> <attempt> <lease_until_ms> <takeover>"
         const auto words = [](const idem::ReplyPtr& r) {
             std::vector<std::string> out;
             std::istringstream in(idem::reply::str(r.get()));
@@ -393,13 +393,13 @@ private slots:
         const std::vector<std::string> once = words(onceReply), twice = words(twiceReply);
         QCOMPARE(once.size(), std::size_t(6));
         QCOMPARE(twice.size(), std::size_t(6));
-        QCOMPARE(once[0], std::string("ACQUIRED"));
-        QCOMPARE(twice[0], std::string("ACQUIRED"));
-        QCOMPARE(twice[1], once[1]); // same fence
-        QCOMPARE(twice[2], std::string("1"));
-        QCOMPARE(twice[3], once[3]); // same lease
-        QCOMPARE(twice[4], std::string("0"));
-        QCOMPARE(hgetall(*raw, rk).at("fence"), once[1]);
+        QCOMPARE(once[1], std::string("ACQUIRED"));
+        QCOMPARE(twice[1], std::string("ACQUIRED"));
+        QCOMPARE(twice[2], once[2]); // same fence
+        QCOMPARE(twice[3], std::string("1"));
+        QCOMPARE(twice[4], once[4]); // same lease
+        QCOMPARE(twice[5], std::string("0"));
+        QCOMPARE(hgetall(*raw, rk).at("fence"), once[2]);
         // another token is a real duplicate
         QCOMPARE(store->acquire("lost-reply", "").status, AcquireStatus::InProgress);
         idem::Ticket t{"lost-reply", token, 1, 1, 0};
@@ -588,11 +588,10 @@ private slots:
         QCOMPARE(second[53].serverNowMs, second[0].serverNowMs); // one call: one server time
     }
 
-    // one id twice in a batch (a consumer that got a redelivery in the same poll): the first is
-    // acquired, the second finds it in progress - never two owners
-    // a duplicate of one id comes back as one line with the response as its tail
-    // ("DUPLICATE <fence> <now_ms> <response>"), of a batch as a table: any bytes survive both
-    void duplicatesReplayAnyBytes()
+    // acquire.lua answers a line per id, stored text as its tail ("DUPLICATE <fence> <response>",
+    // "FAILED <fence> <error>"; for one id "<now_ms> " before it): any bytes survive, for one id
+    // and in a batch
+    void answersCarryAnyBytes()
     {
         std::string big(300 * 1024, '\0');
         std::mt19937 rng(7);
@@ -624,9 +623,40 @@ private slots:
             QVERIFY(both[0].response == responses[i]);
             QCOMPARE(both[0].fence, first.fence);
             QCOMPARE(both[1].status, AcquireStatus::Acquired);
+
+            // the same bytes as a terminal failure's error
+            const std::string fid = "bytes-failed-" + std::to_string(i);
+            const auto failed = ex.execute(fid, "", [&](const idem::WorkContext&) {
+                return idem::WorkResult::failure(responses[i], idem::FailPolicy::Terminal);
+            });
+            QCOMPARE(failed.kind, OutcomeKind::Failed);
+            const auto oneFailed = store->acquire(fid, "");
+            QCOMPARE(oneFailed.status, AcquireStatus::FailedTerminal);
+            QVERIFY(oneFailed.error == responses[i]);
+            QCOMPARE(oneFailed.fence, failed.fence);
+            const auto batchFailed = store->acquireBatch({{fid, ""}, {id, ""}});
+            QCOMPARE(batchFailed[0].status, AcquireStatus::FailedTerminal);
+            QVERIFY(batchFailed[0].error == responses[i]);
+            QCOMPARE(batchFailed[1].status, AcquireStatus::Duplicate);
         }
+        // the other answers for one id: mismatch (the stored fingerprint back), in progress, unusable
+        QCOMPARE(store->acquire("bytes-1", idem::fingerprint("other")).storedFingerprint,
+                 idem::fingerprint("payload-1"));
+        const auto held = store->acquire("bytes-held", "", idem::Millis(60000));
+        const auto busy = store->acquire("bytes-held", "");
+        QCOMPARE(busy.status, AcquireStatus::InProgress);
+        QVERIFY(busy.remainingMs > 50000 && busy.remainingMs <= 60000);
+        QCOMPARE(busy.fence, held.ticket.fence);
+        QCOMPARE(busy.attempt, std::int64_t(1));
+        raw->checked({"SET", store->recordKey("bytes-string"), "x y z"});
+        const auto unusable = store->acquire("bytes-string", "");
+        QCOMPARE(unusable.status, AcquireStatus::Unusable);
+        QVERIFY2(unusable.error.find("key holds a string") != std::string::npos, unusable.error.c_str());
     }
 
+
+    // one id twice in a batch (a consumer that got a redelivery in the same poll): the first is
+    // acquired, the second finds it in progress - never two owners
     void sameIdTwiceInOneBatch()
     {
         for (const std::size_t size : {std::size_t(2), std::size_t(16), std::size_t(64)}) {

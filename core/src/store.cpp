@@ -67,7 +67,6 @@ void writeToken(char* out)
     }
 }
 constexpr std::size_t kTokenChars = 32;
-constexpr std::size_t kAcquireItems = 5; // acquire.lua's reply elements per id
 } // namespace
 
 std::string newToken()
@@ -259,81 +258,96 @@ void Store::checkId(std::string_view id) const
                          std::to_string(m_options.maxIdBytes) + "-byte limit");
 }
 
-void Store::parseAcquire(AcquireResult& out, const redisReply* r, std::size_t at, std::string_view id,
-                         std::string_view token) const
+namespace {
+// Reads acquire.lua's lines: words and numbers separated by one space, and a tail taken as it is.
+class LineReader {
+public:
+    explicit LineReader(std::string_view line) : m_line(line), m_p(line.data()), m_end(line.data() + line.size()) {}
+    std::string_view word()
+    {
+        const char* start = m_p;
+        while (m_p < m_end && *m_p != ' ')
+            ++m_p;
+        const std::string_view w(start, static_cast<std::size_t>(m_p - start));
+        separator();
+        return w;
+    }
+    std::int64_t number()
+    {
+        std::int64_t v = 0;
+        const auto [next, ec] = std::from_chars(m_p, m_end, v);
+        m_ok = m_ok && ec == std::errc() && next != m_p;
+        m_p = next;
+        separator();
+        return v;
+    }
+    std::string_view rest()
+    {
+        const std::string_view r(m_p, static_cast<std::size_t>(m_end - m_p));
+        m_p = m_end;
+        m_trailingSeparator = false; // the space before an empty tail belongs to it
+        return r;
+    }
+    // every field read, nothing left over (a line ends after its last field: no separator)
+    void finish() const
+    {
+        if (!m_ok || m_p != m_end || m_trailingSeparator)
+            throw ProtoError("acquire script answered '" + std::string(m_line.substr(0, 120)) + "'");
+    }
+
+private:
+    void separator()
+    {
+        m_trailingSeparator = m_p < m_end && *m_p == ' ';
+        if (m_trailingSeparator)
+            ++m_p;
+        else
+            m_ok = m_ok && m_p == m_end; // a field runs to the next space or the end, nothing else
+    }
+    std::string_view m_line;
+    const char* m_p;
+    const char* m_end;
+    bool m_ok = true;
+    bool m_trailingSeparator = false;
+};
+} // namespace
+
+void Store::parseAcquireLine(AcquireResult& out, std::string_view line, std::string_view id, std::string_view token)
 {
-    using namespace reply;
-    const auto item = [&](std::size_t k) { return element(r, at + k); };
-    const std::string_view status = view(item(0));
+    LineReader in(line);
+    const std::string_view status = in.word();
     if (status == "ACQUIRED") {
         out.status = AcquireStatus::Acquired;
         out.ticket.id = std::string(id);
         out.ticket.token = std::string(token);
-        out.ticket.fence = out.fence = integer(item(1));
-        out.ticket.attempt = out.attempt = integer(item(2));
-        out.ticket.leaseUntilMs = integer(item(3));
-        out.takeover = integer(item(4)) != 0;
+        out.ticket.fence = out.fence = in.number();
+        out.ticket.attempt = out.attempt = in.number();
+        out.ticket.leaseUntilMs = in.number();
+        out.takeover = in.number() != 0;
     } else if (status == "DUPLICATE") {
         out.status = AcquireStatus::Duplicate;
-        out.response = str(item(1));
-        out.fence = integer(item(2));
+        out.fence = in.number();
+        out.response = std::string(in.rest());
     } else if (status == "IN_PROGRESS") {
         out.status = AcquireStatus::InProgress;
-        out.remainingMs = integer(item(1));
-        out.attempt = integer(item(2));
-        out.fence = integer(item(3));
+        out.remainingMs = in.number();
+        out.attempt = in.number();
+        out.fence = in.number();
     } else if (status == "FAILED") {
         out.status = AcquireStatus::FailedTerminal;
-        out.error = str(item(1));
-        out.fence = integer(item(2));
+        out.fence = in.number();
+        out.error = std::string(in.rest());
     } else if (status == "MISMATCH") {
         out.status = AcquireStatus::Mismatch;
-        out.storedFingerprint = str(item(1));
+        in.word(); // the stored record's state
+        out.storedFingerprint = std::string(in.rest());
     } else if (status == "UNUSABLE") {
         out.status = AcquireStatus::Unusable;
-        out.error = str(item(1));
+        out.error = std::string(in.rest());
     } else {
-        throw ProtoError("acquire script answered '" + std::string(status) + "'");
-    }
-}
-
-void Store::parseAcquireLine(AcquireResult& out, std::string_view line, std::string_view id, std::string_view token)
-{
-    // acquire.lua's two one-line answers for one id:
-    //   "ACQUIRED <fence> <attempt> <lease_until_ms> <takeover> <now_ms>"
-    //   "DUPLICATE <fence> <now_ms> <response>"   (the response: the rest of the line, any bytes)
-    const bool acquired = line.starts_with("ACQUIRED ");
-    const bool duplicate = !acquired && line.starts_with("DUPLICATE ");
-    std::array<std::int64_t, 5> v{};
-    const std::size_t count = acquired ? 5 : 2;
-    const char* p = line.data() + (acquired ? 9 : 10);
-    const char* const end = line.data() + line.size();
-    bool ok = acquired || duplicate;
-    for (std::size_t k = 0; ok && k < count; ++k) {
-        if (k > 0)
-            ok = p < end && *p++ == ' ';
-        const auto [next, ec] = std::from_chars(p, end, v[k]);
-        ok = ok && ec == std::errc() && next != p;
-        p = next;
-    }
-    ok = ok && (acquired ? p == end : p < end && *p++ == ' ');
-    if (!ok)
         throw ProtoError("acquire script answered '" + std::string(line.substr(0, 120)) + "'");
-    out.fence = v[0];
-    if (duplicate) {
-        out.status = AcquireStatus::Duplicate;
-        out.serverNowMs = v[1];
-        out.response.assign(p, end);
-        return;
     }
-    out.status = AcquireStatus::Acquired;
-    out.ticket.id = std::string(id);
-    out.ticket.token = std::string(token);
-    out.ticket.fence = v[0];
-    out.ticket.attempt = out.attempt = v[1];
-    out.ticket.leaseUntilMs = v[2];
-    out.takeover = v[3] != 0;
-    out.serverNowMs = v[4];
+    in.finish();
 }
 
 AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
@@ -510,21 +524,27 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (reply::isError(r))
             throw ReplyError("acquire: " + reply::errorMessage(r));
         const std::size_t count = callEnds[c] - first;
-        if (count == 1 && reply::isString(r)) { // one id, acquired or a duplicate: one line
+        const auto tokenOf = [&](std::size_t i) { return std::string_view(tokens).substr(i * kTokenChars, kTokenChars); };
+        if (count == 1) { // one id: "<now_ms> <line>"
             const std::size_t i = order[first];
-            parseAcquireLine(out[i], reply::view(r), requests[i].id,
-                              std::string_view(tokens).substr(i * kTokenChars, kTokenChars));
+            const std::string_view text = reply::view(r);
+            const std::size_t space = text.find(' ');
+            std::int64_t now = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + std::min(space, text.size()), now);
+            if (space == std::string_view::npos || ec != std::errc() || end != text.data() + space)
+                throw ProtoError("acquire script answered '" + std::string(text.substr(0, 120)) + "'");
+            parseAcquireLine(out[i], text.substr(space + 1), requests[i].id, tokenOf(i));
+            out[i].serverNowMs = now;
             continue;
         }
-        // five elements per id, then the server's time
-        if (reply::arraySize(r) != kAcquireItems * count + 1)
+        // a line per id, then the server's time
+        if (reply::arraySize(r) != count + 1)
             throw ProtoError("acquire script answered for the wrong number of ids");
-        const std::int64_t serverNowMs = reply::integer(reply::element(r, kAcquireItems * count));
+        const std::int64_t serverNowMs = reply::integer(reply::element(r, count));
         for (std::size_t k = 0; k < count; ++k) {
             const std::size_t i = order[first + k];
+            parseAcquireLine(out[i], reply::view(reply::element(r, k)), requests[i].id, tokenOf(i));
             out[i].serverNowMs = serverNowMs;
-            parseAcquire(out[i], r, kAcquireItems * k, requests[i].id,
-                         std::string_view(tokens).substr(i * kTokenChars, kTokenChars));
         }
     }
     // a thread that once sent a huge batch does not keep its buffers for ever

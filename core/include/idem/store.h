@@ -125,8 +125,6 @@ private:
     void checkId(std::string_view id) const;
     bool clusterMode(Connection& c);
     // one id's five elements of acquire.lua's reply, from index `at`
-    void parseAcquire(AcquireResult& out, const redisReply* r, std::size_t at, std::string_view id,
-                      std::string_view token) const;
     static void parseAcquireLine(AcquireResult& out, std::string_view line, std::string_view id,
                                  std::string_view token);
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
