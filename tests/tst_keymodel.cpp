@@ -68,6 +68,17 @@ private slots:
         QCOMPARE(model.idOf(model.row(0)), u"d"_qs);
         QCOMPARE(resets.count(), 0);
         QVERIFY(removals.count() >= 2);
+
+        // a key twice in one report (SCAN may return a key more than once): one row, the later wins
+        model.upsert({row(u"twice"_qs, idem::RecordState::Started, now, 60000, 30000),
+                      row(u"twice"_qs, idem::RecordState::Completed, now)},
+                     now, 3);
+        QCOMPARE(model.rowCount(), 2);
+        const int t = model.rowOfKey(u"ns:{twice}"_qs);
+        QCOMPARE(model.data(model.index(t, KeyTableModel::State)).toString(), u"COMPLETED"_qs);
+        model.upsert({row(u"twice"_qs, idem::RecordState::Failed, now)}, now, 3);
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.data(model.index(model.rowOfKey(u"ns:{twice}"_qs), KeyTableModel::State)).toString(), u"FAILED"_qs);
     }
 
     void countdownsAndStaleOnTheServerClock()
@@ -130,6 +141,78 @@ private slots:
         QCOMPARE(proxy.data(proxy.index(0, 0)).toString(), u"id-29"_qs);
         proxy.sort(KeyTableModel::State, Qt::AscendingOrder);
         QVERIFY(proxy.data(proxy.index(0, KeyTableModel::State)).toString().startsWith(u"ST"_qs)); // STARTED or STALE
+    }
+
+    // Rows that arrive, change or go after a sort: sortAgain() places the new and changed ones
+    // (few: by binary search into the sorted rest; many: a full sort), keeps the others' order,
+    // keeps persistent indexes (a selection) on their rows, and finds every key at its row.
+    void resortPlacesArrivalsAndChanges_data()
+    {
+        QTest::addColumn<int>("column");
+        QTest::addColumn<int>("order");
+        QTest::addColumn<int>("arrivals");
+        QTest::newRow("ttl ascending, few") << int(KeyTableModel::Ttl) << int(Qt::AscendingOrder) << 20;
+        QTest::newRow("id descending, few") << int(KeyTableModel::Id) << int(Qt::DescendingOrder) << 20;
+        QTest::newRow("state ascending, few") << int(KeyTableModel::State) << int(Qt::AscendingOrder) << 20;
+        QTest::newRow("note ascending, few") << int(KeyTableModel::Note) << int(Qt::AscendingOrder) << 20;
+        QTest::newRow("fence descending, many") << int(KeyTableModel::Fence) << int(Qt::DescendingOrder) << 300;
+        QTest::newRow("id ascending, many") << int(KeyTableModel::Id) << int(Qt::AscendingOrder) << 300;
+    }
+    void resortPlacesArrivalsAndChanges()
+    {
+        QFETCH(int, column);
+        QFETCH(int, order);
+        QFETCH(int, arrivals);
+        KeyTableModel model;
+        model.setKeyNamespace(u"ns"_qs);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        quint32 seed = 12345;
+        const auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+        const auto make = [&](const QString& id) {
+            KeyRow r = row(id, static_cast<idem::RecordState>(next() % 4), now, 1000 + next() % 100000);
+            r.fence = next() % 50; // many equal keys
+            r.note = u"note %1"_qs.arg(next() % 30);
+            return r;
+        };
+        QVector<KeyRow> rows;
+        for (int i = 0; i < 500; ++i)
+            rows.push_back(make(u"k-%1"_qs.arg(next() % 100000)));
+        model.upsert(rows, now, 1);
+        model.sort(column, static_cast<Qt::SortOrder>(order));
+        QVERIFY(!model.needsSort());
+        const QString watchedKey = model.row(250).keyText();
+        const QPersistentModelIndex watched = model.index(250, KeyTableModel::Id);
+
+        QVector<KeyRow> more;
+        for (int i = 0; i < arrivals; ++i)
+            more.push_back(make(u"new-%1"_qs.arg(next() % 100000)));
+        for (int i = 0; i < 10; ++i) { // ten rows change in place
+            KeyRow r = make(QString());
+            r.key = model.row(static_cast<int>(next() % 500)).key;
+            more.push_back(r);
+        }
+        model.upsert(more, now, 1);
+        model.removeKeys({model.row(3).keyText(), model.row(400).keyText()});
+        QVERIFY(model.needsSort());
+        model.sortAgain();
+        QVERIFY(!model.needsSort());
+
+        // what the column sorts by (a stale row shows its lease, not its note, in the Note column)
+        const auto value = [&](int r) {
+            return column == KeyTableModel::Note ? QVariant(model.row(r).note)
+                                                 : model.data(model.index(r, column), KeyTableModel::SortRole);
+        };
+        for (int r = 1; r < model.rowCount(); ++r) {
+            const QVariant a = value(r - 1), b = value(r);
+            const bool inOrder = order == Qt::AscendingOrder ? QVariant::compare(a, b) <= 0 : QVariant::compare(a, b) >= 0;
+            QVERIFY2(inOrder, qPrintable(u"rows %1 and %2: %3, %4"_qs.arg(r - 1).arg(r).arg(a.toString(), b.toString())));
+        }
+        for (int r = 0; r < model.rowCount(); ++r)
+            QCOMPARE(model.rowOfKey(model.row(r).keyText()), r);
+        QVERIFY(watched.isValid());
+        QCOMPARE(model.row(watched.row()).keyText(), watchedKey);
+        QCOMPARE(static_cast<int>(model.stats().total), model.rowCount());
     }
 };
 

@@ -89,13 +89,19 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
     return row;
 }
 
-QString KeyRow::id(qsizetype namespaceLength) const
+QByteArrayView KeyRow::idBytes(qsizetype namespaceLength) const
 {
     // <namespace>:{<id>}
     if (key.size() >= namespaceLength + 3 && key.at(namespaceLength) == ':' && key.at(namespaceLength + 1) == '{' &&
         key.endsWith('}'))
-        return QString::fromUtf8(key.constData() + namespaceLength + 2, key.size() - namespaceLength - 3);
-    return QString::fromUtf8(key);
+        return QByteArrayView(key).sliced(namespaceLength + 2, key.size() - namespaceLength - 3);
+    return QByteArrayView(key);
+}
+
+QString KeyRow::id(qsizetype namespaceLength) const
+{
+    const QByteArrayView v = idBytes(namespaceLength);
+    return QString::fromUtf8(v.data(), v.size());
 }
 
 idem::Record KeyRow::toGuardRecord() const

@@ -39,6 +39,8 @@ struct KeyRow {
     idem::Record toGuardRecord() const;
 
     QString keyText() const { return QString::fromUtf8(key); }
+    // the bytes id() shows: <id> of "<namespace>:{<id>}", else the whole key
+    QByteArrayView idBytes(qsizetype namespaceLength) const;
     QString id(qsizetype namespaceLength) const; // the part inside the braces, or the whole key
     QString owner() const { return type == Type::Hash ? QString::fromLatin1(guard) : QString(); }
     bool terminal() const { return flags & Terminal; }

@@ -42,7 +42,7 @@ KeyTableModel::KeyTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 int KeyTableModel::rowCount(const QModelIndex& parent) const
 {
-    return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
+    return parent.isValid() ? 0 : static_cast<int>(m_order.size());
 }
 
 int KeyTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
@@ -70,9 +70,9 @@ bool KeyTableModel::matches(const KeyRow& r, idem::StateFilter f, qint64 serverN
 
 QVariant KeyTableModel::data(const QModelIndex& index, int role) const
 {
-    if (!index.isValid() || index.row() >= m_rows.size())
+    if (!index.isValid() || index.row() >= rowCount())
         return {};
-    const KeyRow& r = m_rows.at(index.row());
+    const KeyRow& r = row(index.row());
     const qint64 now = serverNowMs();
     const bool stale = r.isStale(now);
     switch (role) {
@@ -178,16 +178,30 @@ void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quin
     for (const KeyRow& in : rows) {
         const auto it = m_index.constFind(in.key);
         if (it == m_index.constEnd()) {
+            // indexed at once (a negative number: its place in `fresh`), so a key twice in one
+            // report (SCAN may return a key more than once) is one row, the later report winning
+            m_index.insert(in.key, -1 - static_cast<int>(fresh.size()));
             fresh.push_back(in);
             fresh.back().seenInGeneration = static_cast<quint32>(generation);
             continue;
         }
-        KeyRow& row = m_rows[it.value()];
+        if (it.value() < 0) {
+            KeyRow& again = fresh[-1 - it.value()];
+            again = in;
+            again.seenInGeneration = static_cast<quint32>(generation);
+            continue;
+        }
+        const int slot = it.value();
+        KeyRow& row = m_rows[slot];
         if (!sameRow(row, in)) {
             const QByteArray key = row.key; // keep sharing the index's bytes
             row = in;
             row.key = key;
-            changed.push_back(it.value());
+            changed.push_back(m_pos[static_cast<std::size_t>(slot)]);
+            if (!m_moved[static_cast<std::size_t>(slot)]) { // its sort position may have changed
+                m_moved[static_cast<std::size_t>(slot)] = 1;
+                ++m_movedRows;
+            }
         }
         row.seenInGeneration = static_cast<quint32>(generation);
     }
@@ -202,14 +216,36 @@ void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quin
         i = j + 1;
     }
     if (!fresh.isEmpty()) {
-        const int first = static_cast<int>(m_rows.size());
+        const int first = rowCount();
         beginInsertRows({}, first, first + static_cast<int>(fresh.size()) - 1);
         for (KeyRow& r : fresh) {
-            m_index.insert(r.key, static_cast<int>(m_rows.size()));
-            m_rows.push_back(std::move(r));
+            const int slot = takeSlot();
+            m_rows[slot] = std::move(r);
+            m_index.insert(m_rows[slot].key, slot); // replaces the placeholder
+            m_pos[static_cast<std::size_t>(slot)] = static_cast<int>(m_order.size());
+            m_order.push_back(slot);
         }
         endInsertRows();
     }
+}
+
+int KeyTableModel::takeSlot()
+{
+    if (!m_free.empty()) {
+        const int slot = m_free.back();
+        m_free.pop_back();
+        return slot;
+    }
+    m_rows.push_back(KeyRow());
+    m_pos.push_back(-1);
+    m_moved.push_back(0);
+    return static_cast<int>(m_rows.size()) - 1;
+}
+
+int KeyTableModel::rowOfKey(const QString& key) const
+{
+    const int slot = m_index.value(key.toUtf8(), -1);
+    return slot < 0 ? -1 : m_pos[static_cast<std::size_t>(slot)];
 }
 
 void KeyTableModel::reserveFor(qint64 expectedRows)
@@ -220,89 +256,165 @@ void KeyTableModel::reserveFor(qint64 expectedRows)
         m_index.reserve(n);
     if (n > m_rows.capacity())
         m_rows.reserve(n);
+    const auto un = static_cast<std::size_t>(n);
+    m_order.reserve(un);
+    m_pos.reserve(un);
+    m_moved.reserve(un);
 }
 
 void KeyTableModel::sort(int column, Qt::SortOrder order)
 {
     m_sortColumn = column;
     m_sortOrder = order;
+    m_sortedRows = 0; // everything anew
     sortAgain();
 }
 
-void KeyTableModel::sortAgain()
+bool KeyTableModel::needsSort() const
 {
-    if (m_sortColumn < 0 || m_sortColumn >= ColumnCount || m_rows.size() < 2)
-        return;
+    return m_sortColumn >= 0 && (m_sortedRows < rowCount() || m_movedRows > 0);
+}
+
+// a before b in ascending order of the sort column (the comparisons of a merge: few, any order)
+bool KeyTableModel::lessSlots(int a, int b) const
+{
+    const KeyRow& x = m_rows.at(a);
+    const KeyRow& y = m_rows.at(b);
     using L = std::numeric_limits<qint64>;
+    switch (m_sortColumn) {
+    case Id: return x.idBytes(m_namespaceLength) < y.idBytes(m_namespaceLength); // as shown
+    case Owner: return QByteArrayView(x.guard) < QByteArrayView(y.guard);
+    case Note: return x.note < y.note;
+    default: break;
+    }
     const auto key64 = [this](const KeyRow& r) -> qint64 {
-        const bool started = r.state == idem::RecordState::Started;
         switch (m_sortColumn) {
         case State: return static_cast<qint64>(r.state);
         case Age: return r.createdMs > 0 ? -r.createdMs : L::max(); // start times: no drift
         case Ttl: return r.noTtl() ? L::max() : r.expiresAtMs;      // deadlines: no drift
-        case Lease: return started ? r.leaseUntilMs : 0;
+        case Lease: return r.state == idem::RecordState::Started ? r.leaseUntilMs : 0;
         case Attempt: return r.attempt;
         case Fence: return r.fence;
         case Format: return static_cast<qint64>(r.format);
         default: return 0;
         }
     };
-    std::vector<int> order(static_cast<std::size_t>(m_rows.size()));
-    std::iota(order.begin(), order.end(), 0);
-    if (m_sortColumn == Note) {
-        std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return m_rows[a].note < m_rows[b].note; });
-    } else if (m_sortColumn == Id || m_sortColumn == Owner) {
-        // compare a 16-byte prefix kept next to the row number (cache-friendly), the whole bytes
-        // only on a tie; ids are compared without the "<namespace>:{" every key shares
+    return key64(x) < key64(y);
+}
+
+// Sorts slots in the sort order (stable). Many slots: keys are taken out first and compared in a
+// tight loop (a 16-byte prefix next to the slot for ids, cache-friendly).
+void KeyTableModel::sortSlots(std::vector<int>& list) const
+{
+    if (m_sortColumn == Id || m_sortColumn == Owner) {
         struct Entry {
             std::array<char, 16> prefix;
-            int row;
+            int slot;
         };
-        const qsizetype skip = m_sortColumn == Id ? m_namespaceLength + 2 : 0;
-        const auto bytesOf = [&](const KeyRow& r) {
-            const QByteArray& b = m_sortColumn == Owner ? r.guard : r.key;
-            return b.size() > skip ? QByteArrayView(b).sliced(skip) : QByteArrayView();
-        };
-        std::vector<Entry> entries(order.size());
+        std::vector<Entry> entries(list.size());
         for (std::size_t i = 0; i < entries.size(); ++i) {
-            const QByteArrayView v = bytesOf(m_rows[static_cast<int>(i)]);
+            const KeyRow& r = m_rows.at(list[i]);
+            const QByteArrayView v = m_sortColumn == Owner ? QByteArrayView(r.guard) : r.idBytes(m_namespaceLength);
             entries[i].prefix.fill(0);
             std::memcpy(entries[i].prefix.data(), v.data(), static_cast<std::size_t>(std::min<qsizetype>(16, v.size())));
-            entries[i].row = static_cast<int>(i);
+            entries[i].slot = list[i];
         }
         std::stable_sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
             const int c = std::memcmp(a.prefix.data(), b.prefix.data(), 16);
             if (c != 0)
                 return c < 0;
-            return bytesOf(m_rows[a.row]) < bytesOf(m_rows[b.row]);
+            return lessSlots(a.slot, b.slot);
         });
         for (std::size_t i = 0; i < entries.size(); ++i)
-            order[i] = entries[i].row;
+            list[i] = entries[i].slot;
+    } else if (m_sortColumn == Note) {
+        std::stable_sort(list.begin(), list.end(), [this](int a, int b) { return lessSlots(a, b); });
     } else {
-        std::vector<qint64> keys(order.size());
-        for (std::size_t i = 0; i < keys.size(); ++i)
-            keys[i] = key64(m_rows[static_cast<int>(i)]);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[a] < keys[b]; });
+        std::vector<std::pair<qint64, int>> keyed(list.size());
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const int s = list[i];
+            // the key alone decides: lessSlots on equal keys is false both ways
+            keyed[i] = {0, s};
+            const KeyRow& r = m_rows.at(s);
+            using L = std::numeric_limits<qint64>;
+            switch (m_sortColumn) {
+            case State: keyed[i].first = static_cast<qint64>(r.state); break;
+            case Age: keyed[i].first = r.createdMs > 0 ? -r.createdMs : L::max(); break;
+            case Ttl: keyed[i].first = r.noTtl() ? L::max() : r.expiresAtMs; break;
+            case Lease: keyed[i].first = r.state == idem::RecordState::Started ? r.leaseUntilMs : 0; break;
+            case Attempt: keyed[i].first = r.attempt; break;
+            case Fence: keyed[i].first = r.fence; break;
+            case Format: keyed[i].first = static_cast<qint64>(r.format); break;
+            default: break;
+            }
+        }
+        std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (std::size_t i = 0; i < list.size(); ++i)
+            list[i] = keyed[i].second;
     }
     if (m_sortOrder == Qt::DescendingOrder)
-        std::reverse(order.begin(), order.end());
+        std::reverse(list.begin(), list.end());
+}
+
+void KeyTableModel::sortAgain()
+{
+    if (m_sortColumn < 0 || m_sortColumn >= ColumnCount)
+        return;
+    const std::size_t n = m_order.size();
+    // settled: rows the last sort placed that have not changed since, still in sorted order;
+    // moving: rows that arrived or changed after it
+    std::vector<int> settled, moving;
+    settled.reserve(std::min(n, static_cast<std::size_t>(m_sortedRows)));
+    for (std::size_t r = 0; r < n; ++r) {
+        const int slot = m_order[r];
+        if (static_cast<qsizetype>(r) < m_sortedRows && !m_moved[static_cast<std::size_t>(slot)])
+            settled.push_back(slot);
+        else
+            moving.push_back(slot);
+    }
+    for (const int slot : moving)
+        m_moved[static_cast<std::size_t>(slot)] = 0;
+    m_movedRows = 0;
+    m_sortedRows = static_cast<qsizetype>(n);
+    if (moving.empty())
+        return;
+
+    std::vector<int> order;
+    if (moving.size() * 8 > n) { // many: sort them all
+        order = std::move(settled);
+        order.insert(order.end(), moving.begin(), moving.end());
+        sortSlots(order);
+    } else { // few: sort them, then find each one's place in the sorted rest
+        sortSlots(moving);
+        const bool descending = m_sortOrder == Qt::DescendingOrder;
+        const auto before = [&](int a, int b) { return descending ? lessSlots(b, a) : lessSlots(a, b); };
+        order.reserve(n);
+        auto from = settled.cbegin();
+        for (const int slot : moving) {
+            const auto at = std::upper_bound(from, settled.cend(), slot, before); // after its equals
+            order.insert(order.end(), from, at);
+            order.push_back(slot);
+            from = at;
+        }
+        order.insert(order.end(), from, settled.cend());
+    }
+    if (order == m_order)
+        return;
 
     Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
-    const QModelIndexList before = persistentIndexList();
-    QVector<KeyRow> sorted;
-    sorted.reserve(m_rows.size());
-    std::vector<int> newPos(order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-        sorted.push_back(std::move(m_rows[order[i]]));
-        newPos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
-    }
-    m_rows = std::move(sorted);
-    reindex(0);
+    const QModelIndexList beforeIndexes = persistentIndexList();
+    std::vector<int> slotsBefore;
+    slotsBefore.reserve(static_cast<std::size_t>(beforeIndexes.size()));
+    for (const QModelIndex& i : beforeIndexes)
+        slotsBefore.push_back(m_order[static_cast<std::size_t>(i.row())]);
+    m_order = std::move(order);
+    renumber(0);
     QModelIndexList after;
-    after.reserve(before.size());
-    for (const QModelIndex& i : before)
-        after.push_back(index(newPos[static_cast<std::size_t>(i.row())], i.column()));
-    changePersistentIndexList(before, after);
+    after.reserve(beforeIndexes.size());
+    for (qsizetype k = 0; k < beforeIndexes.size(); ++k)
+        after.push_back(index(m_pos[static_cast<std::size_t>(slotsBefore[static_cast<std::size_t>(k)])],
+                              beforeIndexes[k].column()));
+    changePersistentIndexList(beforeIndexes, after);
     Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
 }
 
@@ -310,7 +422,7 @@ void KeyTableModel::removeKeys(const QStringList& keys)
 {
     QVector<int> rows;
     for (const QString& k : keys)
-        if (const int r = m_index.value(k.toUtf8(), -1); r >= 0)
+        if (const int r = rowOfKey(k); r >= 0)
             rows.push_back(r);
     removeRows(std::move(rows));
 }
@@ -318,8 +430,8 @@ void KeyTableModel::removeKeys(const QStringList& keys)
 void KeyTableModel::finishGeneration(quint64 generation)
 {
     QVector<int> rows;
-    for (int i = 0; i < m_rows.size(); ++i)
-        if (m_rows.at(i).seenInGeneration < static_cast<quint32>(generation))
+    for (int i = 0; i < rowCount(); ++i)
+        if (row(i).seenInGeneration < static_cast<quint32>(generation))
             rows.push_back(i);
     removeRows(std::move(rows));
 }
@@ -337,28 +449,44 @@ void KeyTableModel::removeRows(QVector<int> rows)
         while (j > 0 && rows[j - 1] == rows[j] - 1)
             --j;
         beginRemoveRows({}, rows[j], rows[i]);
-        for (int k = rows[j]; k <= rows[i]; ++k)
-            m_index.remove(m_rows.at(k).key);
-        m_rows.remove(rows[j], rows[i] - rows[j] + 1);
+        for (int k = rows[j]; k <= rows[i]; ++k) {
+            const int slot = m_order[static_cast<std::size_t>(k)];
+            const auto us = static_cast<std::size_t>(slot);
+            m_index.remove(m_rows.at(slot).key);
+            m_rows[slot] = KeyRow(); // its memory goes now
+            m_pos[us] = -1;
+            m_movedRows -= m_moved[us];
+            m_moved[us] = 0;
+            m_free.push_back(slot);
+        }
+        m_order.erase(m_order.begin() + rows[j], m_order.begin() + rows[i] + 1);
+        // what stays of the sorted rows is still sorted: fewer of them
+        m_sortedRows -= std::max<qsizetype>(0, std::min<qsizetype>(rows[i] + 1, m_sortedRows) - rows[j]);
         endRemoveRows();
         i = j - 1;
     }
-    reindex(rows.first());
+    renumber(rows.first()); // once: in between, rows are found through m_order, not m_pos
 }
 
-void KeyTableModel::reindex(int from)
+void KeyTableModel::renumber(qsizetype from)
 {
-    for (int i = from; i < m_rows.size(); ++i)
-        m_index[m_rows.at(i).key] = i;
+    for (std::size_t r = static_cast<std::size_t>(from); r < m_order.size(); ++r)
+        m_pos[static_cast<std::size_t>(m_order[r])] = static_cast<int>(r);
 }
 
 void KeyTableModel::clear()
 {
-    if (m_rows.isEmpty())
+    if (m_order.empty())
         return;
-    beginRemoveRows({}, 0, static_cast<int>(m_rows.size()) - 1);
+    beginRemoveRows({}, 0, rowCount() - 1);
     m_rows.clear();
+    m_order.clear();
+    m_pos.clear();
+    m_moved.clear();
+    m_free.clear();
     m_index.clear();
+    m_sortedRows = 0;
+    m_movedRows = 0;
     endRemoveRows();
 }
 
@@ -366,7 +494,8 @@ idem::Stats KeyTableModel::stats() const
 {
     const qint64 now = serverNowMs();
     idem::Stats s;
-    for (const KeyRow& r : m_rows) {
+    for (const int slot : m_order) {
+        const KeyRow& r = m_rows.at(slot);
         ++s.total;
         switch (r.state) {
         case idem::RecordState::Started:

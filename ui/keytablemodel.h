@@ -8,6 +8,8 @@
 #include <QHash>
 #include <QVector>
 
+#include <vector>
+
 // All keys the worker reported, one row each. Updates merge by key: changed rows emit
 // dataChanged, new rows are appended with beginInsertRows, rows not seen by a completed scan
 // (or reported gone) are removed in contiguous ranges with beginRemoveRows — never a reset.
@@ -32,12 +34,16 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-    // Sorts the rows themselves (one layoutChanged): comparing fields in a tight loop sorts a
-    // million rows in a fraction of a second, where a sorting proxy goes through QModelIndex and
-    // QVariant for every comparison. New rows are appended; sortAgain() puts them in place.
+    // Sorts the view order of the rows (one layoutChanged): comparing fields in a tight loop sorts
+    // a million rows in a fraction of a second, where a sorting proxy goes through QModelIndex and
+    // QVariant for every comparison. Rows stay where they are stored; only the order of their slots
+    // changes, so no key index is rebuilt. Rows that arrive or change after a sort stay where they
+    // are until sortAgain(), which places just those into the sorted rest (binary search).
     void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
     void sortAgain();
     int sortColumn() const { return m_sortColumn; }
+    // a sort is active and some rows arrived or changed since it was made
+    bool needsSort() const;
 
     void upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
     // Room for this many rows (the server's DBSIZE, an upper bound), up to kMaxReserve.
@@ -48,8 +54,8 @@ public:
     void finishGeneration(quint64 generation);
     void clear();
 
-    const KeyRow& row(int r) const { return m_rows.at(r); }
-    int rowOfKey(const QString& key) const { return m_index.value(key.toUtf8(), -1); }
+    const KeyRow& row(int r) const { return m_rows.at(m_order.at(r)); }
+    int rowOfKey(const QString& key) const;
     // Ids are shown without "<namespace>:{" and "}".
     void setKeyNamespace(const QString& ns) { m_namespaceLength = ns.toUtf8().size(); }
     QString idOf(const KeyRow& r) const { return r.id(m_namespaceLength); }
@@ -60,10 +66,19 @@ public:
 
 private:
     void removeRows(QVector<int> rows);
-    void reindex(int from);
+    int takeSlot();
+    void renumber(qsizetype from); // m_pos of the rows shown from `from` on
+    bool lessSlots(int a, int b) const;
+    void sortSlots(std::vector<int>& list) const;
 
-    QVector<KeyRow> m_rows;
-    QHash<QByteArray, int> m_index; // shares the rows' key bytes
+    QVector<KeyRow> m_rows;         // by slot; a removed row's slot is reused
+    std::vector<int> m_order;       // the rows shown: row r of the model is m_rows[m_order[r]]
+    std::vector<int> m_pos;         // by slot: its row in the model, -1 for a free slot
+    std::vector<char> m_moved;      // by slot: changed since the last sort
+    std::vector<int> m_free;        // free slots
+    QHash<QByteArray, int> m_index; // key -> slot; shares the rows' key bytes
+    qsizetype m_sortedRows = 0;     // model rows [0, m_sortedRows) were placed by the last sort
+    qsizetype m_movedRows = 0;      // slots marked in m_moved
     qsizetype m_namespaceLength = 0;
     int m_sortColumn = -1;
     Qt::SortOrder m_sortOrder = Qt::AscendingOrder;

@@ -96,10 +96,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             [this](quint64, qint64 keysInDatabase) { m_model->reserveFor(keysInDatabase); });
     connect(m_worker, &ConsoleWorker::scanFinished, this, [this](const ScanSummary& s) {
         m_model->finishGeneration(s.generation);
-        if (m_model->sortColumn() >= 0 && m_model->rowCount() != m_rowsAtLastSort) {
-            m_model->sortAgain(); // rows that came in since are appended; put them in place
-            m_rowsAtLastSort = m_model->rowCount();
-        }
+        if (m_model->needsSort())
+            m_model->sortAgain(); // rows that came in or changed since: put them in place
         m_lastScan = tr(" · last full scan %1 ms, %2 page(s)").arg(s.elapsedMs).arg(s.pages);
         updateCounters();
         Q_EMIT scanCompleted(s);

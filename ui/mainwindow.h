@@ -109,5 +109,4 @@ private:
     QString m_lastScan;
     bool m_readOnly = false;
     int m_ticks = 0;
-    int m_rowsAtLastSort = -1;
 };
