@@ -280,26 +280,29 @@ bool KeyTableModel::lessSlots(int a, int b) const
 {
     const KeyRow& x = m_rows.at(a);
     const KeyRow& y = m_rows.at(b);
-    using L = std::numeric_limits<qint64>;
     switch (m_sortColumn) {
     case Id: return x.idBytes(m_namespaceLength) < y.idBytes(m_namespaceLength); // as shown
     case Owner: return QByteArrayView(x.guard) < QByteArrayView(y.guard);
     case Note: return x.note < y.note;
     default: break;
     }
-    const auto key64 = [this](const KeyRow& r) -> qint64 {
-        switch (m_sortColumn) {
-        case State: return static_cast<qint64>(r.state);
-        case Age: return r.createdMs > 0 ? -r.createdMs : L::max(); // start times: no drift
-        case Ttl: return r.noTtl() ? L::max() : r.expiresAtMs;      // deadlines: no drift
-        case Lease: return r.state == idem::RecordState::Started ? r.leaseUntilMs : 0;
-        case Attempt: return r.attempt;
-        case Fence: return r.fence;
-        case Format: return static_cast<qint64>(r.format);
-        default: return 0;
-        }
-    };
-    return key64(x) < key64(y);
+    return numericKey(x) < numericKey(y);
+}
+
+// the sort key of the numeric columns: deadlines and start times, which do not drift as time passes
+qint64 KeyTableModel::numericKey(const KeyRow& r) const
+{
+    using L = std::numeric_limits<qint64>;
+    switch (m_sortColumn) {
+    case State: return static_cast<qint64>(r.state);
+    case Age: return r.createdMs > 0 ? -r.createdMs : L::max(); // unknown last
+    case Ttl: return r.noTtl() ? L::max() : r.expiresAtMs;
+    case Lease: return r.state == idem::RecordState::Started ? r.leaseUntilMs : 0;
+    case Attempt: return r.attempt;
+    case Fence: return r.fence;
+    case Format: return static_cast<qint64>(r.format);
+    default: return 0;
+    }
 }
 
 // Sorts slots in the sort order (stable). Many slots: keys are taken out first and compared in a
@@ -331,23 +334,8 @@ void KeyTableModel::sortSlots(std::vector<int>& list) const
         std::stable_sort(list.begin(), list.end(), [this](int a, int b) { return lessSlots(a, b); });
     } else {
         std::vector<std::pair<qint64, int>> keyed(list.size());
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            const int s = list[i];
-            // the key alone decides: lessSlots on equal keys is false both ways
-            keyed[i] = {0, s};
-            const KeyRow& r = m_rows.at(s);
-            using L = std::numeric_limits<qint64>;
-            switch (m_sortColumn) {
-            case State: keyed[i].first = static_cast<qint64>(r.state); break;
-            case Age: keyed[i].first = r.createdMs > 0 ? -r.createdMs : L::max(); break;
-            case Ttl: keyed[i].first = r.noTtl() ? L::max() : r.expiresAtMs; break;
-            case Lease: keyed[i].first = r.state == idem::RecordState::Started ? r.leaseUntilMs : 0; break;
-            case Attempt: keyed[i].first = r.attempt; break;
-            case Fence: keyed[i].first = r.fence; break;
-            case Format: keyed[i].first = static_cast<qint64>(r.format); break;
-            default: break;
-            }
-        }
+        for (std::size_t i = 0; i < list.size(); ++i)
+            keyed[i] = {numericKey(m_rows.at(list[i])), list[i]};
         std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         for (std::size_t i = 0; i < list.size(); ++i)
             list[i] = keyed[i].second;
