@@ -41,7 +41,7 @@ end
 local nowS = sec .. us:sub(1, 3) -- the server time in ms, which every reply carries
 -- the clock as numbers, made on first need: a duplicate needs none (each string-to-number
 -- conversion costs Redis ~700 instructions, a call of a C function such as tonumber ~2 000)
-local nowUsS, nowUs, now, untilMs, untilS
+local nowUsS, nowUs, now, untilMs, untilS, freshLine
 
 -- One id: its line. One function, not one per branch: Lua makes every closure afresh on every call.
 local function acquire(rec, meta, fp, token)
@@ -125,8 +125,9 @@ local function acquire(rec, meta, fp, token)
          'lease_until_ms', untilS)
   end
   call('PEXPIRE', rec, ttl)
-  if attempt == 1 then -- strings only (Lua would print numbers with sprintf)
-    return 'ACQUIRED ' .. fenceS .. ' 1 ' .. untilS .. ' 0'
+  if fence == nowUs and attempt == 1 then -- the same line for every fresh id of the call
+    freshLine = freshLine or 'ACQUIRED ' .. nowUsS .. ' 1 ' .. untilS .. ' 0'
+    return freshLine
   end
   return 'ACQUIRED ' .. fenceS .. ' ' .. attempt .. ' ' .. untilS .. ' ' .. takeover
 end
@@ -135,10 +136,11 @@ if #KEYS == 2 then -- one id (idemctl run, Executor::execute): one string
   local line = acquire(KEYS[1], KEYS[2], ARGV[3], ARGV[4])
   return nowS .. ' ' .. line
 end
-local n = #KEYS / 2
+local keys, argv = KEYS, ARGV -- locals: a global is a table lookup on every use
+local n = #keys / 2
 local out = {}
 for i = 1, n do
-  out[i] = acquire(KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2])
+  out[i] = acquire(keys[2 * i - 1], keys[2 * i], argv[2 * i + 1], argv[2 * i + 2])
 end
 out[n + 1] = nowS
 return out

@@ -564,9 +564,9 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
     const ReplyPtr r = routedScript(s, t.id, args);
     using namespace reply;
     OwnerResult out;
-    // done: the owner scripts answer the server time alone (the common case, kept cheap for
-    // Redis); refused: {status, detail, server time}
-    if (isInteger(r.get())) {
+    // done: the owner scripts answer the server time alone, an integer or its digits (the common
+    // case, kept cheap for Redis); refused: {status, detail, server time}
+    if (isInteger(r.get()) || isString(r.get())) {
         out.status = OwnerStatus::Ok;
         out.serverNowMs = integer(r.get());
         return out;
