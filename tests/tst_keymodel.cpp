@@ -214,6 +214,62 @@ private slots:
         QCOMPARE(model.row(watched.row()).keyText(), watchedKey);
         QCOMPARE(static_cast<int>(model.stats().total), model.rowCount());
     }
+
+    // Many scattered rows go at once (keys that expired between two scans): moved to the end in one
+    // layout change, then removed as one range - no reset, the others keep their order, a
+    // selection on a kept row stays on it, one on a removed row goes.
+    void scatteredRemovalsKeepOrderAndSelection()
+    {
+        KeyTableModel model;
+        model.setKeyNamespace(u"ns"_qs);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        KeyFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
+        QSignalSpy removals(&model, &QAbstractItemModel::rowsRemoved);
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        QVector<KeyRow> rows;
+        for (int i = 0; i < 1000; ++i)
+            rows.push_back(row(u"r-%1"_qs.arg(i, 4, 10, QLatin1Char('0')), idem::RecordState::Completed, now,
+                               1000 + (i * 7919) % 100000));
+        model.upsert(rows, now, 1);
+        model.sort(KeyTableModel::Ttl, Qt::AscendingOrder);
+        const QPersistentModelIndex kept = model.index(500, KeyTableModel::Id);
+        const QString keptKey = model.row(500).keyText();
+        QString goneKey;
+        QVector<KeyRow> seen;
+        for (int r = 0; r < model.rowCount(); ++r) {
+            if (r % 10 == 3) { // 100 rows in 100 ranges go
+                if (r == 503)
+                    goneKey = model.row(r).keyText();
+                continue;
+            }
+            seen.push_back(model.row(r));
+        }
+        const QPersistentModelIndex gone = model.index(503, KeyTableModel::Id);
+        model.upsert(seen, now, 2);
+        model.finishGeneration(2);
+
+        QCOMPARE(model.rowCount(), 900);
+        QCOMPARE(proxy.rowCount(), 900);
+        QCOMPARE(resets.count(), 0);
+        QCOMPARE(removals.count(), 1); // one range
+        QVERIFY(kept.isValid());
+        QCOMPARE(model.row(kept.row()).keyText(), keptKey);
+        QVERIFY(!gone.isValid());
+        QCOMPARE(model.rowOfKey(goneKey), -1);
+        for (int r = 0; r < model.rowCount(); ++r) {
+            QCOMPARE(model.rowOfKey(model.row(r).keyText()), r);
+            if (r > 0)
+                QVERIFY(model.row(r - 1).expiresAtMs <= model.row(r).expiresAtMs); // still sorted
+        }
+        QVERIFY(!model.needsSort());
+        // a few ranges still go one by one
+        model.removeKeys({model.row(0).keyText(), model.row(1).keyText(), model.row(10).keyText()});
+        QCOMPARE(model.rowCount(), 897);
+        QCOMPARE(removals.count(), 3);
+    }
 };
 
 QTEST_MAIN(TestKeyModel)

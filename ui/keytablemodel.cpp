@@ -430,14 +430,27 @@ void KeyTableModel::removeRows(QVector<int> rows)
         return;
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    qsizetype ranges = 1;
+    for (qsizetype k = 1; k < rows.size(); ++k)
+        ranges += rows[k] != rows[k - 1] + 1 ? 1 : 0;
+    // Each removed range costs the views and a filter proxy a pass over all rows (~6 ms at a
+    // million): thousands of scattered rows (keys that expired between two scans) would stall the
+    // GUI for a minute. Many ranges: the rows to go are first moved to the end (one layout change,
+    // selections kept), then removed as one range.
+    constexpr qsizetype kMaxRanges = 8;
+    if (ranges > kMaxRanges) {
+        gatherAtEnd(rows);
+        std::iota(rows.begin(), rows.end(), rowCount() - static_cast<int>(rows.size())); // now the last rows
+    }
     // from the end, one contiguous range at a time, so earlier indexes stay valid
     int i = static_cast<int>(rows.size()) - 1;
     while (i >= 0) {
         int j = i;
         while (j > 0 && rows[j - 1] == rows[j] - 1)
             --j;
-        beginRemoveRows({}, rows[j], rows[i]);
-        for (int k = rows[j]; k <= rows[i]; ++k) {
+        const int from = rows[j], to = rows[i];
+        beginRemoveRows({}, from, to);
+        for (int k = from; k <= to; ++k) {
             const int slot = m_order[static_cast<std::size_t>(k)];
             const auto us = static_cast<std::size_t>(slot);
             m_index.remove(m_rows.at(slot).key);
@@ -447,13 +460,49 @@ void KeyTableModel::removeRows(QVector<int> rows)
             m_moved[us] = 0;
             m_free.push_back(slot);
         }
-        m_order.erase(m_order.begin() + rows[j], m_order.begin() + rows[i] + 1);
+        m_order.erase(m_order.begin() + from, m_order.begin() + to + 1);
         // what stays of the sorted rows is still sorted: fewer of them
-        m_sortedRows -= std::max<qsizetype>(0, std::min<qsizetype>(rows[i] + 1, m_sortedRows) - rows[j]);
+        m_sortedRows -= std::max<qsizetype>(0, std::min<qsizetype>(to + 1, m_sortedRows) - from);
         endRemoveRows();
         i = j - 1;
     }
     renumber(rows.first()); // once: in between, rows are found through m_order, not m_pos
+}
+
+// Moves the given rows (sorted, unique) to the end, in their order, the others keeping theirs.
+void KeyTableModel::gatherAtEnd(const QVector<int>& rows)
+{
+    const std::size_t n = m_order.size();
+    std::vector<char> going(n, 0);
+    for (const int r : rows)
+        going[static_cast<std::size_t>(r)] = 1;
+    std::vector<int> order;
+    order.reserve(n);
+    qsizetype sortedKept = 0;
+    for (std::size_t r = 0; r < n; ++r)
+        if (!going[r]) {
+            order.push_back(m_order[r]);
+            sortedKept += static_cast<qsizetype>(r) < m_sortedRows ? 1 : 0;
+        }
+    for (const int r : rows)
+        order.push_back(m_order[static_cast<std::size_t>(r)]);
+
+    Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::NoLayoutChangeHint);
+    const QModelIndexList before = persistentIndexList();
+    std::vector<int> slotsBefore;
+    slotsBefore.reserve(static_cast<std::size_t>(before.size()));
+    for (const QModelIndex& i : before)
+        slotsBefore.push_back(m_order[static_cast<std::size_t>(i.row())]);
+    m_order = std::move(order);
+    m_sortedRows = sortedKept; // the kept rows of the sorted part come first, in their order
+    renumber(0);
+    QModelIndexList after;
+    after.reserve(before.size());
+    for (qsizetype k = 0; k < before.size(); ++k)
+        after.push_back(index(m_pos[static_cast<std::size_t>(slotsBefore[static_cast<std::size_t>(k)])],
+                              before[k].column()));
+    changePersistentIndexList(before, after);
+    Q_EMIT layoutChanged({}, QAbstractItemModel::NoLayoutChangeHint);
 }
 
 void KeyTableModel::renumber(qsizetype from)
