@@ -8,6 +8,8 @@
 #include "testsupport.h"
 
 #include <QElapsedTimer>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <atomic>
 #include <thread>
@@ -96,6 +98,44 @@ private slots:
         QCOMPARE(o.response, std::string("kept"));
         QCOMPARE(runs.load(), before);
         QCOMPARE(ex.execute("after", "", [&](auto&) { return counted(runs, "new"); }).kind, OutcomeKind::Executed);
+    }
+
+    // A restart finds its port taken by another redis-server (a parallel test's, say): its own
+    // server fails to bind and exits, but the other one answers PING - the process id tells them
+    // apart, and start() fails instead of talking to a stranger.
+    void startNoticesAPortTakenByAnotherServer()
+    {
+        idem::LocalServer ours;
+        const int port = ours.port();
+        ours.stop();
+        QTemporaryDir dir;
+        QProcess other;
+        other.start(QStringLiteral("redis-server"),
+                    {QStringLiteral("--port"), QString::number(port), QStringLiteral("--bind"), QStringLiteral("127.0.0.1"),
+                     QStringLiteral("--save"), QString(), QStringLiteral("--dir"), dir.path()});
+        QVERIFY(other.waitForStarted());
+        idem::ConnectionOptions o = ours.connectionOptions();
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                try {
+                    idem::Connection c(o);
+                    c.connect();
+                    return true;
+                } catch (const idem::Error&) {
+                    return false;
+                }
+            }(),
+            5000);
+        try {
+            ours.start();
+            QFAIL("start() took another redis-server for its own");
+        } catch (const idem::IoError& e) {
+            QVERIFY2(std::string(e.what()).find("another redis-server") != std::string::npos ||
+                         std::string(e.what()).find("exited at start") != std::string::npos,
+                     e.what());
+        }
+        other.terminate();
+        QVERIFY(other.waitForFinished(5000));
     }
 
     void scriptFlushIsRecovered()

@@ -183,17 +183,31 @@ void LocalServer::waitReady()
                     last = line;
             throw IoError("redis-server exited at start" + (last.empty() ? std::string() : ": " + last));
         }
+        bool someoneElse = false;
         try {
             Connection c(o);
             c.connect();
             ReplyPtr r = c.command({"PING"});
-            if (!reply::isError(r.get()))
-                return;
-            lastError = std::string(reply::errorText(r.get()));
+            if (!reply::isError(r.get())) {
+                // ours, or another redis-server that had the port first (ours then fails to bind
+                // and exits, but the other one answers the PING): the process id tells them apart
+                const ReplyPtr info = c.command({"INFO", "server"});
+                const std::string_view text = reply::isError(info.get()) ? std::string_view() : reply::view(info.get());
+                const auto at = text.find("process_id:");
+                if (at == std::string_view::npos || std::atol(text.data() + at + 11) == m_pid)
+                    return;
+                someoneElse = true;
+            } else {
+                lastError = std::string(reply::errorText(r.get()));
+            }
             if (lastError.starts_with("NOAUTH"))
                 return; // a password was configured through extraArgs: it answers, that is enough
         } catch (const Error& e) {
             lastError = e.what();
+        }
+        if (someoneElse) { // the constructor tries another port
+            reap(SIGKILL);
+            throw IoError("port " + std::to_string(m_port) + " belongs to another redis-server");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
