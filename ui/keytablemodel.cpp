@@ -389,21 +389,28 @@ void KeyTableModel::sortAgain()
     if (order == m_order)
         return;
 
-    Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
-    const QModelIndexList beforeIndexes = persistentIndexList();
+    applyOrder(std::move(order), QAbstractItemModel::VerticalSortHint);
+}
+
+// Shows the rows in a new order (slots): one layout change, persistent indexes (selections)
+// following their rows.
+void KeyTableModel::applyOrder(std::vector<int> order, QAbstractItemModel::LayoutChangeHint hint)
+{
+    Q_EMIT layoutAboutToBeChanged({}, hint);
+    const QModelIndexList before = persistentIndexList();
     std::vector<int> slotsBefore;
-    slotsBefore.reserve(static_cast<std::size_t>(beforeIndexes.size()));
-    for (const QModelIndex& i : beforeIndexes)
+    slotsBefore.reserve(static_cast<std::size_t>(before.size()));
+    for (const QModelIndex& i : before)
         slotsBefore.push_back(m_order[static_cast<std::size_t>(i.row())]);
     m_order = std::move(order);
     renumber(0);
     QModelIndexList after;
-    after.reserve(beforeIndexes.size());
-    for (qsizetype k = 0; k < beforeIndexes.size(); ++k)
+    after.reserve(before.size());
+    for (qsizetype k = 0; k < before.size(); ++k)
         after.push_back(index(m_pos[static_cast<std::size_t>(slotsBefore[static_cast<std::size_t>(k)])],
-                              beforeIndexes[k].column()));
-    changePersistentIndexList(beforeIndexes, after);
-    Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+                              before[k].column()));
+    changePersistentIndexList(before, after);
+    Q_EMIT layoutChanged({}, hint);
 }
 
 void KeyTableModel::removeKeys(const QStringList& keys)
@@ -487,22 +494,8 @@ void KeyTableModel::gatherAtEnd(const QVector<int>& rows)
     for (const int r : rows)
         order.push_back(m_order[static_cast<std::size_t>(r)]);
 
-    Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::NoLayoutChangeHint);
-    const QModelIndexList before = persistentIndexList();
-    std::vector<int> slotsBefore;
-    slotsBefore.reserve(static_cast<std::size_t>(before.size()));
-    for (const QModelIndex& i : before)
-        slotsBefore.push_back(m_order[static_cast<std::size_t>(i.row())]);
-    m_order = std::move(order);
     m_sortedRows = sortedKept; // the kept rows of the sorted part come first, in their order
-    renumber(0);
-    QModelIndexList after;
-    after.reserve(before.size());
-    for (qsizetype k = 0; k < before.size(); ++k)
-        after.push_back(index(m_pos[static_cast<std::size_t>(slotsBefore[static_cast<std::size_t>(k)])],
-                              before[k].column()));
-    changePersistentIndexList(before, after);
-    Q_EMIT layoutChanged({}, QAbstractItemModel::NoLayoutChangeHint);
+    applyOrder(std::move(order), QAbstractItemModel::NoLayoutChangeHint);
 }
 
 void KeyTableModel::renumber(qsizetype from)

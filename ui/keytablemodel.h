@@ -67,6 +67,7 @@ public:
 private:
     void removeRows(QVector<int> rows);
     void gatherAtEnd(const QVector<int>& rows);
+    void applyOrder(std::vector<int> order, QAbstractItemModel::LayoutChangeHint hint);
     int takeSlot();
     void renumber(qsizetype from); // m_pos of the rows shown from `from` on
     bool lessSlots(int a, int b) const;
