@@ -292,7 +292,11 @@ public:
     void finish() const
     {
         if (!m_ok || m_p != m_end || m_trailingSeparator)
-            throw ProtoError("acquire script answered '" + std::string(m_line.substr(0, 120)) + "'");
+            fail();
+    }
+    [[noreturn]] void fail() const
+    {
+        throw ProtoError("acquire script answered '" + std::string(m_line.substr(0, 120)) + "'");
     }
 
 private:
@@ -310,11 +314,10 @@ private:
     bool m_ok = true;
     bool m_trailingSeparator = false;
 };
-} // namespace
 
-void Store::parseAcquireLine(AcquireResult& out, std::string_view line, std::string_view id, std::string_view token)
+// One id's answer: the rest of the line `in` reads (for one id, after the server time).
+void parseAcquireLine(AcquireResult& out, LineReader& in, std::string_view id, std::string_view token)
 {
-    LineReader in(line);
     const std::string_view status = in.word();
     if (status == "ACQUIRED") {
         out.status = AcquireStatus::Acquired;
@@ -345,10 +348,11 @@ void Store::parseAcquireLine(AcquireResult& out, std::string_view line, std::str
         out.status = AcquireStatus::Unusable;
         out.error = std::string(in.rest());
     } else {
-        throw ProtoError("acquire script answered '" + std::string(line.substr(0, 120)) + "'");
+        in.fail();
     }
     in.finish();
 }
+} // namespace
 
 AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
 {
@@ -527,13 +531,9 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         const auto tokenOf = [&](std::size_t i) { return std::string_view(tokens).substr(i * kTokenChars, kTokenChars); };
         if (count == 1) { // one id: "<now_ms> <line>"
             const std::size_t i = order[first];
-            const std::string_view text = reply::view(r);
-            const std::size_t space = text.find(' ');
-            std::int64_t now = 0;
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + std::min(space, text.size()), now);
-            if (space == std::string_view::npos || ec != std::errc() || end != text.data() + space)
-                throw ProtoError("acquire script answered '" + std::string(text.substr(0, 120)) + "'");
-            parseAcquireLine(out[i], text.substr(space + 1), requests[i].id, tokenOf(i));
+            LineReader in(reply::view(r));
+            const std::int64_t now = in.number();
+            parseAcquireLine(out[i], in, requests[i].id, tokenOf(i));
             out[i].serverNowMs = now;
             continue;
         }
@@ -543,7 +543,8 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         const std::int64_t serverNowMs = reply::integer(reply::element(r, count));
         for (std::size_t k = 0; k < count; ++k) {
             const std::size_t i = order[first + k];
-            parseAcquireLine(out[i], reply::view(reply::element(r, k)), requests[i].id, tokenOf(i));
+            LineReader in(reply::view(reply::element(r, k)));
+            parseAcquireLine(out[i], in, requests[i].id, tokenOf(i));
             out[i].serverNowMs = serverNowMs;
         }
     }

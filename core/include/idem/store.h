@@ -124,9 +124,6 @@ public:
 private:
     void checkId(std::string_view id) const;
     bool clusterMode(Connection& c);
-    // one id's five elements of acquire.lua's reply, from index `at`
-    static void parseAcquireLine(AcquireResult& out, std::string_view line, std::string_view id,
-                                 std::string_view token);
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
     std::optional<Record> inspectOn(Connection& c, const std::string& key, ReplyPtr& redirect);
 
