@@ -99,12 +99,11 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         break;
     case SortRole: // KeyFilterProxy::lessThan compares rows directly; this serves other views
         switch (index.column()) {
-        // deadlines and start times, not remaining times: the order does not drift as time passes
-        case Age: return r.createdMs > 0 ? -r.createdMs : std::numeric_limits<qint64>::max(); // unknown last
-        case Ttl: return r.noTtl() ? std::numeric_limits<qint64>::max() : r.expiresAtMs; // deadline order
-        case Lease: return r.state == idem::RecordState::Started ? r.leaseUntilMs : 0;
-        case Attempt: return r.attempt;
-        case Fence: return r.fence;
+        case Age:
+        case Ttl:
+        case Lease:
+        case Attempt:
+        case Fence: return numericKey(r, index.column()); // what the model's own sort compares
         case State: return static_cast<int>(r.state) * 2 + (stale ? 1 : 0);
         default: return data(index, Qt::DisplayRole);
         }
@@ -286,14 +285,15 @@ bool KeyTableModel::lessSlots(int a, int b) const
     case Note: return x.note < y.note;
     default: break;
     }
-    return numericKey(x) < numericKey(y);
+    return numericKey(x, m_sortColumn) < numericKey(y, m_sortColumn);
 }
 
-// the sort key of the numeric columns: deadlines and start times, which do not drift as time passes
-qint64 KeyTableModel::numericKey(const KeyRow& r) const
+// the sort key of the numeric columns: deadlines and start times, not remaining times, so the
+// order does not drift as time passes
+qint64 KeyTableModel::numericKey(const KeyRow& r, int column)
 {
     using L = std::numeric_limits<qint64>;
-    switch (m_sortColumn) {
+    switch (column) {
     case State: return static_cast<qint64>(r.state);
     case Age: return r.createdMs > 0 ? -r.createdMs : L::max(); // unknown last
     case Ttl: return r.noTtl() ? L::max() : r.expiresAtMs;
@@ -335,7 +335,7 @@ void KeyTableModel::sortSlots(std::vector<int>& list) const
     } else {
         std::vector<std::pair<qint64, int>> keyed(list.size());
         for (std::size_t i = 0; i < list.size(); ++i)
-            keyed[i] = {numericKey(m_rows.at(list[i])), list[i]};
+            keyed[i] = {numericKey(m_rows.at(list[i]), m_sortColumn), list[i]};
         std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         for (std::size_t i = 0; i < list.size(); ++i)
             list[i] = keyed[i].second;

@@ -71,7 +71,7 @@ private:
     int takeSlot();
     void renumber(qsizetype from); // m_pos of the rows shown from `from` on
     bool lessSlots(int a, int b) const;
-    qint64 numericKey(const KeyRow& r) const;
+    static qint64 numericKey(const KeyRow& r, int column);
     void sortSlots(std::vector<int>& list) const;
 
     QVector<KeyRow> m_rows;         // by slot; a removed row's slot is reused
