@@ -24,6 +24,21 @@ KeyRow row(const QString& id, idem::RecordState s, qint64 now, qint64 ttlMs = 60
     r.type = KeyRow::Type::Hash;
     return r;
 }
+// A model (namespace "ns") and a filter proxy over it, each watched by QAbstractItemModelTester
+// from before any data arrives, with the model's resets and removals counted.
+struct WatchedModel {
+    KeyTableModel model;
+    QAbstractItemModelTester tester{&model, QAbstractItemModelTester::FailureReportingMode::QtTest};
+    KeyFilterProxy proxy;
+    QAbstractItemModelTester proxyTester;
+    QSignalSpy resets{&model, &QAbstractItemModel::modelReset};
+    QSignalSpy removals{&model, &QAbstractItemModel::rowsRemoved};
+    WatchedModel()
+        : proxyTester((model.setKeyNamespace(u"ns"_qs), proxy.setSourceModel(&model), &proxy),
+                      QAbstractItemModelTester::FailureReportingMode::QtTest)
+    {
+    }
+};
 } // namespace
 
 class TestKeyModel : public QObject {
@@ -31,15 +46,11 @@ class TestKeyModel : public QObject {
 private slots:
     void mergesWithoutReset()
     {
-        KeyTableModel model;
-        model.setKeyNamespace(u"ns"_qs);
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        KeyFilterProxy proxy;
-        proxy.setSourceModel(&model);
-        QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
+        WatchedModel watched;
+        KeyTableModel& model = watched.model;
+        QSignalSpy& resets = watched.resets;
+        QSignalSpy& removals = watched.removals;
         QSignalSpy inserts(&model, &QAbstractItemModel::rowsInserted);
-        QSignalSpy removals(&model, &QAbstractItemModel::rowsRemoved);
         QSignalSpy changes(&model, &QAbstractItemModel::dataChanged);
 
         const qint64 now = QDateTime::currentMSecsSinceEpoch();
@@ -220,14 +231,11 @@ private slots:
     // selection on a kept row stays on it, one on a removed row goes.
     void scatteredRemovalsKeepOrderAndSelection()
     {
-        KeyTableModel model;
-        model.setKeyNamespace(u"ns"_qs);
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        KeyFilterProxy proxy;
-        proxy.setSourceModel(&model);
-        QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
-        QSignalSpy removals(&model, &QAbstractItemModel::rowsRemoved);
+        WatchedModel watched;
+        KeyTableModel& model = watched.model;
+        KeyFilterProxy& proxy = watched.proxy;
+        QSignalSpy& resets = watched.resets;
+        QSignalSpy& removals = watched.removals;
         const qint64 now = QDateTime::currentMSecsSinceEpoch();
         QVector<KeyRow> rows;
         for (int i = 0; i < 1000; ++i)
