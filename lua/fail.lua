@@ -1,5 +1,5 @@
 -- idem: the owner reports that the work failed.
--- KEYS[1] record hash, KEYS[2] meta hash (unused)
+-- KEYS[1] record hash
 -- ARGV[1] owner token
 -- ARGV[2] policy: 'release' (delete: the next delivery retries), 'retryable' (keep FAILED, next
 --         acquire retries), 'terminal' (keep FAILED, duplicates get the failure back)

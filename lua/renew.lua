@@ -1,5 +1,5 @@
 -- idem: extend the owner's lease (the watchdog calls this while work runs).
--- KEYS[1] record hash, KEYS[2] meta hash (unused)
+-- KEYS[1] record hash
 -- ARGV[1] owner token, ARGV[2] lease in ms, ARGV[3] keep-past-lease in ms
 -- Replies: now_ms, an integer: renewed to now_ms + lease | {'LEASE_LOST', state_or_missing, now_ms}
 local rec = KEYS[1]

@@ -224,10 +224,13 @@ template <typename Run> ReplyPtr Store::routed(std::string_view key, Run&& run)
     }
 }
 
-ReplyPtr Store::routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args)
+ReplyPtr Store::routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args,
+                             Keys keys)
 {
-    const std::string rk = recordKey(id), mk = metaKey(id);
-    ReplyPtr r = routed(rk, [&](Connection& c) { return runScriptReply(c, s, {rk, mk}, args); });
+    const std::string rk = recordKey(id), mk = keys == Keys::RecordAndMeta ? metaKey(id) : std::string();
+    ReplyPtr r = routed(rk, [&](Connection& c) {
+        return keys == Keys::RecordAndMeta ? runScriptReply(c, s, {rk, mk}, args) : runScriptReply(c, s, {rk}, args);
+    });
     if (reply::isError(r.get()))
         throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
     return r;
@@ -562,7 +565,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
 OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args)
 {
     checkId(t.id);
-    const ReplyPtr r = routedScript(s, t.id, args);
+    const ReplyPtr r = routedScript(s, t.id, args, Keys::Record);
     using namespace reply;
     OwnerResult out;
     // done: the owner scripts answer the server time alone, an integer or its digits (the common

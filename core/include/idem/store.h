@@ -62,6 +62,9 @@ struct AcquireResult {
     std::int64_t remainingMs = 0;  // InProgress
     std::int64_t attempt = 0;
     std::int64_t fence = 0;
+    // The server's clock (ms) when the script read it; one per script call (up to 64 ids). 0 when
+    // no answer of the call needed the clock: duplicates, mismatches and unusable keys are answered
+    // without reading it.
     std::int64_t serverNowMs = 0;
 };
 
@@ -139,7 +142,10 @@ private:
     // out TRYAGAIN while a slot moves); returns the last reply (a redirect still, if they did not end).
     template <typename Run> ReplyPtr routed(std::string_view key, Run&& run);
     // One script on the id's record and meta key, routed; an error reply is thrown
-    ReplyPtr routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args);
+    // the owner scripts touch the record alone; acquire and the operators' scripts its meta key too
+    enum class Keys { Record, RecordAndMeta };
+    ReplyPtr routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args,
+                          Keys keys = Keys::RecordAndMeta);
 
     ConnectionPool& m_pool;
     StoreOptions m_options;
