@@ -86,7 +86,10 @@ void loadScript(Connection& c, const Script& s)
 ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
                         const std::vector<std::string_view>& args)
 {
-    std::string call;
+    // one buffer per thread, its capacity kept: an owner call is half of every new id's round
+    // trips, and a fresh string grew four or five times on the way
+    thread_local std::string call;
+    call.clear();
     resp::Writer w(call);
     resp::evalsha(w, s, keys, args);
     ReplyPtr r = c.commandFormatted(call);
@@ -94,6 +97,8 @@ ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::s
         loadScript(c, s);
         r = c.commandFormatted(call);
     }
+    if (call.capacity() > 256 * 1024) // a huge response once does not keep its buffer for ever
+        std::string().swap(call);
     return r;
 }
 
