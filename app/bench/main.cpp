@@ -96,6 +96,39 @@ bool pinCpus(pid_t server, bool same)
     return ::sched_setaffinity(0, sizeof one, &one) == 0;
 }
 
+std::string firstLine(const char* path)
+{
+    std::string line;
+    if (std::FILE* f = std::fopen(path, "r")) {
+        char buf[128];
+        if (std::fgets(buf, sizeof buf, f))
+            line = buf;
+        std::fclose(f);
+    }
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' '))
+        line.pop_back();
+    return line;
+}
+
+// What decides a round trip between two CPUs on a virtual machine: whether an idle vCPU polls a
+// while before it halts. A halted vCPU is woken by the hypervisor, which on the machine these
+// figures were first taken on cost ~30 us a side and made the wake-ups, not the scripts, most of a
+// loopback round trip (README: "What this machine does to a round trip").
+std::string machineLine()
+{
+    const std::string driver = firstLine("/sys/devices/system/cpu/cpuidle/current_driver");
+    std::string line = "machine: cpuidle driver " + (driver.empty() ? std::string("unknown") : driver);
+    if (driver == "haltpoll") {
+        const std::string ns = firstLine("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
+        if (ns == "0")
+            line += ", guest_halt_poll_ns 0: an idle vCPU halts at once, so a round trip\n"
+                    "         between two CPUs waits for the hypervisor to wake a vCPU on each side";
+        else if (!ns.empty())
+            line += ", an idle vCPU polls up to " + ns + " ns before it halts";
+    }
+    return line;
+}
+
 std::string capture(const std::string& cmd)
 {
     std::string out;
@@ -274,11 +307,12 @@ int main(int argc, char** argv)
             const auto p = info.find("redis_version:");
             return p == std::string::npos ? std::string("?") : info.substr(p + 14, info.find('\r', p) - p - 14);
         }();
-        std::printf("idem-bench: redis-server %s at %s%s, 1 connection, %d rounds of %d requests%s\n\n",
+        std::printf("idem-bench: redis-server %s at %s%s, 1 connection, %d rounds of %d requests%s\n",
                     version.c_str(), o.describe().c_str(), server ? " (private)" : "", cfg.rounds, cfg.requests,
                     cfg.pin == "split" ? ", server and client pinned to a CPU each"
                     : cfg.pin == "same" ? ", server and client pinned to one CPU"
                                         : "");
+        std::printf("%s\n\n", machineLine().c_str());
 
         idem::ConnectionPool pool(o, 2);
         idem::StoreOptions so;
