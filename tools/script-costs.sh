@@ -27,19 +27,24 @@ cli EVAL "for i = 0, 99999 do
 end" 0 >/dev/null
 
 # script $2 run $3 times on keys with prefix $1 (new: fresh random keys; done: the records)
+# keys: new (absent) or done (a stored record); shape: acquire's two keys and four arguments,
+# or one (the record alone) with four or five arguments
 calls() {
-    local range=100000000
+    local range=100000000 shape=${4:-acquire}
     [[ $1 == done ]] && range=100000
-    redis-benchmark -p "$port" -c 1 -n "$3" -r "$range" EVALSHA "$2" 2 "$1:{__rand_int__}" "$1:{__rand_int__}:m" \
-        30000 40000 '' tok-0123456789abcdef01234567 >/dev/null
+    local keys=("$1:{__rand_int__}" "$1:{__rand_int__}:m")
+    [[ $shape != acquire ]] && keys=("$1:{__rand_int__}")
+    local args=(30000 40000 '' tok-0123456789abcdef01234567)
+    [[ $shape == one-key-5 ]] && args+=(x)
+    redis-benchmark -p "$port" -c 1 -n "$3" -r "$range" EVALSHA "$2" "${#keys[@]}" "${keys[@]}" "${args[@]}" >/dev/null
 }
 # instructions per call of script $2 on keys with prefix $1
 count() {
     local sha dump total
     sha=$(cli SCRIPT LOAD "$2")
-    calls "$1" "$sha" 200 # warm up
+    calls "$1" "$sha" 200 "${3:-}" # warm up
     callgrind_control -z "$pid" >/dev/null 2>&1
-    calls "$1" "$sha" "$n"
+    calls "$1" "$sha" "$n" "${3:-}"
     callgrind_control -d "$pid" >/dev/null 2>&1
     dump=$(ls -t "$dir"/cg."$pid".* | head -1)
     total=$(awk '/^(summary|totals):/ { print $2; exit }' "$dump")
@@ -54,6 +59,9 @@ row() { # label, keys (new|done), script
     printf '%-62s %+8d\n' "$1" $((c - base))
 }
 five="redis.call('HSET', KEYS[1], 'state', 'STARTED', 'token', ARGV[4], 'fence', '1700000000123456', 'started_ms', '1700000000123', 'lease_until_ms', '1700000000456')"
+one=$(count new "return 1" one-key)
+printf '%-62s %+8d\n' "a key less (EVALSHA, 1 key + 4 arguments: return 1)" $((one - base))
+printf '%-62s %+8d\n' "an argument more (EVALSHA, 1 key + 5 arguments: return 1)" $(($(count new "return 1" one-key-5) - one))
 row "redis.call('TIME')" new "redis.call('TIME') return 1"
 row "EXISTS of both keys (absent)" new "redis.call('EXISTS', KEYS[1], KEYS[2]) return 1"
 row "HSET of one field, new key" new "redis.call('HSET', KEYS[1], 'state', 'STARTED') return 1"
@@ -68,4 +76,7 @@ row "reply: a table of six (a string, five integers)" new "return {'ACQUIRED', 1
 row "reply: a table of six, grown element by element" new "local t = {} for i = 1, 6 do t[i] = i end return t"
 row "reply: one string of 52 bytes" new "return 'ACQUIRED 1700000000123456 1 1700000000456 0 1700000000123'"
 row "string.format('%d', n) of a 13-digit number" new "local s = string.format('%d', 1700000000456) return 1"
+row "the same number made a string by concatenation (n .. '')" new "local s = 1700000000456 .. '' return 1"
+row "a string argument made a number (ARGV[1] + 0)" new "local x = ARGV[1] + 0 return 1"
+row "s:sub(1, 3) of a 6-character string" new "local x = ARGV[1]:sub(1, 3) return 1"
 echo "instructions per EVALSHA in redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $n calls each (callgrind); rows: more than the base"

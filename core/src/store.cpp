@@ -580,9 +580,6 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
     if (status == "LEASE_LOST") {
         out.status = OwnerStatus::LeaseLost;
         out.currentState = str(element(r.get(), 1));
-    } else if (status == "TOO_LARGE") {
-        throw UsageError("response refused by the server-side cap of " + str(element(r.get(), 1)) +
-                         " bytes");
     } else {
         throw ProtoError(std::string(s.name) + " script answered '" + status + "'");
     }
