@@ -61,8 +61,6 @@ local function acquire(rec, meta, fp, token, fresh)
     if state == 'COMPLETED' and (fp == '' or not sfp or sfp == '' or sfp == fp) then
       return 'DUPLICATE ' .. (h[2] and h[2]:match('^%d+$') or '0') .. ' ' .. (h[3] or '')
     end
-  end
-  if exists then
     if not state then
       if call('EXISTS', rec) == 1 then
         return 'UNUSABLE hash has no idem state field'

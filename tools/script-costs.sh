@@ -26,9 +26,9 @@ cli EVAL "for i = 0, 99999 do
   redis.call('PEXPIRE', k, 3600000)
 end" 0 >/dev/null
 
-# script $2 run $3 times on keys with prefix $1 (new: fresh random keys; done: the records)
-# keys: new (absent) or done (a stored record); shape: acquire's two keys and four arguments,
-# or one (the record alone) with four or five arguments
+# script $2 run $3 times on keys with prefix $1 (new: fresh random keys; done: the records), in
+# shape $4: acquire's two keys and four arguments (the default), one-key (the record alone, four
+# arguments) or one-key-5 (five)
 calls() {
     local range=100000000 shape=${4:-acquire}
     [[ $1 == done ]] && range=100000

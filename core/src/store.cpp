@@ -228,9 +228,10 @@ ReplyPtr Store::routedScript(const Script& s, std::string_view id, const std::ve
                              Keys keys)
 {
     const std::string rk = recordKey(id), mk = keys == Keys::RecordAndMeta ? metaKey(id) : std::string();
-    ReplyPtr r = routed(rk, [&](Connection& c) {
-        return keys == Keys::RecordAndMeta ? runScriptReply(c, s, {rk, mk}, args) : runScriptReply(c, s, {rk}, args);
-    });
+    std::vector<std::string_view> scriptKeys = {rk};
+    if (keys == Keys::RecordAndMeta)
+        scriptKeys.push_back(mk);
+    ReplyPtr r = routed(rk, [&](Connection& c) { return runScriptReply(c, s, scriptKeys, args); });
     if (reply::isError(r.get()))
         throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
     return r;

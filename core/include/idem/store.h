@@ -141,8 +141,8 @@ private:
     // Runs `run` on the node serving `key`'s slot, following up to a few redirects (and waiting
     // out TRYAGAIN while a slot moves); returns the last reply (a redirect still, if they did not end).
     template <typename Run> ReplyPtr routed(std::string_view key, Run&& run);
-    // One script on the id's record and meta key, routed; an error reply is thrown
-    // the owner scripts touch the record alone; acquire and the operators' scripts its meta key too
+    // One script on the id's keys, routed; an error reply is thrown. The owner scripts touch the
+    // record alone (Keys::Record), the operators' scripts its meta key too.
     enum class Keys { Record, RecordAndMeta };
     ReplyPtr routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args,
                           Keys keys = Keys::RecordAndMeta);
