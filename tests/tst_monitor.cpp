@@ -119,6 +119,13 @@ private slots:
         QVERIFY(all.at("stream").reason.find("stream") != std::string::npos);
         // the stored response is never read by the monitor
         QVERIFY(!all.at("completed").response);
+        // the times it shows: a first attempt started at its fence (µs), a completed record finished
+        // its retention (retention_ms) before its TTL runs out, a failed one when finished_ms says
+        const auto& done = all.at("completed");
+        QCOMPARE(done.startedMs, std::optional<std::int64_t>(done.fence / 1000));
+        QVERIFY(done.finishedMs && *done.startedMs <= *done.finishedMs && *done.finishedMs < *done.startedMs + 5000);
+        const auto& failed = all.at("failed-retry");
+        QVERIFY(failed.finishedMs && failed.startedMs && *failed.finishedMs >= *failed.startedMs);
         // keys without TTL are flagged
         QCOMPARE(all.at("list").ttlMs, std::int64_t(-1));
         QCOMPARE(all.at("huge").ttlMs, std::int64_t(-1));

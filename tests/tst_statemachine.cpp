@@ -408,9 +408,11 @@ private slots:
         QCOMPARE(store->acquire("lost-reply", "").response, std::string("r"));
     }
 
-    // acquire.lua and complete.lua write the server clock as strings cut from TIME's reply
-    // (seconds and microseconds, the latter not zero-padded): check them against each other and
-    // against TIME, until microsecond parts below 100000 (which need the padding) have been seen
+    // acquire.lua writes the server clock as strings cut from TIME's reply (seconds and
+    // microseconds, the latter not zero-padded): check them against TIME, until microsecond parts
+    // below 100000 (which need the padding) have been seen. A first attempt's start is its fence;
+    // complete.lua reads no clock: the record keeps its retention, and its TTL counts it down from
+    // when it completed
     void recordTimesFromServerClock()
     {
         const auto serverUs = [&] {
@@ -418,6 +420,7 @@ private slots:
             return idem::reply::integer(idem::reply::element(r.get(), 0)) * 1000000 +
                    idem::reply::integer(idem::reply::element(r.get(), 1));
         };
+        const std::int64_t retention = store->options().retention.count();
         int padded = 0, checked = 0;
         // bounded by time, not by count: the window recurs every second, whatever a round trip costs
         QElapsedTimer spent;
@@ -429,31 +432,44 @@ private slots:
             const std::int64_t after = serverUs();
             QCOMPARE(a.status, AcquireStatus::Acquired);
             const Fields f = hgetall(*raw, store->recordKey(id));
-            const std::int64_t fence = std::stoll(f.at("fence")), started = std::stoll(f.at("started_ms"));
+            const std::int64_t fence = std::stoll(f.at("fence"));
             QVERIFY2(before <= fence && fence <= after, f.at("fence").c_str()); // a first fence is the clock
+            QCOMPARE(f.at("fence"), std::to_string(fence)); // no leading zeros, no exponent
             QCOMPARE(fence, a.ticket.fence);
-            QCOMPARE(started, fence / 1000);
-            QCOMPARE(f.at("started_ms"), std::to_string(started)); // no leading zeros, no exponent
+            const std::int64_t started = fence / 1000;
+            QVERIFY(!f.count("started_ms") && !f.count("attempt")); // implied: the fence, 1
+            QCOMPARE(store->inspect(id)->startedMs, std::optional<std::int64_t>(started));
             QCOMPARE(std::stoll(f.at("lease_until_ms")), started + 4000);
             QCOMPARE(a.ticket.leaseUntilMs, started + 4000);
             QCOMPARE(a.serverNowMs, started);
             QCOMPARE(f.at("fp"), std::string("fp-1"));
-            // complete.lua cuts the milliseconds the same way
             const std::int64_t beforeDone = serverUs();
             const auto done = store->complete(a.ticket, "r");
+            const std::int64_t afterDone = serverUs();
             QCOMPARE(done.status, idem::OwnerStatus::Ok);
-            const std::int64_t finished = std::stoll(hgetall(*raw, store->recordKey(id)).at("finished_ms"));
-            QVERIFY(beforeDone / 1000 <= finished && finished <= serverUs() / 1000);
-            QCOMPARE(done.serverNowMs, finished); // the owner scripts answer their time alone
-            if (fence % 1000000 < 100000 || finished % 1000 < 100)
+            QCOMPARE(done.serverNowMs, std::int64_t(0)); // no clock read
+            const Fields c = hgetall(*raw, store->recordKey(id));
+            QCOMPARE(c.at("retention_ms"), std::to_string(retention));
+            QVERIFY(!c.count("finished_ms"));
+            // PTTL and TIME are read in one pipeline: the finish they give is within a millisecond
+            const auto rec = store->inspect(id);
+            QVERIFY(rec && rec->finishedMs);
+            QVERIFY2(beforeDone / 1000 - 1 <= *rec->finishedMs && *rec->finishedMs <= afterDone / 1000 + 1,
+                     std::to_string(*rec->finishedMs - beforeDone / 1000).c_str());
+            QCOMPARE(rec->startedMs, std::optional<std::int64_t>(started));
+            if (fence % 1000000 < 100000)
                 ++padded;
         }
         QVERIFY2(padded > 0, "no microsecond part below 100000 seen");
         qInfo("%d acquires checked, %d with a microsecond part below 100000", checked, padded);
 
+        // a record whose TTL is not idem's any more (PERSIST) has no finish to tell
+        raw->checked({"PERSIST", store->recordKey("clock-0")});
+        QVERIFY(!store->inspect("clock-0")->finishedMs);
+
         // a new attempt keeps the first start as created_ms and drops the failed attempt's fields
         auto a = store->acquire("clock-history", "fp-2", idem::Millis(4000));
-        const std::string firstStart = hgetall(*raw, store->recordKey("clock-history")).at("started_ms");
+        const std::string firstStart = std::to_string(a.ticket.fence / 1000);
         // renew reports the deadline it wrote, counted from the server's time
         const auto renewed = store->renew(a.ticket, idem::Millis(6000));
         QCOMPARE(renewed.status, idem::OwnerStatus::Ok);
@@ -463,17 +479,25 @@ private slots:
         const auto failed = store->fail(a.ticket, idem::FailPolicy::Retryable, "boom");
         QCOMPARE(failed.status, idem::OwnerStatus::Ok);
         QCOMPARE(std::stoll(hgetall(*raw, store->recordKey("clock-history")).at("finished_ms")), failed.serverNowMs);
+        QCOMPARE(store->inspect("clock-history")->finishedMs, std::optional<std::int64_t>(failed.serverNowMs));
         QThread::msleep(2);
         auto b = store->acquire("clock-history", "fp-2", idem::Millis(4000));
         QCOMPARE(b.status, AcquireStatus::Acquired);
         const Fields f = hgetall(*raw, store->recordKey("clock-history"));
         QCOMPARE(f.at("created_ms"), firstStart);
+        QCOMPARE(f.at("started_ms"), std::to_string(b.serverNowMs)); // a later attempt writes its start
         QVERIFY(std::stoll(f.at("started_ms")) > std::stoll(firstStart));
         QCOMPARE(f.at("attempt"), std::string("2"));
         QCOMPARE(f.at("fence"), std::to_string(b.ticket.fence));
         QCOMPARE(f.at("fp"), std::string("fp-2"));
         QVERIFY(!f.count("error") && !f.count("failure") && !f.count("finished_ms"));
         QCOMPARE(std::stoll(f.at("lease_until_ms")), b.ticket.leaseUntilMs);
+        const auto bRec = store->inspect("clock-history");
+        QCOMPARE(bRec->createdMs, std::optional<std::int64_t>(std::stoll(firstStart)));
+        QCOMPARE(bRec->startedMs, std::optional<std::int64_t>(b.serverNowMs));
+        // completed on a later attempt: the retention replaces nothing else, the start stays
+        QCOMPARE(store->complete(b.ticket, "ok").status, idem::OwnerStatus::Ok);
+        QCOMPARE(hgetall(*raw, store->recordKey("clock-history")).at("started_ms"), std::to_string(b.serverNowMs));
 
         // the script refuses a TTL shorter than the lease (a STARTED record must outlive its lease)
         const std::string rk = store->recordKey("clock-ttl"), mk = store->metaKey("clock-ttl");

@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string_view> kSmallFields = {
     "state",    "token",       "fence",   "attempt",    "started_ms", "lease_until_ms", "created_ms",
     "finished_ms", "failure",  "fp",      "op",         "op_by",      "op_at_ms",       "op_reason",
-    "status",   "lock_expiry", "started_at"};
+    "retention_ms", "status", "lock_expiry", "started_at"};
 
 std::int64_t nowFromTime(const redisReply* r)
 {
@@ -285,6 +285,7 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
                 if (!reply::isNil(v))
                     fields.emplace_back(std::string(kSmallFields[f]), reply::str(v));
             }
+            o.ttlMs = ttl[i];
             rec = decodeHash(std::move(fields), o);
             rec.keyType = "hash";
             break;

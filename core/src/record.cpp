@@ -245,13 +245,17 @@ Record decodeHash(std::vector<std::pair<std::string, std::string>> fields, const
         r.state = RecordState::Malformed;
         r.reason = "unknown state '" + *state + "'";
     }
+    r.fence = getInt("fence").value_or(0);
     r.startedMs = getInt("started_ms");
+    if (!r.startedMs && r.fence > 0)
+        r.startedMs = r.fence / 1000; // a first attempt whose fence is its clock (µs) writes no start
     r.createdMs = getInt("created_ms"); // written on the second attempt; the first one's start otherwise
     if (!r.createdMs)
         r.createdMs = r.startedMs;
     r.leaseUntilMs = getInt("lease_until_ms");
-    r.finishedMs = getInt("finished_ms");
-    r.fence = getInt("fence").value_or(0);
+    r.finishedMs = getInt("finished_ms"); // FAILED records
+    if (const auto retention = getInt("retention_ms"); !r.finishedMs && retention && o.ttlMs >= 0 && o.nowMs > 0)
+        r.finishedMs = o.nowMs + o.ttlMs - *retention; // COMPLETED: its TTL is the retention since then
     r.attempt = getInt("attempt").value_or(1); // the first attempt does not write it
     if (const std::string* v = get("token"))
         r.owner = *v;

@@ -533,18 +533,18 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             throw ReplyError("acquire: " + reply::errorMessage(r));
         const std::size_t count = callEnds[c] - first;
         const auto tokenOf = [&](std::size_t i) { return std::string_view(tokens).substr(i * kTokenChars, kTokenChars); };
-        if (count == 1) { // one id: "<now_ms> <line>"
+        if (count == 1) { // one id: "<now_us> <line>"
             const std::size_t i = order[first];
             LineReader in(reply::view(r));
-            const std::int64_t now = in.number();
+            const std::int64_t nowUs = in.number();
             parseAcquireLine(out[i], in, requests[i].id, tokenOf(i));
-            out[i].serverNowMs = now;
+            out[i].serverNowMs = nowUs / 1000;
             continue;
         }
-        // a line per id, then the server's time
+        // a line per id, then the server's time (µs)
         if (reply::arraySize(r) != count + 1)
             throw ProtoError("acquire script answered for the wrong number of ids");
-        const std::int64_t serverNowMs = reply::integer(reply::element(r, count));
+        const std::int64_t serverNowMs = reply::integer(reply::element(r, count)) / 1000;
         for (std::size_t k = 0; k < count; ++k) {
             const std::size_t i = order[first + k];
             LineReader in(reply::view(reply::element(r, k)));
@@ -570,7 +570,8 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
     using namespace reply;
     OwnerResult out;
     // done: the owner scripts answer the server time alone, an integer or its digits (the common
-    // case, kept cheap for Redis); refused: {status, detail, server time}
+    // case, kept cheap for Redis; complete answers 0: it reads no clock); refused: {status,
+    // detail, server time or 0}
     if (isInteger(r.get()) || isString(r.get())) {
         out.status = OwnerStatus::Ok;
         out.serverNowMs = integer(r.get());
@@ -596,8 +597,7 @@ OwnerResult Store::complete(const Ticket& t, std::string_view response, std::opt
     if (ret.count() <= 0)
         throw UsageError("retention must be positive");
     const std::string retMs = std::to_string(ret.count());
-    const std::string cap = std::to_string(m_options.maxResponseBytes);
-    return ownerCall(scripts::complete(), t, {t.token, response, retMs, cap});
+    return ownerCall(scripts::complete(), t, {t.token, response, retMs});
 }
 
 OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view error)
@@ -691,6 +691,7 @@ std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, Rep
     DecodeOptions o;
     o.nowMs = reply::integer(reply::element(head[2].get(), 0)) * 1000 +
               reply::integer(reply::element(head[2].get(), 1)) / 1000;
+    o.ttlMs = reply::integer(head[1].get());
     Record rec;
     if (type == "hash") {
         ReplyPtr all = c.checked({"HGETALL", rk});

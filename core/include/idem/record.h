@@ -43,6 +43,9 @@ struct DecodeOptions {
     std::int64_t nowMs = 0;                  // server clock
     std::int64_t staleAfterMs = 15 * 60'000; // foreign records with only started_at
     std::size_t maxValueBytes = 4 * 1024 * 1024; // larger string values are not parsed
+    // The key's PTTL, read with the record (-2: not read). idem's COMPLETED records keep their
+    // retention instead of a finishing time: they finished at nowMs + ttlMs - retention_ms.
+    std::int64_t ttlMs = -2;
 };
 
 // The native hash written by lua/*.lua.

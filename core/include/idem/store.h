@@ -73,6 +73,8 @@ struct OwnerResult {
     OwnerStatus status = OwnerStatus::LeaseLost;
     std::string currentState; // when LeaseLost: the record's state now, or "missing"
     std::int64_t leaseUntilMs = 0; // renew: the new lease deadline (server clock)
+    // The server's clock (ms) when the script read it; 0 from complete, which reads none (the
+    // record's TTL, counted from then, tells when it completed)
     std::int64_t serverNowMs = 0;
 };
 
