@@ -5,9 +5,11 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
 #include <mutex>
 #include <sys/socket.h>
 
@@ -180,11 +182,37 @@ ReplyPtr Connection::command(std::span<const std::string_view> args)
     return commandFormatted(m_out);
 }
 
+// Puts a formatted request on the wire. hiredis would copy it into its output buffer first, and
+// free that buffer and make a new one after every write (a sixth of a request's client
+// instructions); when that buffer is empty - always, the way a Connection uses hiredis - the
+// request goes to the socket as it is, with the timeout and the errors hiredis would have given.
+void Connection::send(std::string_view resp, const char* what)
+{
+    redisContext* c = m_ctx.get();
+    if (sdslen(c->obuf) > 0) {
+        if (redisAppendFormattedCommand(c, resp.data(), resp.size()) != REDIS_OK)
+            fail(what);
+        return;
+    }
+    while (!resp.empty()) {
+        const ssize_t n = ::send(c->fd, resp.data(), resp.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+            resp.remove_prefix(static_cast<std::size_t>(n));
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            // as hiredis reports a failed write (SO_SNDTIMEO ran out: "Resource temporarily unavailable")
+            c->err = REDIS_ERR_IO;
+            std::snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? std::strerror(errno) : "short write");
+            fail(what);
+        }
+    }
+}
+
 ReplyPtr Connection::commandFormatted(std::string_view resp)
 {
     ensureConnected();
-    if (redisAppendFormattedCommand(m_ctx.get(), resp.data(), resp.size()) != REDIS_OK)
-        fail("command failed");
+    send(resp, "command failed");
     void* raw = nullptr;
     if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
         fail("command failed");
@@ -212,8 +240,7 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::st
 std::vector<ReplyPtr> Connection::pipelineFormatted(std::string_view resp, std::size_t count)
 {
     ensureConnected();
-    if (redisAppendFormattedCommand(m_ctx.get(), resp.data(), resp.size()) != REDIS_OK)
-        fail("pipeline append failed");
+    send(resp, "pipeline write failed");
     std::vector<ReplyPtr> replies;
     replies.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {

@@ -57,6 +57,7 @@ private:
     void ensureConnected();
     void dropContext();
     [[noreturn]] void fail(const char* what);
+    void send(std::string_view resp, const char* what);
 
     ConnectionOptions m_options;
     std::unique_ptr<redisContext, ContextDeleter> m_ctx;
