@@ -215,6 +215,23 @@ private slots:
         QCOMPARE(runs.load(), 0);
         QVERIFY(down.error.find("no reply within") != std::string::npos);
         QVERIFY(t2.elapsed() < 1500);
+
+        // a request larger than the sockets' buffers: the write itself runs out of time (a
+        // Connection writes to the socket, not through hiredis), and the next command reconnects
+        idem::Connection c(opts);
+        c.checked({"PING"});
+        server.pause();
+        QElapsedTimer t3;
+        t3.start();
+        try {
+            c.command({"SET", "big", std::string(64 << 20, 'x')});
+            QFAIL("a write to a paused server did not time out");
+        } catch (const idem::TimeoutError& e) {
+            QVERIFY2(std::string(e.what()).find("no reply within 150 ms") != std::string::npos, e.what());
+        }
+        QVERIFY(t3.elapsed() < 5000);
+        server.resume();
+        QCOMPARE(idem::reply::str(c.checked({"PING"}).get()), std::string("PONG"));
     }
 
     void passwordsAndUnreachableServers()
