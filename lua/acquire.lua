@@ -6,10 +6,13 @@
 -- ARGV[2i+1] payload fingerprint of id i ('' = do not check), ARGV[2i+2] owner token it proposes
 --
 -- Reply: one line per id, in order, then the server time in microseconds (one for the whole call);
--- for one id, the time and the line in one string: '<now_us> <line>'. The time is 0 when no answer
--- needed the clock (duplicates, mismatches, unusable keys: TIME costs Redis ~6 500 instructions, an
--- eighth of a duplicate's whole request). A line is a word saying what happened, then numbers,
--- then (for some) the rest of the line as it is stored, any bytes:
+-- for one id, the time and the line in one string: '<now_us> <line>', or the time alone when the
+-- id was acquired fresh. The time is 0 when no answer needed the clock (duplicates, mismatches,
+-- unusable keys: TIME costs Redis ~6 500 instructions, an eighth of a duplicate's whole request).
+-- A line is a word saying what happened, then numbers, then (for some) the rest of the line as it
+-- is stored, any bytes:
+--   '<fence>'                                     (acquired fresh: attempt 1, no takeover, the
+--                                                  fence is the clock, the lease runs from it)
 --   'ACQUIRED <fence> <attempt> <lease_until_ms> <takeover 0/1>'
 --   'DUPLICATE <fence> <response>'
 --   'IN_PROGRESS <remaining_ms> <attempt> <fence>'
@@ -23,7 +26,9 @@
 -- Fencing numbers are max(previous fence + 1, server time in microseconds): they strictly increase
 -- across takeovers (previous + 1), across purges (purge keeps the last fence in the meta key) and
 -- across expiry (the clock has moved on), without a counter key on the hot path. A first attempt
--- whose fence is the clock writes no started_ms: its start is the fence (in microseconds).
+-- whose fence is the clock writes neither started_ms nor lease_until_ms: it started at the fence
+-- (in microseconds), and its lease runs until that millisecond + lease_ms (renew writes
+-- lease_until_ms). So the hot path converts no number and formats none.
 -- Many ids per call spare the per-command cost of EVALSHA; on a Redis Cluster the caller groups ids
 -- by hash slot.
 --
@@ -51,10 +56,10 @@ local function existing(rec, meta, token, h, state, now, nowUs)
     return nil, math.max((tonumber(call('HGET', meta, 'fence')) or 0) + 1, nowUs), 1, 0
   end
   local sfence = tonumber(h[2]) or 0 -- (COMPLETED without a mismatch was answered as a duplicate)
-  local s = call('HMGET', rec, 'token', 'attempt', 'lease_until_ms', 'failure', 'started_ms')
+  local s = call('HMGET', rec, 'token', 'attempt', 'lease_until_ms', 'failure', 'started_ms', 'lease_ms')
   local attempt, takeover = tonumber(s[2]) or 1, 0
   if state == 'STARTED' then
-    local until_ms = tonumber(s[3]) or 0
+    local until_ms = tonumber(s[3]) or (tonumber(s[6]) and (sfence - sfence % 1000) / 1000 + s[6]) or 0
     if s[1] == token then
       -- the same caller retrying after a lost reply: hand back the same ownership
       return string.format('ACQUIRED %d %d %d 0', sfence, attempt, until_ms)
@@ -68,7 +73,7 @@ local function existing(rec, meta, token, h, state, now, nowUs)
   end
   -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED); the
   -- first attempt's start, which it wrote only when its fence was not its clock
-  call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms', 'retention_ms')
+  call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms', 'retention_ms', 'lease_ms')
   call('HSETNX', rec, 'created_ms', s[5] or string.format('%d', (sfence - sfence % 1000) / 1000))
   return nil, math.max(sfence + 1, nowUs), attempt + 1, takeover
 end
@@ -81,8 +86,9 @@ local n = #keys / 2
 local absent = n > 1 and call('EXISTS', unpack(keys)) == 0
 local made = absent and {} or nil
 -- the clock, read on first need (a duplicate needs none): the time in microseconds as TIME's
--- digits, then as numbers (each string-to-number conversion costs Redis ~900 instructions)
-local nowUsS, nowUs, now, untilS, freshLine
+-- digits; as numbers only for a record that exists (each string-to-number conversion costs Redis
+-- ~900 instructions, string.format ~2 300)
+local nowUsS, nowUs, now, untilS
 local out = n > 1 and {} or nil
 for i = 1, n do
   local rec, meta, fp, token = keys[2 * i - 1], keys[2 * i], argv[2 * i + 1], argv[2 * i + 2]
@@ -127,22 +133,23 @@ for i = 1, n do
         us = ('00000' .. us):sub(-6)
       end
       nowUsS = sec .. us
-      nowUs = nowUsS + 0
-      now = (nowUs - nowUs % 1000) / 1000
-      untilS = string.format('%d', now + lease)
     end
     local fence, attempt, takeover = nil, 1, 0
     if exists then
+      if not now then
+        nowUs = nowUsS + 0
+        now = (nowUs - nowUs % 1000) / 1000
+        untilS = string.format('%d', now + lease)
+      end
       line, fence, attempt, takeover = existing(rec, meta, token, h, state, now, nowUs)
     end
     if not line then -- -> STARTED
       if not fence then -- the hot path: the fewest fields that say it all (attempt 1, the start
-        -- is the fence, no fingerprint when none was given)
+        -- and the lease's start are the fence, no fingerprint when none was given)
         if fp == '' then
-          call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', nowUsS, 'lease_until_ms', untilS)
+          call('HSET', rec, 'state', 'STARTED', 'token', token, 'fence', nowUsS, 'lease_ms', argv[1])
         else
-          call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', nowUsS,
-               'lease_until_ms', untilS)
+          call('HSET', rec, 'state', 'STARTED', 'fp', fp, 'token', token, 'fence', nowUsS, 'lease_ms', argv[1])
         end
       else
         local fenceS, attemptS = string.format('%d', fence), string.format('%d', attempt)
@@ -151,12 +158,11 @@ for i = 1, n do
         line = 'ACQUIRED ' .. fenceS .. ' ' .. attemptS .. ' ' .. untilS .. ' ' .. takeover
       end
       call('PEXPIRE', rec, ttl)
-      if not line then -- a first attempt
-        if n == 1 then -- one string made, not a line and then the answer
-          return nowUsS .. ' ACQUIRED ' .. nowUsS .. ' 1 ' .. untilS .. ' 0'
+      if not line then -- a first attempt: its fence alone (no string made)
+        if n == 1 then
+          return nowUsS
         end
-        freshLine = freshLine or 'ACQUIRED ' .. nowUsS .. ' 1 ' .. untilS .. ' 0' -- the same for every one
-        line = freshLine
+        line = nowUsS
       end
     end
   end

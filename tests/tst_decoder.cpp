@@ -125,6 +125,29 @@ private slots:
         QCOMPARE(r.attempt, std::int64_t(2));
         r = idem::decodeHash({{"state", "STARTED"}, {"lease_until_ms", std::to_string(kNow + 1000)}}, o);
         QVERIFY(!r.stale);
+        // a first attempt writes what it was given and the clock once: it started at its fence
+        // (µs) and its lease runs lease_ms from there; renewals write lease_until_ms, which wins
+        const std::string fence = std::to_string((kNow - 5000) * 1000 + 999);
+        r = idem::decodeHash({{"state", "STARTED"}, {"fence", fence}, {"lease_ms", "4000"}}, o);
+        QCOMPARE(r.state, RecordState::Started);
+        QCOMPARE(r.startedMs, std::optional<std::int64_t>(kNow - 5000));
+        QCOMPARE(r.createdMs, r.startedMs);
+        QCOMPARE(r.leaseUntilMs, std::optional<std::int64_t>(kNow - 1000));
+        QCOMPARE(r.attempt, std::int64_t(1));
+        QVERIFY(r.stale);
+        r = idem::decodeHash({{"state", "STARTED"}, {"fence", fence}, {"lease_ms", "4000"},
+                              {"lease_until_ms", std::to_string(kNow + 1000)}},
+                             o);
+        QCOMPARE(r.leaseUntilMs, std::optional<std::int64_t>(kNow + 1000));
+        QVERIFY(!r.stale);
+        // a completion keeps its retention; its TTL, read with it, counts that down
+        o.ttlMs = 60'000;
+        r = idem::decodeHash({{"state", "COMPLETED"}, {"fence", fence}, {"retention_ms", "90000"}}, o);
+        QCOMPARE(r.finishedMs, std::optional<std::int64_t>(kNow - 30'000));
+        o.ttlMs = -1; // no TTL (PERSIST): no finish to tell
+        r = idem::decodeHash({{"state", "COMPLETED"}, {"fence", fence}, {"retention_ms", "90000"}}, o);
+        QVERIFY(!r.finishedMs);
+        o.ttlMs = -2;
         r = idem::decodeHash({{"state", "STARTED"}}, o);
         QCOMPARE(r.state, RecordState::Malformed);
         r = idem::decodeHash({{"state", "WHATEVER"}}, o);

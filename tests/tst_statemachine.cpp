@@ -382,7 +382,8 @@ private slots:
         const std::string token = idem::newToken();
         auto onceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
         auto twiceReply = idem::runScript(*raw, idem::scripts::acquire(), {rk, mk}, {"5000", "65000", "", token});
-        // one id: "<now_ms> ACQUIRED <fence> <attempt> <lease_until_ms> <takeover>"
+        // one id: "<now_us>" alone when acquired fresh (the fence is that time, the lease runs
+        // from it), else "<now_us> ACQUIRED <fence> <attempt> <lease_until_ms> <takeover>"
         const auto words = [](const idem::ReplyPtr& r) {
             std::vector<std::string> out;
             std::istringstream in(idem::reply::str(r.get()));
@@ -391,15 +392,15 @@ private slots:
             return out;
         };
         const std::vector<std::string> once = words(onceReply), twice = words(twiceReply);
-        QCOMPARE(once.size(), std::size_t(6));
+        QCOMPARE(once.size(), std::size_t(1));
         QCOMPARE(twice.size(), std::size_t(6));
-        QCOMPARE(once[1], std::string("ACQUIRED"));
         QCOMPARE(twice[1], std::string("ACQUIRED"));
-        QCOMPARE(twice[2], once[2]); // same fence
+        QCOMPARE(twice[2], once[0]); // same fence
         QCOMPARE(twice[3], std::string("1"));
-        QCOMPARE(twice[4], once[4]); // same lease
+        QCOMPARE(twice[4], std::to_string(std::stoll(once[0]) / 1000 + 5000)); // same lease
         QCOMPARE(twice[5], std::string("0"));
-        QCOMPARE(hgetall(*raw, rk).at("fence"), once[2]);
+        QCOMPARE(hgetall(*raw, rk).at("fence"), once[0]);
+        QCOMPARE(hgetall(*raw, rk).at("lease_ms"), std::string("5000"));
         // another token is a real duplicate
         QCOMPARE(store->acquire("lost-reply", "").status, AcquireStatus::InProgress);
         idem::Ticket t{"lost-reply", token, 1, 1, 0};
@@ -439,7 +440,9 @@ private slots:
             const std::int64_t started = fence / 1000;
             QVERIFY(!f.count("started_ms") && !f.count("attempt")); // implied: the fence, 1
             QCOMPARE(store->inspect(id)->startedMs, std::optional<std::int64_t>(started));
-            QCOMPARE(std::stoll(f.at("lease_until_ms")), started + 4000);
+            QVERIFY(!f.count("lease_until_ms")); // implied: the fence's millisecond + lease_ms
+            QCOMPARE(f.at("lease_ms"), std::string("4000"));
+            QCOMPARE(store->inspect(id)->leaseUntilMs, std::optional<std::int64_t>(started + 4000));
             QCOMPARE(a.ticket.leaseUntilMs, started + 4000);
             QCOMPARE(a.serverNowMs, started);
             QCOMPARE(f.at("fp"), std::string("fp-1"));
@@ -603,7 +606,7 @@ private slots:
     }
 
     // acquire.lua answers a line per id, stored text as its tail ("DUPLICATE <fence> <response>",
-    // "FAILED <fence> <error>"; for one id "<now_ms> " before it): any bytes survive, for one id
+    // "FAILED <fence> <error>"; for one id "<now_us> " before it): any bytes survive, for one id
     // and in a batch
     void answersCarryAnyBytes()
     {

@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string_view> kSmallFields = {
     "state",    "token",       "fence",   "attempt",    "started_ms", "lease_until_ms", "created_ms",
     "finished_ms", "failure",  "fp",      "op",         "op_by",      "op_at_ms",       "op_reason",
-    "retention_ms", "status", "lock_expiry", "started_at"};
+    "retention_ms", "lease_ms", "status", "lock_expiry", "started_at"};
 
 std::int64_t nowFromTime(const redisReply* r)
 {

@@ -252,7 +252,9 @@ Record decodeHash(std::vector<std::pair<std::string, std::string>> fields, const
     r.createdMs = getInt("created_ms"); // written on the second attempt; the first one's start otherwise
     if (!r.createdMs)
         r.createdMs = r.startedMs;
-    r.leaseUntilMs = getInt("lease_until_ms");
+    r.leaseUntilMs = getInt("lease_until_ms"); // renewals and later attempts write it
+    if (const auto lease = getInt("lease_ms"); !r.leaseUntilMs && lease && r.fence > 0)
+        r.leaseUntilMs = r.fence / 1000 + *lease; // a first attempt: from its fence (its clock, µs)
     r.finishedMs = getInt("finished_ms"); // FAILED records
     if (const auto retention = getInt("retention_ms"); !r.finishedMs && retention && o.ttlMs >= 0 && o.nowMs > 0)
         r.finishedMs = o.nowMs + o.ttlMs - *retention; // COMPLETED: its TTL is the retention since then

@@ -285,6 +285,8 @@ public:
         separator();
         return v;
     }
+    bool atEnd() const { return m_p == m_end; }
+    bool atDigit() const { return m_p < m_end && *m_p >= '0' && *m_p <= '9'; }
     std::string_view rest()
     {
         const std::string_view r(m_p, static_cast<std::size_t>(m_end - m_p));
@@ -320,8 +322,27 @@ private:
 };
 
 // One id's answer: the rest of the line `in` reads (for one id, after the server time).
-void parseAcquireLine(AcquireResult& out, LineReader& in, std::string_view id, std::string_view token)
+// An id acquired fresh: the script answered its fence alone, which is the server's clock (µs), and
+// wrote the lease as running from that millisecond.
+void acquiredFresh(AcquireResult& out, std::int64_t fence, std::string_view id, std::string_view token,
+                   std::int64_t leaseMs)
 {
+    out.status = AcquireStatus::Acquired;
+    out.ticket.id = std::string(id);
+    out.ticket.token = std::string(token);
+    out.ticket.fence = out.fence = fence;
+    out.ticket.attempt = out.attempt = 1;
+    out.ticket.leaseUntilMs = fence / 1000 + leaseMs;
+}
+
+void parseAcquireLine(AcquireResult& out, LineReader& in, std::string_view id, std::string_view token,
+                      std::int64_t leaseMs)
+{
+    if (in.atDigit()) { // a fence alone
+        acquiredFresh(out, in.number(), id, token, leaseMs);
+        in.finish();
+        return;
+    }
     const std::string_view status = in.word();
     if (status == "ACQUIRED") {
         out.status = AcquireStatus::Acquired;
@@ -533,11 +554,16 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             throw ReplyError("acquire: " + reply::errorMessage(r));
         const std::size_t count = callEnds[c] - first;
         const auto tokenOf = [&](std::size_t i) { return std::string_view(tokens).substr(i * kTokenChars, kTokenChars); };
-        if (count == 1) { // one id: "<now_us> <line>"
+        if (count == 1) { // one id: "<now_us> <line>", or "<now_us>" alone: acquired fresh
             const std::size_t i = order[first];
             LineReader in(reply::view(r));
             const std::int64_t nowUs = in.number();
-            parseAcquireLine(out[i], in, requests[i].id, tokenOf(i));
+            if (in.atEnd()) {
+                acquiredFresh(out[i], nowUs, requests[i].id, tokenOf(i), leaseMs);
+                in.finish();
+            } else {
+                parseAcquireLine(out[i], in, requests[i].id, tokenOf(i), leaseMs);
+            }
             out[i].serverNowMs = nowUs / 1000;
             continue;
         }
@@ -548,7 +574,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         for (std::size_t k = 0; k < count; ++k) {
             const std::size_t i = order[first + k];
             LineReader in(reply::view(reply::element(r, k)));
-            parseAcquireLine(out[i], in, requests[i].id, tokenOf(i));
+            parseAcquireLine(out[i], in, requests[i].id, tokenOf(i), leaseMs);
             out[i].serverNowMs = serverNowMs;
         }
     }
