@@ -79,4 +79,8 @@ row "string.format('%d', n) of a 13-digit number" new "local s = string.format('
 row "the same number made a string by concatenation (n .. '')" new "local s = 1700000000456 .. '' return 1"
 row "a string argument made a number (ARGV[1] + 0)" new "local x = ARGV[1] + 0 return 1"
 row "s:sub(1, 3) of a 6-character string" new "local x = ARGV[1]:sub(1, 3) return 1"
+row "a 42-byte string made by concatenating five" new "local x = ARGV[4] .. ' 1 ' .. ARGV[1] .. ' ' .. ARGV[2] return 1"
+row "a closure that captures nothing (made, not called)" new "local function f(a) return a end return 1"
+row "a closure that captures eight locals (made, not called)" new "local a, b, c, d, e, g, h, i = 1, 2, 3, 4, 5, 6, 7, 8
+local function f() return a, b, c, d, e, g, h, i end return 1"
 echo "instructions per EVALSHA in redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $n calls each (callgrind); rows: more than the base"
