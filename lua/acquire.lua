@@ -58,8 +58,10 @@ local function existing(rec, meta, token, h, state, now, nowUs)
   local sfence = tonumber(h[2]) or 0 -- (COMPLETED without a mismatch was answered as a duplicate)
   local s = call('HMGET', rec, 'token', 'attempt', 'lease_until_ms', 'failure', 'started_ms', 'lease_ms')
   local attempt, takeover = tonumber(s[2]) or 1, 0
+  -- a first attempt that wrote neither start nor deadline started at its fence's millisecond
+  local fenceMs = (sfence - sfence % 1000) / 1000
   if state == 'STARTED' then
-    local until_ms = tonumber(s[3]) or (tonumber(s[6]) and (sfence - sfence % 1000) / 1000 + s[6]) or 0
+    local until_ms = tonumber(s[3]) or (tonumber(s[6]) and fenceMs + s[6]) or 0
     if s[1] == token then
       -- the same caller retrying after a lost reply: hand back the same ownership
       return string.format('ACQUIRED %d %d %d 0', sfence, attempt, until_ms)
@@ -71,10 +73,10 @@ local function existing(rec, meta, token, h, state, now, nowUs)
   elseif s[4] == 'terminal' then
     return 'FAILED ' .. string.format('%d', sfence) .. ' ' .. (call('HGET', rec, 'error') or '')
   end
-  -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED); the
-  -- first attempt's start, which it wrote only when its fence was not its clock
+  -- a new attempt on an existing record (takeover of an expired lease, or retry after FAILED),
+  -- which keeps the first attempt's start
   call('HDEL', rec, 'response', 'error', 'failure', 'finished_ms', 'retention_ms', 'lease_ms')
-  call('HSETNX', rec, 'created_ms', s[5] or string.format('%d', (sfence - sfence % 1000) / 1000))
+  call('HSETNX', rec, 'created_ms', s[5] or string.format('%d', fenceMs))
   return nil, math.max(sfence + 1, nowUs), attempt + 1, takeover
 end
 

@@ -321,20 +321,26 @@ private:
     bool m_trailingSeparator = false;
 };
 
-// One id's answer: the rest of the line `in` reads (for one id, after the server time).
-// An id acquired fresh: the script answered its fence alone, which is the server's clock (µs), and
-// wrote the lease as running from that millisecond.
-void acquiredFresh(AcquireResult& out, std::int64_t fence, std::string_view id, std::string_view token,
-                   std::int64_t leaseMs)
+void acquired(AcquireResult& out, std::string_view id, std::string_view token, std::int64_t fence,
+              std::int64_t attempt, std::int64_t leaseUntilMs)
 {
     out.status = AcquireStatus::Acquired;
     out.ticket.id = std::string(id);
     out.ticket.token = std::string(token);
     out.ticket.fence = out.fence = fence;
-    out.ticket.attempt = out.attempt = 1;
-    out.ticket.leaseUntilMs = fence / 1000 + leaseMs;
+    out.ticket.attempt = out.attempt = attempt;
+    out.ticket.leaseUntilMs = leaseUntilMs;
 }
 
+// An id acquired fresh: the script answered its fence alone, which is the server's clock (µs), and
+// wrote the lease as running from that millisecond.
+void acquiredFresh(AcquireResult& out, std::int64_t fence, std::string_view id, std::string_view token,
+                   std::int64_t leaseMs)
+{
+    acquired(out, id, token, fence, 1, fence / 1000 + leaseMs);
+}
+
+// One id's answer: the rest of the line `in` reads (for one id, after the server time).
 void parseAcquireLine(AcquireResult& out, LineReader& in, std::string_view id, std::string_view token,
                       std::int64_t leaseMs)
 {
@@ -345,12 +351,8 @@ void parseAcquireLine(AcquireResult& out, LineReader& in, std::string_view id, s
     }
     const std::string_view status = in.word();
     if (status == "ACQUIRED") {
-        out.status = AcquireStatus::Acquired;
-        out.ticket.id = std::string(id);
-        out.ticket.token = std::string(token);
-        out.ticket.fence = out.fence = in.number();
-        out.ticket.attempt = out.attempt = in.number();
-        out.ticket.leaseUntilMs = in.number();
+        const std::int64_t fence = in.number(), attempt = in.number(), leaseUntilMs = in.number();
+        acquired(out, id, token, fence, attempt, leaseUntilMs);
         out.takeover = in.number() != 0;
     } else if (status == "DUPLICATE") {
         out.status = AcquireStatus::Duplicate;
