@@ -1,6 +1,6 @@
 // idem-test-redis start|stop DIR: the ctest fixture around the shared redis-server.
 #include "idem/errors.h"
-#include "idem/localserver.h"
+#include "idem/redis/localserver.h"
 
 #include <cerrno>
 #include <chrono>

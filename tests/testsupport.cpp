@@ -1,7 +1,7 @@
 #include "testsupport.h"
 
-#include "idem/monitor.h"
-#include "idem/store.h"
+#include "idem/monitor/monitor.h"
+#include "idem/engine/store.h"
 
 #include <QProcess>
 #include <QtTest>
@@ -120,6 +120,14 @@ ProcessResult runIdemctl(const QStringList& args, int timeoutMs, const QByteArra
     r.out = p.readAllStandardOutput();
     r.err = p.readAllStandardError();
     return r;
+}
+
+long long commandCalls(idem::Connection& c, const std::string& command)
+{
+    const std::string stats = idem::reply::str(c.checked({"INFO", "commandstats"}).get());
+    const std::string field = "cmdstat_" + command + ":calls=";
+    const auto p = stats.find(field);
+    return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + field.size());
 }
 
 } // namespace idemtest

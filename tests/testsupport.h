@@ -1,8 +1,8 @@
 #pragma once
 
-#include "idem/connection.h"
-#include "idem/localserver.h"
-#include "idem/options.h"
+#include "idem/redis/connection.h"
+#include "idem/redis/localserver.h"
+#include "idem/redis/options.h"
 
 #include <QByteArray>
 #include <QString>
@@ -19,6 +19,8 @@ idem::ConnectionOptions sharedRedis();
 std::string sharedRedisUrl();
 // A namespace no other test uses, so tests can share the server.
 std::string uniqueNamespace(const char* prefix = "t");
+// How often the server has run `command` (lower case), from INFO commandstats.
+long long commandCalls(idem::Connection& c, const std::string& command);
 // The idemctl binary under test.
 QString idemctlPath();
 
@@ -47,10 +49,10 @@ ProcessResult runIdemctl(const QStringList& args, int timeoutMs = 30000, const Q
 
 } // namespace idemtest
 
-#include "idem/executor.h"
-#include "idem/racelab.h"
-#include "idem/record.h"
-#include "idem/store.h"
+#include "idem/engine/executor.h"
+#include "idem/lab/racelab.h"
+#include "idem/format/record.h"
+#include "idem/engine/store.h"
 
 // Readable QCOMPARE failures for idem's enums.
 namespace idem {

@@ -1,6 +1,6 @@
 // Races on one id: threads, processes, a paused owner, and lease renewal.
-#include "idem/executor.h"
-#include "idem/store.h"
+#include "idem/engine/executor.h"
+#include "idem/engine/store.h"
 #include "testsupport.h"
 
 #include <QProcess>

@@ -9,8 +9,8 @@
 #include "timelineview.h"
 #include "testsupport.h"
 
-#include "idem/localserver.h"
-#include "idem/store.h"
+#include "idem/redis/localserver.h"
+#include "idem/engine/store.h"
 
 #include <QAction>
 #include <QApplication>

@@ -1,8 +1,8 @@
 // The record decoder on native, foreign and malformed values; and on a real Redis through
 // Store::inspect (wrong key types, huge values, keys without TTL).
 #include "idem/errors.h"
-#include "idem/record.h"
-#include "idem/store.h"
+#include "idem/format/record.h"
+#include "idem/engine/store.h"
 #include "testsupport.h"
 
 #include <QtTest>

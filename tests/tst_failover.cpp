@@ -1,10 +1,10 @@
 // Redis going away: fail closed, recover, keep completed results (AOF), survive SCRIPT FLUSH;
 // wrong passwords and unreachable servers. Each test starts its own redis-server.
 #include "idem/errors.h"
-#include "idem/executor.h"
-#include "idem/localserver.h"
-#include "idem/scripts.h"
-#include "idem/store.h"
+#include "idem/engine/executor.h"
+#include "idem/redis/localserver.h"
+#include "idem/engine/scripts.h"
+#include "idem/engine/store.h"
 #include "testsupport.h"
 
 #include <QElapsedTimer>

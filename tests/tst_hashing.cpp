@@ -1,9 +1,9 @@
 // Pure logic: hashes, fingerprints, derived ids, URL and duration parsing.
 #include "idem/duration.h"
 #include "idem/errors.h"
-#include "idem/fingerprint.h"
+#include "idem/engine/fingerprint.h"
 #include "idem/hash.h"
-#include "idem/options.h"
+#include "idem/redis/options.h"
 
 #include <QtTest>
 

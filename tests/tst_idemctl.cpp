@@ -1,5 +1,5 @@
 // idemctl end to end against the fixture's redis-server.
-#include "idem/localserver.h"
+#include "idem/redis/localserver.h"
 #include "testsupport.h"
 
 #include <QProcess>

@@ -1,9 +1,9 @@
 // The monitor engine (SCAN + classify) and idemctl list / stats / bulk purge, on a real Redis.
-#include "idem/executor.h"
-#include "idem/keyspacelistener.h"
-#include "idem/localserver.h"
-#include "idem/monitor.h"
-#include "idem/store.h"
+#include "idem/engine/executor.h"
+#include "idem/monitor/keyspacelistener.h"
+#include "idem/redis/localserver.h"
+#include "idem/monitor/monitor.h"
+#include "idem/engine/store.h"
 #include "testsupport.h"
 
 #include <QJsonDocument>

@@ -1,6 +1,6 @@
 // The race lab on a real Redis: what each strategy does to duplicate deliveries, counted by the
 // ledger, over seeded random schedules with crashes and pauses, and in the forced interleaving.
-#include "idem/racelab.h"
+#include "idem/lab/racelab.h"
 #include "testsupport.h"
 
 #include <QJsonDocument>

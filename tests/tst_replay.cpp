@@ -1,7 +1,7 @@
 // Replaying an event log through idem: directly, and at least once through a Redis Stream with a
 // consumer group that takes over what a killed consumer left pending (XAUTOCLAIM).
 #include "idem/errors.h"
-#include "idem/replay.h"
+#include "idem/lab/replay.h"
 #include "testsupport.h"
 
 #include <QJsonDocument>

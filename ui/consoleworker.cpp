@@ -4,9 +4,9 @@
 
 #include "idem/duration.h"
 #include "idem/errors.h"
-#include "idem/keyspacelistener.h"
-#include "idem/monitor.h"
-#include "idem/store.h"
+#include "idem/monitor/keyspacelistener.h"
+#include "idem/monitor/monitor.h"
+#include "idem/engine/store.h"
 
 #include <QDateTime>
 #include <QJsonDocument>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "idem/monitor.h"
+#include "idem/monitor/monitor.h"
 
 #include <QChartView>
 #include <QDateTime>

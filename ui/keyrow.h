@@ -1,6 +1,6 @@
 #pragma once
 
-#include "idem/record.h"
+#include "idem/format/record.h"
 
 #include <QByteArray>
 #include <QMetaType>

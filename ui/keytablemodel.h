@@ -2,7 +2,7 @@
 
 #include "keyrow.h"
 
-#include "idem/monitor.h"
+#include "idem/monitor/monitor.h"
 
 #include <QAbstractTableModel>
 #include <QHash>

@@ -11,7 +11,7 @@
 #include "settings.h"
 
 #include "idem/errors.h"
-#include "idem/options.h"
+#include "idem/redis/options.h"
 
 #include <QAction>
 #include <QApplication>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "idem/options.h"
-#include "idem/racelab.h"
+#include "idem/redis/options.h"
+#include "idem/lab/racelab.h"
 
 #include <QFutureWatcher>
 #include <QWidget>

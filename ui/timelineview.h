@@ -1,6 +1,6 @@
 #pragma once
 
-#include "idem/racelab.h"
+#include "idem/lab/racelab.h"
 
 #include <QWidget>
 

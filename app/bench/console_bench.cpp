@@ -11,8 +11,8 @@
 #include "mainwindow.h"
 
 #include "idem/errors.h"
-#include "idem/localserver.h"
-#include "idem/monitor.h"
+#include "idem/redis/localserver.h"
+#include "idem/monitor/monitor.h"
 
 #include <QApplication>
 #include <QElapsedTimer>

@@ -6,10 +6,10 @@
 // (b) Store::acquireBatch() of 16 ids per round trip versus `redis-benchmark -c 1 -P 16` running
 //     the same EVALSHA. Goal: >= 0.6.
 #include "idem/errors.h"
-#include "idem/executor.h"
-#include "idem/localserver.h"
-#include "idem/scripts.h"
-#include "idem/store.h"
+#include "idem/engine/executor.h"
+#include "idem/redis/localserver.h"
+#include "idem/engine/scripts.h"
+#include "idem/engine/store.h"
 
 #include <sched.h>
 

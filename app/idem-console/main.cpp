@@ -2,9 +2,9 @@
 // free loopback port with demo traffic, and stops it on exit.
 #include "mainwindow.h"
 
-#include "idem/demotraffic.h"
+#include "idem/lab/demotraffic.h"
 #include "idem/errors.h"
-#include "idem/localserver.h"
+#include "idem/redis/localserver.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

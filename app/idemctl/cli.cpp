@@ -1,7 +1,7 @@
 #include "cli.h"
 
 #include "idem/errors.h"
-#include "idem/localserver.h"
+#include "idem/redis/localserver.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "idem/options.h"
-#include "idem/record.h"
+#include "idem/redis/options.h"
+#include "idem/format/record.h"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -2,7 +2,7 @@
 #include "cli.h"
 
 #include "idem/duration.h"
-#include "idem/store.h"
+#include "idem/engine/store.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>

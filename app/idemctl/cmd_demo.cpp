@@ -1,8 +1,8 @@
 // idemctl demo: duplicate deliveries racing through `idemctl run`, on a private redis-server.
 #include "cli.h"
 
-#include "idem/localserver.h"
-#include "idem/store.h"
+#include "idem/redis/localserver.h"
+#include "idem/engine/store.h"
 
 #include <algorithm>
 #include <cerrno>

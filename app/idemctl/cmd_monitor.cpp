@@ -2,7 +2,7 @@
 #include "cli.h"
 
 #include "idem/duration.h"
-#include "idem/monitor.h"
+#include "idem/monitor/monitor.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>

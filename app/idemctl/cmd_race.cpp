@@ -1,10 +1,10 @@
 // idemctl race: the race lab on the command line.
 #include "cli.h"
 
-#include "idem/connection.h"
+#include "idem/redis/connection.h"
 #include "idem/duration.h"
-#include "idem/localserver.h"
-#include "idem/racelab.h"
+#include "idem/redis/localserver.h"
+#include "idem/lab/racelab.h"
 
 #include <charconv>
 #include <cstdio>

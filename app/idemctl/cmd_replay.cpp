@@ -2,8 +2,8 @@
 #include "cli.h"
 
 #include "idem/duration.h"
-#include "idem/localserver.h"
-#include "idem/replay.h"
+#include "idem/redis/localserver.h"
+#include "idem/lab/replay.h"
 
 #include <charconv>
 #include <cstdio>

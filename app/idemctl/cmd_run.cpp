@@ -3,8 +3,8 @@
 
 #include "idem/duration.h"
 #include "idem/errors.h"
-#include "idem/executor.h"
-#include "idem/fingerprint.h"
+#include "idem/engine/executor.h"
+#include "idem/engine/fingerprint.h"
 
 #include <cerrno>
 #include <csignal>

@@ -1,6 +1,6 @@
 // Links idem::core from an installed package and uses it, without Qt.
-#include <idem/executor.h>
-#include <idem/fingerprint.h>
+#include <idem/engine/executor.h>
+#include <idem/engine/fingerprint.h>
 
 #include <cstdio>
 

@@ -1,11 +1,12 @@
 #pragma once
 
-#include "idem/options.h"
-
+#include <chrono>
 #include <string>
 #include <string_view>
 
 namespace idem {
+
+using Millis = std::chrono::milliseconds;
 
 // "250ms", "30s", "5m", "2h", "1d", or a plain number of seconds. Throws UsageError otherwise.
 Millis parseDuration(std::string_view text);

@@ -1,0 +1,96 @@
+#pragma once
+
+#include "idem/engine/store.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+
+namespace idem {
+
+class Watchdog;
+
+// What the work sees while it runs.
+struct WorkContext {
+    std::string id;
+    std::int64_t fence = 0;   // pass it to the side effect, which refuses lower numbers
+    std::int64_t attempt = 0;
+    bool takeover = false;    // this attempt took over an expired lease
+    std::stop_token leaseLost; // requested when the watchdog learns the lease is gone
+};
+
+// What the work reports. Return success(response) or failure(error, policy); an exception thrown
+// by the work counts as failure(what(), ExecuteOptions::onException).
+struct WorkResult {
+    bool ok = true;
+    std::string response;
+    std::string error;
+    FailPolicy policy = FailPolicy::Release;
+
+    static WorkResult success(std::string response) { return {true, std::move(response), {}, {}}; }
+    static WorkResult failure(std::string error, FailPolicy p = FailPolicy::Release)
+    {
+        return {false, {}, std::move(error), p};
+    }
+};
+
+using Work = std::function<WorkResult(const WorkContext&)>;
+
+enum class OutcomeKind {
+    Executed,         // the work ran now and its result is stored
+    Replayed,         // a duplicate: the stored result came back, the work did not run
+    InProgress,       // someone else holds a live lease; the work did not run
+    PayloadMismatch,  // the id was used with a different payload; nothing changed
+    Failed,           // the work failed now (its policy was applied), or a terminal failure is stored
+    LeaseLost,        // the work ran, but its lease was taken over (or force-failed): result not stored
+    StoreUnavailable, // Redis unreachable, timed out, or the key is unusable: the work did not run
+};
+std::string_view nameOf(OutcomeKind k);
+
+struct Outcome {
+    OutcomeKind kind = OutcomeKind::StoreUnavailable;
+    std::string response;  // Executed, Replayed
+    std::string error;     // Failed, LeaseLost, StoreUnavailable
+    std::int64_t remainingMs = 0; // InProgress
+    std::int64_t fence = 0;
+    std::int64_t attempt = 0;
+    bool takeover = false;
+    bool workRan = false;
+};
+
+struct ExecuteOptions {
+    std::optional<Millis> lease;     // default: the store's
+    std::optional<Millis> retention; // default: the store's
+    bool renew = true;               // watchdog renews the lease every lease/3 while work runs
+    FailPolicy onException = FailPolicy::Release;
+    int completeAttempts = 3;        // storing the result is retried on I/O errors (it is idempotent)
+};
+
+// The high-level API: execute(id, payload, work). Expected outcomes are values, not exceptions;
+// only bad arguments throw (UsageError). Fail closed: when Redis cannot be asked, work never runs.
+// One watchdog thread per Executor renews every running lease (like Redisson's lock watchdog).
+// Thread-safe: many threads may call execute() on one Executor.
+class Executor {
+public:
+    explicit Executor(Store& store);
+    ~Executor();
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
+    Outcome execute(std::string_view id, std::string_view payload, const Work& work,
+                    const ExecuteOptions& options = {});
+    // Like execute, with a fingerprint computed by the caller ("" = no payload check).
+    Outcome executeWithFingerprint(std::string_view id, std::string_view fingerprint, const Work& work,
+                                   const ExecuteOptions& options = {});
+    Store& store() { return m_store; }
+
+private:
+    Watchdog& watchdog();
+
+    Store& m_store;
+    std::once_flag m_watchdogOnce;
+    std::unique_ptr<Watchdog> m_watchdog;
+};
+
+} // namespace idem

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "idem/redis/connection.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+// One of the Lua scripts from lua/, embedded at build time.
+struct Script {
+    std::string_view name;
+    std::string_view source;
+    std::string sha1; // what SCRIPT LOAD returns, computed locally
+};
+
+// A script from its source (the lab embeds its own); `source` must outlive it.
+Script makeScript(std::string_view name, std::string_view source);
+
+namespace scripts {
+const Script& acquire();
+const Script& complete();
+const Script& fail();
+const Script& renew();
+const Script& forceFail();
+const Script& purge();
+const Script& unlinkIf();
+} // namespace scripts
+
+inline constexpr std::size_t kMaxScriptKeys = 256;
+
+bool isNoScript(const redisReply* r);
+// Runs the script with EVALSHA. A NOSCRIPT reply (after a restart, failover or SCRIPT FLUSH)
+// loads it with SCRIPT LOAD and runs it again, transparently.
+ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args);
+// The same, but an error reply (other than NOSCRIPT) is returned, not thrown.
+ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                        const std::vector<std::string_view>& args);
+void loadScript(Connection& c, const Script& s);
+// Many calls of one script in one round trip, encoded as RESP back to back in `resp`; call i ends
+// at ends[i]. Calls answered NOSCRIPT did not run: the script is loaded and just those are sent
+// again. Error replies are returned as they are.
+std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
+                                         const std::vector<std::size_t>& ends);
+
+} // namespace idem

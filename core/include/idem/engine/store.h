@@ -1,0 +1,152 @@
+#pragma once
+
+#include "idem/redis/cluster.h"
+#include "idem/redis/options.h"
+#include "idem/redis/pool.h"
+#include "idem/format/record.h"
+#include "idem/engine/scripts.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+class ClusterRouter;
+
+enum class FailPolicy {
+    Release,   // delete the record: the next delivery retries (default)
+    Retryable, // keep FAILED; the next acquire starts a new attempt
+    Terminal,  // keep FAILED; duplicates get the stored failure back
+};
+std::string_view nameOf(FailPolicy p);
+std::optional<FailPolicy> failPolicyFromString(std::string_view s);
+
+struct StoreOptions {
+    std::string keyNamespace = "idempotency";
+    Millis lease{30'000};                  // how long an owner holds STARTED without renewing
+    Millis staleKeep{3'600'000};           // how long a STARTED record outlives its lease (stale locks stay visible)
+    Millis retention{24LL * 3'600'000};    // how long COMPLETED results are kept
+    Millis failureRetention{24LL * 3'600'000}; // how long FAILED records are kept
+    std::size_t maxResponseBytes = 512 * 1024;
+    std::size_t maxIdBytes = 1024;
+};
+
+// Ownership of one id, handed out by acquire.
+struct Ticket {
+    std::string id;
+    std::string token;
+    std::int64_t fence = 0;
+    std::int64_t attempt = 0;
+    std::int64_t leaseUntilMs = 0; // server clock
+};
+
+enum class AcquireStatus {
+    Acquired,       // you own it now (first attempt, retry after FAILED, or stale-lease takeover)
+    Duplicate,      // COMPLETED before: `response` is the stored result
+    InProgress,     // someone holds a live lease: `remainingMs` left
+    FailedTerminal, // a terminal failure is stored: `error`
+    Mismatch,       // same id, different payload fingerprint: nothing changed
+    Unusable,       // the key holds something that is not an idem record: `error` says what
+};
+std::string_view nameOf(AcquireStatus s);
+
+struct AcquireResult {
+    AcquireStatus status = AcquireStatus::Unusable;
+    Ticket ticket;            // when Acquired
+    bool takeover = false;    // Acquired by taking over an expired lease
+    std::string response;     // Duplicate
+    std::string error;        // FailedTerminal, Unusable
+    std::string storedFingerprint; // Mismatch
+    std::int64_t remainingMs = 0;  // InProgress
+    std::int64_t attempt = 0;
+    std::int64_t fence = 0;
+    // The server's clock (ms) when the script read it; one per script call (up to 64 ids). 0 when
+    // no answer of the call needed the clock: duplicates, mismatches and unusable keys are answered
+    // without reading it.
+    std::int64_t serverNowMs = 0;
+};
+
+enum class OwnerStatus { Ok, LeaseLost };
+struct OwnerResult {
+    OwnerStatus status = OwnerStatus::LeaseLost;
+    std::string currentState; // when LeaseLost: the record's state now, or "missing"
+    std::int64_t leaseUntilMs = 0; // renew: the new lease deadline (server clock)
+    // The server's clock (ms) when the script read it; 0 from complete, which reads none (the
+    // record's TTL, counted from then, tells when it completed)
+    std::int64_t serverNowMs = 0;
+};
+
+enum class AdminStatus { Ok, NotFound, Refused };
+struct AdminResult {
+    AdminStatus status = AdminStatus::NotFound;
+    std::string previousState; // Ok
+    std::string reason;        // Refused
+};
+
+struct AcquireRequest {
+    std::string id;
+    std::string fingerprint;
+};
+
+// The idempotency state machine. Every transition is one Lua script (lua/*.lua) run with EVALSHA
+// on the key <namespace>:{<id>} (a Redis Cluster hash tag) and its meta key <namespace>:{<id>}:meta.
+// Thread-safe: connections come from the pool.
+class Store {
+public:
+    Store(ConnectionPool& pool, StoreOptions options = {});
+    ~Store();
+
+    AcquireResult acquire(std::string_view id, std::string_view fingerprint = {},
+                          std::optional<Millis> lease = {});
+    // Many acquires in one round trip (pipelined EVALSHA).
+    std::vector<AcquireResult> acquireBatch(const std::vector<AcquireRequest>& requests,
+                                            std::optional<Millis> lease = {});
+    OwnerResult complete(const Ticket& t, std::string_view response,
+                         std::optional<Millis> retention = {});
+    OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {});
+    OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {});
+
+    // Operator actions: no token needed; who, when and why are recorded.
+    AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal,
+                          std::string_view who);
+    AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {});
+
+    // The record as it is now, decoded (native or foreign formats); nullopt when absent.
+    std::optional<Record> inspect(std::string_view id);
+    // The same for any key (a monitor's pattern may match keys of other shapes).
+    std::optional<Record> inspectKey(std::string_view key);
+    // The meta key's fields (fence counter, last operator action).
+    std::vector<std::pair<std::string, std::string>> meta(std::string_view id);
+    std::vector<std::pair<std::string, std::string>> hashFields(std::string_view key);
+
+    std::string recordKey(std::string_view id) const;
+    std::string metaKey(std::string_view id) const;
+    const StoreOptions& options() const { return m_options; }
+    ConnectionPool& pool() { return m_pool; }
+
+private:
+    void checkId(std::string_view id) const;
+    OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
+    std::optional<Record> inspectOn(Connection& c, const std::string& key, ReplyPtr& redirect);
+
+    // One script on the id's keys, routed (to the node serving its slot on a Redis Cluster); an
+    // error reply is thrown. The owner scripts touch the record alone (Keys::Record), the
+    // operators' scripts its meta key too.
+    enum class Keys { Record, RecordAndMeta };
+    ReplyPtr routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args,
+                          Keys keys = Keys::RecordAndMeta);
+
+    ConnectionPool& m_pool;
+    StoreOptions m_options;
+    std::unique_ptr<ClusterRouter> m_router;
+};
+
+// A fresh random owner token (128 bits, hex).
+std::string newToken();
+
+} // namespace idem

@@ -1,0 +1,80 @@
+#pragma once
+
+#include "idem/redis/options.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+// The race lab: the same duplicate deliveries through four ways of "processing once", on a real
+// Redis, with the executions counted by an independent ledger (a Redis list the side effect
+// appends to), not inferred from the strategy's own bookkeeping.
+enum class Strategy {
+    Naive, // GET, then SET: two workers both read "absent" and both execute
+    SetNx, // SET NX EX only: no states, so a worker that dies after SETNX loses the event
+    Watch, // WATCH / GET / MULTI / SET / EXEC with retries: safe unless a worker pauses past its EX
+    Lua,   // idem's state machine, with fencing numbers checked by the side effect
+};
+std::string_view nameOf(Strategy s);
+std::optional<Strategy> strategyFromString(std::string_view s);
+
+struct Workload {
+    int events = 20;
+    int duplicates = 3;   // deliveries per event
+    int workers = 8;
+    bool shuffle = true;  // deliveries in random order (else event by event)
+    Millis jitterMax{3};  // before each delivery
+    Millis workMin{5}, workMax{15};
+    Millis lease{150};    // lease (lua) or EX (setnx, watch)
+    double crashRate = 0; // a worker dies after acquiring, before completing; redelivered later
+    double pauseRate = 0; // a worker stalls past its lease after acquiring (a GC pause)
+    Millis pause{400};
+    Millis redeliverAfter{250}; // an unacknowledged delivery comes back this much later
+    std::uint64_t seed = 1;
+    bool forcedInterleaving = false; // two workers, one event: A reads, B reads, A writes, B writes
+    std::string keyNamespace = "racelab";
+};
+
+enum class TraceKind { Acquired, InProgress, Replayed, TakenOver, LeaseLost, Crashed, Paused, Executed, Fenced, Completed };
+std::string_view nameOf(TraceKind k);
+
+struct TraceEvent {
+    int worker = 0;
+    std::string eventId;
+    TraceKind kind = TraceKind::Acquired;
+    std::int64_t serverMs = 0; // server clock (TIME at start + elapsed)
+    std::int64_t fence = 0;
+};
+
+struct RaceResult {
+    Strategy strategy = Strategy::Lua;
+    int events = 0;
+    int deliveries = 0;        // including redeliveries after crashes
+    int executions = 0;        // side effects that happened (the ledger's length)
+    int doubleExecutions = 0;  // executions beyond the first, summed over events
+    int fenced = 0;            // side effects refused because a higher fence was seen
+    int lost = 0;              // events that never executed
+    double seconds = 0;
+    double throughputPerS = 0; // deliveries per second
+    double p50Ms = 0, p99Ms = 0;
+    std::vector<TraceEvent> trace;
+};
+
+class Connection;
+
+// The lab's business side effect: appends to the ledger <ns>:executions, unless the fencing number
+// is lower than the highest seen for the event or no longer its record's (<ns>:{id}) owner.
+// fence 0 = no fencing. Returns false when it was refused.
+bool labEffect(Connection& c, std::string_view ns, std::string_view id, std::int64_t fence, std::string_view worker);
+// Executions per event id in the ledger of <ns>.
+std::vector<std::pair<std::string, int>> labLedger(Connection& c, std::string_view ns);
+
+// Runs the workload through one strategy against the Redis at `connection`, under a fresh
+// sub-namespace; every key it writes has a TTL. Throws idem::Error when Redis is away.
+RaceResult runRace(const ConnectionOptions& connection, Strategy strategy, const Workload& workload);
+
+} // namespace idem

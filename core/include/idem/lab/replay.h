@@ -1,0 +1,54 @@
+#pragma once
+
+#include "idem/redis/options.h"
+
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace idem {
+
+struct ReplayEvent {
+    std::string id;
+    std::string payload; // JSON text
+    std::int64_t atMs = 0;
+};
+
+// An event log as JSON lines: {"id": "...", "payload": <any JSON>, "at_ms": <number>}. Blank lines
+// are skipped; anything else throws UsageError naming the line.
+std::vector<ReplayEvent> parseEventLog(std::istream& in);
+
+struct ReplayOptions {
+    double speed = 1.0;    // 2 = twice as fast as logged; 0 = as fast as possible
+    int duplicates = 1;    // deliveries per event
+    Millis reorder{0};     // each delivery is shifted by a random 0..reorder
+    double crashRate = 0;  // a consumer dies after acquiring, before acknowledging
+    int killConsumerAfter = -1; // stream: consumer 0 dies after acquiring this many messages
+    int consumers = 3;
+    bool viaStream = false; // through a Redis Stream and a consumer group (XREADGROUP, XAUTOCLAIM)
+    std::uint64_t seed = 1;
+    Millis lease{300};
+    Millis timeout{60'000};
+    std::string keyNamespace = "replay";
+};
+
+struct ReplayResult {
+    int events = 0;
+    int deliveries = 0;  // including redeliveries
+    int executions = 0;  // from the ledger
+    int doubleExecutions = 0;
+    int lost = 0;
+    int crashes = 0;
+    int claimed = 0;     // stream: messages taken over from a dead consumer with XAUTOCLAIM
+    bool timedOut = false;
+    double seconds = 0;
+};
+
+// Replays the log through idem's state machine (Executor with the race lab's fenced side effect)
+// at the chosen speed, with duplication, reordering and crash injection; directly, or at least
+// once through a Redis Stream whose consumer group redelivers what a dead consumer left pending.
+ReplayResult replay(const ConnectionOptions& connection, const std::vector<ReplayEvent>& events,
+                    const ReplayOptions& options);
+
+} // namespace idem

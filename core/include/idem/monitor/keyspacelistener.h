@@ -1,0 +1,45 @@
+#pragma once
+
+#include "idem/redis/connection.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace idem {
+
+// Follows keyspace notifications (PSUBSCRIBE __keyspace@<db>__:<pattern>) on a connection of its
+// own, on a thread of its own, and hands each changed key to the callback. It never changes the
+// server's configuration: if notify-keyspace-events does not include keyspace events for every
+// type, it does not start and says why (the caller then rescans on an interval).
+class KeyspaceListener {
+public:
+    using Callback = std::function<void(const std::string& key, const std::string& event)>;
+
+    KeyspaceListener(ConnectionOptions options, std::string pattern, Callback callback);
+    ~KeyspaceListener();
+    KeyspaceListener(const KeyspaceListener&) = delete;
+    KeyspaceListener& operator=(const KeyspaceListener&) = delete;
+
+    // Empty when the server sends what we need; otherwise a one-line reason.
+    static std::string unavailableReason(Connection& c);
+    // Starts following; false (and `why`) when notifications are unavailable or Redis is away.
+    bool start(std::string* why = nullptr);
+    void stop();
+    bool running() const { return m_running; }
+
+private:
+    void run();
+
+    ConnectionOptions m_options;
+    std::string m_pattern;
+    Callback m_callback;
+    std::unique_ptr<Connection> m_connection;
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_running{false};
+    std::thread m_thread;
+};
+
+} // namespace idem

@@ -1,0 +1,71 @@
+#pragma once
+
+#include "idem/redis/options.h"
+#include "idem/redis/reply.h"
+
+#include <atomic>
+#include <chrono>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisContext;
+
+namespace idem {
+
+struct ContextDeleter {
+    void operator()(redisContext* c) const noexcept;
+};
+
+// One blocking connection to Redis (hiredis redisContext). Not thread-safe: use one per thread,
+// or borrow from a ConnectionPool. A broken connection reconnects on the next call, with backoff;
+// while backing off, calls fail fast with ClosedError instead of waiting (fail closed).
+class Connection {
+public:
+    explicit Connection(ConnectionOptions options);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    // One command. Error replies are returned, not thrown; I/O problems throw IoError.
+    ReplyPtr command(const std::vector<std::string_view>& args);
+    ReplyPtr command(std::initializer_list<std::string_view> args);
+    ReplyPtr command(std::span<const std::string_view> args);
+    // Like command(), but an error reply throws ReplyError.
+    ReplyPtr checked(std::initializer_list<std::string_view> args);
+    // Many commands in one round trip; replies in order.
+    std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string_view>>& commands);
+    // The same for commands already encoded as RESP (`count` of them back to back in `resp`).
+    ReplyPtr commandFormatted(std::string_view resp);
+    std::vector<ReplyPtr> pipelineFormatted(std::string_view resp, std::size_t count);
+
+    // The next reply without sending anything (subscriptions). Blocks up to the command timeout
+    // (0 = forever; interrupt() from another thread ends the wait).
+    ReplyPtr readReply();
+    // Shuts the socket down so that a blocked readReply() returns (thread-safe).
+    void interrupt();
+
+    bool isConnected() const { return static_cast<bool>(m_ctx); }
+    void connect();    // throws IoError/ReplyError; no backoff
+    void disconnect(); // drop the socket; the next call reconnects
+    const ConnectionOptions& options() const { return m_options; }
+
+private:
+    void ensureConnected();
+    void dropContext();
+    [[noreturn]] void fail(const char* what);
+    void send(std::string_view resp, const char* what);
+
+    ConnectionOptions m_options;
+    std::unique_ptr<redisContext, ContextDeleter> m_ctx;
+    std::chrono::steady_clock::time_point m_nextAttempt{};
+    std::chrono::milliseconds m_backoff{0};
+    std::string m_lastError;
+    std::atomic<int> m_fd{-1}; // for interrupt()
+    std::string m_out;         // the request being encoded (reused: no allocation per command)
+};
+
+} // namespace idem

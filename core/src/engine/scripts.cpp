@@ -1,0 +1,142 @@
+#include "idem/engine/scripts.h"
+
+#include "idem/errors.h"
+#include "idem/hash.h"
+#include "redis/resp.h"
+
+#include <hiredis/hiredis.h>
+
+namespace idem {
+
+namespace lua {
+extern const std::string_view acquire, complete, fail, renew, force_fail, purge, unlink_if;
+}
+
+Script makeScript(std::string_view name, std::string_view source)
+{
+    return Script{name, source, toHex(sha1(source))};
+}
+
+namespace scripts {
+const Script& acquire()
+{
+    static const Script s = makeScript("acquire", lua::acquire);
+    return s;
+}
+const Script& complete()
+{
+    static const Script s = makeScript("complete", lua::complete);
+    return s;
+}
+const Script& fail()
+{
+    static const Script s = makeScript("fail", lua::fail);
+    return s;
+}
+const Script& renew()
+{
+    static const Script s = makeScript("renew", lua::renew);
+    return s;
+}
+const Script& forceFail()
+{
+    static const Script s = makeScript("force_fail", lua::force_fail);
+    return s;
+}
+const Script& purge()
+{
+    static const Script s = makeScript("purge", lua::purge);
+    return s;
+}
+const Script& unlinkIf()
+{
+    static const Script s = makeScript("unlink_if", lua::unlink_if);
+    return s;
+}
+} // namespace scripts
+
+bool isNoScript(const redisReply* r)
+{
+    return reply::isError(r) && reply::errorText(r).starts_with("NOSCRIPT");
+}
+
+void loadScript(Connection& c, const Script& s)
+{
+    ReplyPtr r = c.command({"SCRIPT", "LOAD", s.source});
+    if (reply::isError(r.get()))
+        throw ReplyError("SCRIPT LOAD " + std::string(s.name) + ": " +
+                         std::string(reply::errorText(r.get())));
+    if (reply::str(r.get()) != s.sha1)
+        throw ProtoError("SCRIPT LOAD " + std::string(s.name) + " returned an unexpected SHA1");
+}
+
+ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                        const std::vector<std::string_view>& args)
+{
+    // one buffer per thread, its capacity kept: an owner call is half of every new id's round
+    // trips, and a fresh string grew four or five times on the way
+    thread_local std::string call;
+    call.clear();
+    resp::Writer w(call);
+    resp::evalsha(w, s, keys, args);
+    ReplyPtr r = c.commandFormatted(call);
+    if (isNoScript(r.get())) {
+        loadScript(c, s);
+        r = c.commandFormatted(call);
+    }
+    if (call.capacity() > 256 * 1024) // a huge response once does not keep its buffer for ever
+        std::string().swap(call);
+    return r;
+}
+
+ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args)
+{
+    ReplyPtr r = runScriptReply(c, s, keys, args);
+    if (reply::isError(r.get()))
+        throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
+    return r;
+}
+
+std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
+                                         const std::vector<std::size_t>& ends)
+{
+    std::vector<ReplyPtr> replies = c.pipelineFormatted(resp, ends.size());
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < replies.size(); ++i)
+        if (isNoScript(replies[i].get()))
+            again.push_back(i);
+    if (again.empty())
+        return replies;
+    // after a restart, failover or SCRIPT FLUSH: load once, send the refused calls again
+    loadScript(c, s);
+    std::string retry;
+    for (auto i : again)
+        retry.append(resp::callAt(resp, ends, i));
+    auto second = c.pipelineFormatted(retry, again.size());
+    for (std::size_t k = 0; k < again.size(); ++k)
+        replies[again[k]] = std::move(second[k]);
+    return replies;
+}
+
+void resp::evalshaHead(Writer& w, const Script& s, std::size_t keys, std::size_t args)
+{
+    if (keys > kMaxScriptKeys)
+        throw UsageError("too many keys for one script call");
+    w.array(3 + keys + args);
+    w.bulk("EVALSHA");
+    w.bulk(s.sha1);
+    w.bulk(static_cast<long long>(keys));
+}
+
+void resp::evalsha(Writer& w, const Script& s, std::span<const std::string_view> keys,
+                   std::span<const std::string_view> args)
+{
+    evalshaHead(w, s, keys.size(), args.size());
+    for (const auto k : keys)
+        w.bulk(k);
+    for (const auto a : args)
+        w.bulk(a);
+}
+
+} // namespace idem

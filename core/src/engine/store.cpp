@@ -1,0 +1,476 @@
+#include "idem/engine/store.h"
+
+#include "idem/errors.h"
+#include "idem/hash.h"
+#include "engine/acquireanswer.h"
+#include "redis/resp.h"
+#include "redis/router.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <hiredis/hiredis.h>
+#include <mutex>
+#include <random>
+
+namespace idem {
+
+std::string_view nameOf(FailPolicy p)
+{
+    switch (p) {
+    case FailPolicy::Release: return "release";
+    case FailPolicy::Retryable: return "retryable";
+    case FailPolicy::Terminal: return "terminal";
+    }
+    return "release";
+}
+
+std::optional<FailPolicy> failPolicyFromString(std::string_view s)
+{
+    if (s == "release")
+        return FailPolicy::Release;
+    if (s == "retryable")
+        return FailPolicy::Retryable;
+    if (s == "terminal")
+        return FailPolicy::Terminal;
+    return std::nullopt;
+}
+
+std::string_view nameOf(AcquireStatus s)
+{
+    switch (s) {
+    case AcquireStatus::Acquired: return "acquired";
+    case AcquireStatus::Duplicate: return "duplicate";
+    case AcquireStatus::InProgress: return "in_progress";
+    case AcquireStatus::FailedTerminal: return "failed_terminal";
+    case AcquireStatus::Mismatch: return "payload_mismatch";
+    case AcquireStatus::Unusable: break;
+    }
+    return "unusable";
+}
+
+namespace {
+// 128 random bits as 32 hex digits, written into `out`
+void writeToken(char* out)
+{
+    thread_local std::mt19937_64 rng = [] {
+        std::random_device rd;
+        std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd()};
+        return std::mt19937_64(seq);
+    }();
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = rng();
+        for (int i = 0; i < 16; ++i, v >>= 4)
+            *out++ = kHex[v & 0xf];
+    }
+}
+constexpr std::size_t kTokenChars = 32;
+} // namespace
+
+std::string newToken()
+{
+    std::string t(kTokenChars, '0');
+    writeToken(t.data());
+    return t;
+}
+
+Store::Store(ConnectionPool& pool, StoreOptions options)
+    : m_pool(pool), m_options(std::move(options)), m_router(std::make_unique<ClusterRouter>(pool))
+{
+    if (m_options.keyNamespace.empty())
+        throw UsageError("namespace must not be empty");
+    if (m_options.keyNamespace.find_first_of("{}") != std::string::npos)
+        throw UsageError("namespace must not contain '{' or '}' (they delimit the cluster hash tag)");
+    if (m_options.lease.count() <= 0)
+        throw UsageError("lease must be positive");
+}
+
+Store::~Store() = default;
+ReplyPtr Store::routedScript(const Script& s, std::string_view id, const std::vector<std::string_view>& args,
+                             Keys keys)
+{
+    const std::string rk = recordKey(id), mk = keys == Keys::RecordAndMeta ? metaKey(id) : std::string();
+    std::vector<std::string_view> scriptKeys = {rk};
+    if (keys == Keys::RecordAndMeta)
+        scriptKeys.push_back(mk);
+    ReplyPtr r = m_router->routed(rk, [&](Connection& c) { return runScriptReply(c, s, scriptKeys, args); });
+    if (reply::isError(r.get()))
+        throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
+    return r;
+}
+
+// <namespace>:{<id>} and <namespace>:{<id>}:meta, spelled once for recordKey/metaKey and for
+// acquireBatch, which writes keys straight into its request
+namespace {
+constexpr std::string_view kTagOpen = ":{", kTagClose = "}", kMetaSuffix = ":meta";
+}
+
+std::string Store::recordKey(std::string_view id) const
+{
+    std::string k;
+    k.reserve(m_options.keyNamespace.size() + id.size() + kTagOpen.size() + kTagClose.size());
+    k.append(m_options.keyNamespace).append(kTagOpen).append(id).append(kTagClose);
+    return k;
+}
+
+std::string Store::metaKey(std::string_view id) const { return recordKey(id).append(kMetaSuffix); }
+
+void Store::checkId(std::string_view id) const
+{
+    if (id.empty())
+        throw UsageError("idempotency id must not be empty");
+    if (id.size() > m_options.maxIdBytes)
+        throw UsageError("idempotency id is " + std::to_string(id.size()) + " bytes, over the " +
+                         std::to_string(m_options.maxIdBytes) + "-byte limit");
+}
+
+AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
+{
+    return std::move(acquireBatch({AcquireRequest{std::string(id), std::string(fingerprint)}}, lease).front());
+}
+
+std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>& requests,
+                                               std::optional<Millis> lease)
+{
+    using namespace acquireanswer;
+    if (requests.empty())
+        return {};
+    for (const auto& rq : requests)
+        checkId(rq.id);
+    if (lease && lease->count() <= 0)
+        throw UsageError("lease must be positive");
+    const Script& s = scripts::acquire();
+    const std::string_view ns = m_options.keyNamespace;
+    const auto leaseMs = lease.value_or(m_options.lease).count();
+    std::optional<ConnectionPool::Handle> conn(m_pool.acquire());
+
+    // acquire.lua takes many ids per call (sparing EVALSHA's per-command cost); the calls go out
+    // pipelined, so a batch is one round trip whatever its size. On a Redis Cluster every call
+    // holds ids of one hash slot (a script's keys must share it); elsewhere ids go in order.
+    constexpr std::size_t kIdsPerCall = 64;
+    thread_local std::vector<std::size_t> order; // request indexes, call after call
+    thread_local std::vector<std::size_t> callEnds; // where each call's ids end in `order`
+    order.resize(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        order[i] = i;
+    callEnds.clear();
+    // One id needs no grouping (its two keys share its hash tag), so it needs no INFO round
+    // trip either - unless it starts with '}', which a cluster cannot take. It goes to the node
+    // its slot is known to be on, else to the pool's, and follows a redirect from there.
+    const bool cluster = requests.size() > 1 || requests.front().id.front() == '}' ? m_router->clusterMode(**conn)
+                                                                                   : m_router->knownCluster();
+    if (cluster) {
+        for (const auto& rq : requests)
+            if (rq.id.front() == '}')
+                throw UsageError("on a Redis Cluster an idempotency id cannot start with '}' (its keys "
+                                 "would have no hash tag and land in different slots)");
+        std::vector<std::uint16_t> slot(requests.size());
+        for (std::size_t i = 0; i < requests.size(); ++i)
+            slot[i] = hashSlot(recordKey(requests[i].id));
+        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return slot[a] < slot[b]; });
+        for (std::size_t i = 0, first = 0; i < order.size(); ++i)
+            if (i + 1 == order.size() || slot[order[i + 1]] != slot[order[first]] || i + 1 - first == kIdsPerCall) {
+                callEnds.push_back(i + 1);
+                first = i + 1;
+            }
+    } else {
+        for (std::size_t end = kIdsPerCall; end < requests.size(); end += kIdsPerCall)
+            callEnds.push_back(end);
+        callEnds.push_back(requests.size());
+    }
+
+    // The calls are encoded straight into one RESP buffer: keys, tokens and arguments are written
+    // where they go, not built as strings first (a batch is the consumers' hot path). Per-thread
+    // buffers keep their capacity from batch to batch.
+    thread_local std::string tokens, buf;
+    thread_local std::vector<std::size_t> ends;
+    tokens.assign(requests.size() * kTokenChars, '0');
+    buf.clear();
+    ends.clear();
+    resp::Writer w(buf);
+    for (std::size_t c = 0, first = 0; c < callEnds.size(); first = callEnds[c++]) {
+        const std::size_t count = callEnds[c] - first;
+        resp::evalshaHead(w, s, 2 * count, 2 + 2 * count);
+        for (std::size_t k = first; k < callEnds[c]; ++k) {
+            const std::string& id = requests[order[k]].id;
+            w.bulkConcat(ns, kTagOpen, id, kTagClose);
+            w.bulkConcat(ns, kTagOpen, id, kTagClose, kMetaSuffix);
+        }
+        w.bulk(static_cast<long long>(leaseMs));
+        w.bulk(static_cast<long long>(leaseMs + m_options.staleKeep.count()));
+        for (std::size_t k = first; k < callEnds[c]; ++k) {
+            char* token = tokens.data() + order[k] * kTokenChars;
+            writeToken(token);
+            w.bulk(requests[order[k]].fingerprint);
+            w.bulk(std::string_view(token, kTokenChars));
+        }
+        ends.push_back(buf.size());
+    }
+
+    // Where each call goes: on a cluster, the node serving its slot (calls to one node pipelined
+    // together, one round trip per node); elsewhere, all of them down the connection in hand.
+    const std::size_t calls = callEnds.size();
+    const auto callText = [&](std::size_t c) { return resp::callAt(buf, ends, c); };
+    const auto callKey = [&](std::size_t c) { return recordKey(requests[order[c == 0 ? 0 : callEnds[c - 1]]].id); };
+    std::vector<ReplyPtr> replies;
+    if (!cluster) {
+        replies = runScriptPipelined(**conn, s, buf, ends);
+        conn.reset(); // back to the pool before parsing
+    } else {
+        if (!m_router->mapped())
+            m_router->refresh(**conn);
+        conn.reset(); // before taking others: the pool may hold one connection only
+        // the calls of each node (a cluster has few: a linear search per call is enough)
+        std::vector<std::pair<ConnectionPool*, std::vector<std::size_t>>> byNode;
+        for (std::size_t c = 0; c < calls; ++c) {
+            ConnectionPool* pool = &m_router->poolForSlot(hashSlot(callKey(c)));
+            auto at = std::find_if(byNode.begin(), byNode.end(), [&](const auto& n) { return n.first == pool; });
+            if (at == byNode.end())
+                at = byNode.insert(byNode.end(), {pool, {}});
+            at->second.push_back(c);
+        }
+        replies.resize(calls);
+        std::string nodeCalls;
+        std::vector<std::size_t> nodeEnds;
+        for (const auto& [pool, nodeIndex] : byNode) {
+            nodeCalls.clear();
+            nodeEnds.clear();
+            for (const std::size_t c : nodeIndex) {
+                nodeCalls.append(callText(c));
+                nodeEnds.push_back(nodeCalls.size());
+            }
+            auto nodeConn = pool->acquire();
+            auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds);
+            for (std::size_t k = 0; k < nodeIndex.size(); ++k)
+                replies[nodeIndex[k]] = std::move(nodeReplies[k]);
+        }
+    }
+    // calls answered with a redirect (a slot moved or moving, or a cluster not known to be one)
+    // or TRYAGAIN go again, each on its own, where they were sent
+    for (std::size_t c = 0; c < calls; ++c)
+        if (reply::redirect(replies[c].get()) || isTryAgain(replies[c].get())) {
+            const std::string_view text = callText(c);
+            const std::vector<std::size_t> one = {text.size()};
+            replies[c] = m_router->routed(callKey(c), [&](Connection& cc) { return std::move(runScriptPipelined(cc, s, text, one).front()); });
+        }
+
+    std::vector<AcquireResult> out(requests.size());
+    for (std::size_t c = 0, first = 0; c < replies.size(); first = callEnds[c++]) {
+        const redisReply* r = replies[c].get();
+        if (reply::isError(r))
+            throw ReplyError("acquire: " + reply::errorMessage(r));
+        const std::size_t count = callEnds[c] - first;
+        const auto tokenOf = [&](std::size_t i) { return std::string_view(tokens).substr(i * kTokenChars, kTokenChars); };
+        if (count == 1) { // one id: "<now_us> <line>", or "<now_us>" alone: acquired fresh
+            const std::size_t i = order[first];
+            LineReader in(reply::view(r));
+            const std::int64_t nowUs = in.number();
+            if (in.atEnd()) {
+                acquiredFresh(out[i], nowUs, requests[i].id, tokenOf(i), leaseMs);
+                in.finish();
+            } else {
+                parseAcquireLine(out[i], in, requests[i].id, tokenOf(i), leaseMs);
+            }
+            out[i].serverNowMs = nowUs / 1000;
+            continue;
+        }
+        // a line per id, then the server's time (µs)
+        if (reply::arraySize(r) != count + 1)
+            throw ProtoError("acquire script answered for the wrong number of ids");
+        const std::int64_t serverNowMs = reply::integer(reply::element(r, count)) / 1000;
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::size_t i = order[first + k];
+            LineReader in(reply::view(reply::element(r, k)));
+            parseAcquireLine(out[i], in, requests[i].id, tokenOf(i), leaseMs);
+            out[i].serverNowMs = serverNowMs;
+        }
+    }
+    // a thread that once sent a huge batch does not keep its buffers for ever
+    constexpr std::size_t kKeepBytes = 256 * 1024;
+    if (buf.capacity() > kKeepBytes || tokens.capacity() > kKeepBytes) {
+        buf = std::string();
+        tokens = std::string();
+        ends = std::vector<std::size_t>();
+        order = std::vector<std::size_t>();
+    }
+    return out;
+}
+
+OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args)
+{
+    checkId(t.id);
+    const ReplyPtr r = routedScript(s, t.id, args, Keys::Record);
+    using namespace reply;
+    OwnerResult out;
+    // done: the owner scripts answer the server time alone, an integer or its digits (the common
+    // case, kept cheap for Redis; complete answers 0: it reads no clock); refused: {status,
+    // detail, server time or 0}
+    if (isInteger(r.get()) || isString(r.get())) {
+        out.status = OwnerStatus::Ok;
+        out.serverNowMs = integer(r.get());
+        return out;
+    }
+    const std::string status = str(element(r.get(), 0));
+    out.serverNowMs = integer(element(r.get(), arraySize(r.get()) - 1));
+    if (status == "LEASE_LOST") {
+        out.status = OwnerStatus::LeaseLost;
+        out.currentState = str(element(r.get(), 1));
+    } else {
+        throw ProtoError(std::string(s.name) + " script answered '" + status + "'");
+    }
+    return out;
+}
+
+OwnerResult Store::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention)
+{
+    if (response.size() > m_options.maxResponseBytes)
+        throw UsageError("response is " + std::to_string(response.size()) + " bytes, over the " +
+                         std::to_string(m_options.maxResponseBytes) + "-byte cap");
+    const auto ret = retention.value_or(m_options.retention);
+    if (ret.count() <= 0)
+        throw UsageError("retention must be positive");
+    const std::string retMs = std::to_string(ret.count());
+    return ownerCall(scripts::complete(), t, {t.token, response, retMs});
+}
+
+OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view error)
+{
+    const std::string retMs = std::to_string(m_options.failureRetention.count());
+    return ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs});
+}
+
+OwnerResult Store::renew(const Ticket& t, std::optional<Millis> lease)
+{
+    const Millis leaseFor = lease.value_or(m_options.lease);
+    const std::string leaseMs = std::to_string(leaseFor.count());
+    const std::string keepMs = std::to_string(m_options.staleKeep.count());
+    OwnerResult out = ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs});
+    if (out.status == OwnerStatus::Ok)
+        out.leaseUntilMs = out.serverNowMs + leaseFor.count(); // what the script wrote
+    return out;
+}
+
+namespace {
+AdminResult parseAdmin(const redisReply* r)
+{
+    using namespace reply;
+    AdminResult out;
+    const std::string status = str(element(r, 0));
+    if (status == "OK") {
+        out.status = AdminStatus::Ok;
+        out.previousState = str(element(r, 1));
+    } else if (status == "NOT_FOUND") {
+        out.status = AdminStatus::NotFound;
+    } else if (status == "REFUSED") {
+        out.status = AdminStatus::Refused;
+        out.reason = str(element(r, 1));
+    } else {
+        throw ProtoError("operator script answered '" + status + "'");
+    }
+    return out;
+}
+} // namespace
+
+AdminResult Store::forceFail(std::string_view id, std::string_view reason, bool terminal,
+                             std::string_view who)
+{
+    checkId(id);
+    const std::string retMs = std::to_string(m_options.failureRetention.count());
+    const ReplyPtr r = routedScript(scripts::forceFail(), id, {reason, terminal ? "terminal" : "retryable", who, retMs});
+    return parseAdmin(r.get());
+}
+
+AdminResult Store::purge(std::string_view id, std::string_view who, std::string_view reason)
+{
+    checkId(id);
+    // the fencing counter must outlive any lease that could still be held
+    const std::string keepMs =
+        std::to_string(std::max(m_options.retention, m_options.lease + m_options.staleKeep).count());
+    const ReplyPtr r = routedScript(scripts::purge(), id, {who, reason, keepMs});
+    return parseAdmin(r.get());
+}
+
+std::optional<Record> Store::inspect(std::string_view id)
+{
+    checkId(id);
+    return inspectKey(recordKey(id));
+}
+
+std::optional<Record> Store::inspectKey(std::string_view key)
+{
+    const std::string rk(key);
+    std::optional<Record> rec;
+    const ReplyPtr redirect = m_router->routed(rk, [&](Connection& c) {
+        ReplyPtr to;
+        rec = inspectOn(c, rk, to);
+        return to;
+    });
+    if (redirect)
+        throw ReplyError("TYPE " + rk + ": " + reply::errorMessage(redirect.get()));
+    return rec;
+}
+
+// inspectKey on one node; a redirect answering its first command is handed back in `redirect`
+std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, ReplyPtr& redirect)
+{
+    auto head = c.pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
+    if (reply::redirect(head[0].get())) {
+        redirect = std::move(head[0]);
+        return std::nullopt;
+    }
+    const std::string type = reply::str(head[0].get());
+    if (type == "none")
+        return std::nullopt;
+    DecodeOptions o;
+    o.nowMs = reply::integer(reply::element(head[2].get(), 0)) * 1000 +
+              reply::integer(reply::element(head[2].get(), 1)) / 1000;
+    o.ttlMs = reply::integer(head[1].get());
+    Record rec;
+    if (type == "hash") {
+        ReplyPtr all = c.checked({"HGETALL", rk});
+        std::vector<std::pair<std::string, std::string>> fields;
+        for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
+            fields.emplace_back(reply::str(reply::element(all.get(), i)),
+                                reply::str(reply::element(all.get(), i + 1)));
+        rec = decodeHash(std::move(fields), o);
+    } else if (type == "string") {
+        ReplyPtr len = c.checked({"STRLEN", rk});
+        const auto bytes = static_cast<std::size_t>(reply::integer(len.get()));
+        if (bytes > o.maxValueBytes) {
+            rec = decodeOversized(bytes);
+        } else {
+            ReplyPtr v = c.checked({"GET", rk});
+            rec = reply::isNil(v.get()) ? decodeString({}, o) : decodeString(reply::str(v.get()), o);
+        }
+    } else {
+        rec = decodeOtherType(type);
+    }
+    rec.key = rk;
+    rec.keyType = type;
+    rec.id = idFromKey(rk, m_options.keyNamespace);
+    if (rec.id.empty())
+        rec.id = rk;
+    rec.ttlMs = reply::integer(head[1].get());
+    return rec;
+}
+
+std::vector<std::pair<std::string, std::string>> Store::meta(std::string_view id)
+{
+    checkId(id);
+    return hashFields(metaKey(id));
+}
+
+std::vector<std::pair<std::string, std::string>> Store::hashFields(std::string_view key)
+{
+    const ReplyPtr all = m_router->routed(key, [&](Connection& c) { return c.command({"HGETALL", key}); });
+    if (reply::isError(all.get()))
+        throw ReplyError("HGETALL: " + reply::errorMessage(all.get()));
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
+        fields.emplace_back(reply::str(reply::element(all.get(), i)),
+                            reply::str(reply::element(all.get(), i + 1)));
+    return fields;
+}
+
+} // namespace idem

@@ -1,0 +1,355 @@
+#include "idem/lab/replay.h"
+
+#include "idem/redis/connection.h"
+#include "idem/errors.h"
+#include "idem/engine/executor.h"
+#include "idem/lab/racelab.h"
+#include "idem/engine/store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+namespace idem {
+
+std::vector<ReplayEvent> parseEventLog(std::istream& in)
+{
+    std::vector<ReplayEvent> out;
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        const auto where = "event log line " + std::to_string(n) + ": ";
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception& e) {
+            throw UsageError(where + "not JSON (" + std::string(e.what()).substr(0, 120) + ")");
+        }
+        if (!j.is_object() || !j.contains("id"))
+            throw UsageError(where + "needs an object with \"id\"");
+        ReplayEvent ev;
+        const auto& id = j["id"];
+        ev.id = id.is_string() ? id.get<std::string>() : id.dump();
+        if (ev.id.empty() || ev.id.size() > 1024)
+            throw UsageError(where + "\"id\" must be 1 to 1024 bytes");
+        ev.payload = j.contains("payload") ? j["payload"].dump() : "null";
+        if (j.contains("at_ms")) {
+            if (!j["at_ms"].is_number())
+                throw UsageError(where + "\"at_ms\" must be a number");
+            ev.atMs = static_cast<std::int64_t>(j["at_ms"].get<double>());
+        }
+        out.push_back(std::move(ev));
+    }
+    return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Delivery {
+    std::size_t event = 0;
+    Clock::time_point at;
+    bool crash = false;
+};
+
+// What every consumer holds: its connections and its own idem store and executor.
+struct ConsumerKit {
+    Connection redis;
+    ConnectionPool pool;
+    Store store;
+    Executor executor;
+    ConsumerKit(const ConnectionOptions& c, const std::string& ns, Millis lease)
+        : redis(c), pool(c, 2), store(pool, options(ns, lease)), executor(store)
+    {
+    }
+    static StoreOptions options(const std::string& ns, Millis lease)
+    {
+        StoreOptions so;
+        so.keyNamespace = ns;
+        so.lease = lease;
+        return so;
+    }
+};
+
+class Replayer {
+public:
+    Replayer(const ConnectionOptions& c, const std::vector<ReplayEvent>& events, ReplayOptions o)
+        : m_conn(c), m_events(events), m_o(std::move(o))
+    {
+        if (m_events.empty())
+            throw UsageError("replay: the event log is empty");
+        if (m_o.duplicates < 1 || m_o.consumers < 1 || m_o.speed < 0 || m_o.crashRate < 0 || m_o.crashRate > 1)
+            throw UsageError("replay: duplicates and consumers must be positive, speed >= 0, crash rate 0..1");
+        m_ns = m_o.keyNamespace + ":" + newToken().substr(0, 8);
+    }
+
+    ReplayResult run()
+    {
+        m_start = Clock::now();
+        schedule();
+        if (m_o.viaStream)
+            viaStream();
+        else
+            direct();
+        ReplayResult r;
+        r.events = static_cast<int>(m_events.size());
+        r.deliveries = m_deliveries;
+        r.crashes = m_crashes;
+        r.claimed = m_claimed;
+        r.timedOut = m_timedOut;
+        r.seconds = std::chrono::duration<double>(Clock::now() - m_start).count();
+        Connection c(m_conn);
+        const auto ledger = labLedger(c, m_ns);
+        for (const auto& [id, n] : ledger) {
+            r.executions += n;
+            r.doubleExecutions += n - 1;
+        }
+        r.lost = r.events - static_cast<int>(ledger.size());
+        return r;
+    }
+
+private:
+    void schedule()
+    {
+        std::mt19937_64 rng(m_o.seed);
+        std::uniform_real_distribution<double> u(0, 1);
+        const std::int64_t first = std::min_element(m_events.begin(), m_events.end(), [](const auto& a, const auto& b) {
+                                       return a.atMs < b.atMs;
+                                   })->atMs;
+        for (std::size_t e = 0; e < m_events.size(); ++e)
+            for (int d = 0; d < m_o.duplicates; ++d) {
+                const double logged = static_cast<double>(m_events[e].atMs - first);
+                const double at = (m_o.speed > 0 ? logged / m_o.speed : 0) +
+                                  u(rng) * static_cast<double>(m_o.reorder.count());
+                Delivery dl;
+                dl.event = e;
+                dl.at = m_start + std::chrono::microseconds(static_cast<std::int64_t>(at * 1000));
+                dl.crash = u(rng) < m_o.crashRate;
+                m_schedule.push_back(dl);
+            }
+        std::stable_sort(m_schedule.begin(), m_schedule.end(),
+                         [](const Delivery& a, const Delivery& b) { return a.at < b.at; });
+    }
+
+    // What every consumer does with one delivery; false when it "died" holding the lease.
+    enum class Handled { Done, Retry, Died };
+    Handled handle(Store& store, Executor& ex, Connection& sinkConn, const ReplayEvent& ev, bool crash,
+                   const std::string& who)
+    {
+        if (crash) {
+            const AcquireResult a = store.acquire(ev.id, "", m_o.lease);
+            if (a.status == AcquireStatus::Acquired) {
+                ++m_crashes;
+                return Handled::Died; // never completes, never acknowledges
+            }
+        }
+        ExecuteOptions eo;
+        eo.lease = m_o.lease;
+        const Outcome o = ex.execute(ev.id, ev.payload, [&](const WorkContext& ctx) {
+            if (!labEffect(sinkConn, m_ns, ev.id, ctx.fence, who))
+                return WorkResult::failure("fenced", FailPolicy::Release);
+            return WorkResult::success("done");
+        }, eo);
+        if (o.kind == OutcomeKind::InProgress || o.kind == OutcomeKind::StoreUnavailable)
+            return Handled::Retry;
+        return Handled::Done;
+    }
+
+    void direct()
+    {
+        std::mutex m;
+        std::condition_variable cv;
+        std::deque<Delivery> queue(m_schedule.begin(), m_schedule.end());
+        int outstanding = 0;
+        const auto deadline = m_start + m_o.timeout;
+        auto consumer = [&](int i) {
+            ConsumerKit kit(m_conn, m_ns, m_o.lease);
+            for (;;) {
+                Delivery d;
+                {
+                    std::unique_lock lock(m);
+                    for (;;) {
+                        if (Clock::now() > deadline) {
+                            m_timedOut = true;
+                            return;
+                        }
+                        if (queue.empty() && outstanding == 0)
+                            return;
+                        auto ready = std::find_if(queue.begin(), queue.end(),
+                                                  [](const Delivery& x) { return x.at <= Clock::now(); });
+                        if (ready != queue.end()) {
+                            d = *ready;
+                            queue.erase(ready);
+                            ++outstanding;
+                            ++m_deliveries;
+                            break;
+                        }
+                        Clock::time_point until = deadline;
+                        for (const auto& x : queue)
+                            until = std::min(until, x.at);
+                        cv.wait_until(lock, until);
+                    }
+                }
+                const Handled h = handle(kit.store, kit.executor, kit.redis, m_events[d.event], d.crash,
+                                         "c" + std::to_string(i));
+                std::lock_guard lock(m);
+                --outstanding;
+                if (h != Handled::Done) { // the broker redelivers what was not acknowledged, later
+                    d.crash = false;
+                    d.at = Clock::now() + (h == Handled::Died ? m_o.lease + m_o.lease / 2 : m_o.lease / 3);
+                    queue.push_back(d);
+                }
+                cv.notify_all();
+            }
+        };
+        std::vector<std::thread> threads;
+        for (int i = 0; i < m_o.consumers; ++i)
+            threads.emplace_back(consumer, i);
+        for (auto& t : threads)
+            t.join();
+    }
+
+    void viaStream()
+    {
+        const std::string stream = m_ns + ":stream", group = "idem";
+        Connection admin(m_conn);
+        admin.checked({"XGROUP", "CREATE", stream, group, "$", "MKSTREAM"});
+        admin.checked({"PEXPIRE", stream, std::to_string(10 * 60'000)});
+        std::atomic<bool> produced{false}, stop{false};
+        const auto deadline = m_start + m_o.timeout;
+
+        std::thread producer([&] {
+            Connection c(m_conn);
+            for (std::size_t i = 0; i < m_schedule.size() && !stop; ++i) {
+                std::this_thread::sleep_until(m_schedule[i].at);
+                const auto& ev = m_events[m_schedule[i].event];
+                c.checked({"XADD", stream, "*", "id", ev.id, "payload", ev.payload, "crash",
+                           m_schedule[i].crash ? "1" : "0"});
+            }
+            produced = true;
+        });
+
+        const std::string minIdle = std::to_string((m_o.lease + m_o.lease / 2).count());
+        auto consumer = [&](int i) {
+            const std::string name = "consumer-" + std::to_string(i);
+            Connection c(m_conn); // the stream's connection; the kit's does the side effect
+            ConsumerKit kit(m_conn, m_ns, m_o.lease);
+            int acquired = 0;
+            auto process = [&](const redisReply* msg, bool claimed) -> bool {
+                const std::string msgId = reply::str(reply::element(msg, 0));
+                const redisReply* f = reply::element(msg, 1);
+                std::string id, payload = "null";
+                bool crash = false;
+                for (std::size_t k = 0; k + 1 < reply::arraySize(f); k += 2) {
+                    const std::string name = reply::str(reply::element(f, k));
+                    if (name == "id")
+                        id = reply::str(reply::element(f, k + 1));
+                    else if (name == "payload")
+                        payload = reply::str(reply::element(f, k + 1));
+                    else if (name == "crash")
+                        crash = reply::str(reply::element(f, k + 1)) == "1";
+                }
+                ++m_deliveries;
+                if (claimed)
+                    ++m_claimed;
+                const bool kill = i == 0 && m_o.killConsumerAfter >= 0 && acquired >= m_o.killConsumerAfter;
+                ++acquired;
+                // the last consumer standing does not die: someone has to claim what the others left
+                const bool dies = !claimed && (crash || kill) && m_alive.load() > 1;
+                const Handled h = handle(kit.store, kit.executor, kit.redis, ReplayEvent{id, payload, 0}, dies, name);
+                if (h == Handled::Died) {
+                    --m_alive;
+                    return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
+                }
+                if (h == Handled::Done)
+                    c.checked({"XACK", stream, group, msgId});
+                return true;
+            };
+            while (!stop) {
+                auto r = c.command({"XREADGROUP", "GROUP", group, name, "COUNT", "10", "BLOCK", "50", "STREAMS",
+                                    stream, ">"});
+                if (reply::isError(r.get()))
+                    throw ReplyError("XREADGROUP: " + std::string(reply::errorText(r.get())));
+                if (!reply::isNil(r.get())) {
+                    const redisReply* msgs = reply::element(reply::element(r.get(), 0), 1);
+                    for (std::size_t k = 0; k < reply::arraySize(msgs); ++k)
+                        if (!process(reply::element(msgs, k), false))
+                            return;
+                }
+                // take over what a dead (or slow) consumer left pending for longer than a lease
+                auto claim = c.command({"XAUTOCLAIM", stream, group, name, minIdle, "0-0", "COUNT", "10"});
+                if (!reply::isError(claim.get())) {
+                    const redisReply* msgs = reply::element(claim.get(), 1);
+                    for (std::size_t k = 0; k < reply::arraySize(msgs); ++k) {
+                        const redisReply* msg = reply::element(msgs, k);
+                        if (reply::isNil(msg) || reply::arraySize(msg) < 2 || reply::isNil(reply::element(msg, 1)))
+                            continue; // deleted meanwhile
+                        if (!process(msg, true))
+                            return;
+                    }
+                }
+            }
+        };
+        m_alive = m_o.consumers;
+        std::vector<std::thread> threads;
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(m_o.consumers));
+        for (int i = 0; i < m_o.consumers; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    consumer(i);
+                } catch (...) {
+                    errors[static_cast<std::size_t>(i)] = std::current_exception();
+                }
+            });
+        // done when everything was produced, read by the group, and acknowledged
+        while (Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (!produced)
+                continue;
+            auto pending = admin.checked({"XPENDING", stream, group});
+            auto groups = admin.checked({"XINFO", "GROUPS", stream});
+            const redisReply* info = reply::element(groups.get(), 0);
+            std::int64_t lag = -1;
+            for (std::size_t k = 0; k + 1 < reply::arraySize(info); k += 2)
+                if (reply::str(reply::element(info, k)) == "lag" && !reply::isNil(reply::element(info, k + 1)))
+                    lag = reply::integer(reply::element(info, k + 1));
+            if (reply::integer(reply::element(pending.get(), 0)) == 0 && lag == 0)
+                break;
+        }
+        m_timedOut = Clock::now() >= deadline;
+        stop = true;
+        producer.join();
+        for (auto& t : threads)
+            t.join();
+        for (auto& e : errors)
+            if (e)
+                std::rethrow_exception(e);
+    }
+
+    ConnectionOptions m_conn;
+    const std::vector<ReplayEvent>& m_events;
+    ReplayOptions m_o;
+    std::string m_ns;
+    Clock::time_point m_start;
+    std::vector<Delivery> m_schedule;
+    std::atomic<int> m_deliveries{0}, m_crashes{0}, m_claimed{0}, m_alive{0};
+    std::atomic<bool> m_timedOut{false};
+};
+
+} // namespace
+
+ReplayResult replay(const ConnectionOptions& connection, const std::vector<ReplayEvent>& events,
+                    const ReplayOptions& options)
+{
+    Replayer r(connection, events, options);
+    return r.run();
+}
+
+} // namespace idem

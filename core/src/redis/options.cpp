@@ -1,0 +1,155 @@
+#include "idem/redis/options.h"
+
+#include "idem/errors.h"
+
+#include <charconv>
+#include <string>
+
+namespace idem {
+
+namespace {
+
+std::string percentDecode(std::string_view s, std::string_view url)
+{
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '%') {
+            out.push_back(s[i]);
+            continue;
+        }
+        int value = 0;
+        if (i + 2 >= s.size())
+            throw UsageError("bad URL '" + std::string(url) + "': truncated %-escape");
+        auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
+        if (ec != std::errc() || p != s.data() + i + 3)
+            throw UsageError("bad URL '" + std::string(url) + "': invalid %-escape");
+        out.push_back(static_cast<char>(value));
+        i += 2;
+    }
+    return out;
+}
+
+int parseInt(std::string_view s, int lo, int hi, const char* what, std::string_view url)
+{
+    int value = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size() || value < lo || value > hi)
+        throw UsageError("bad URL '" + std::string(url) + "': " + what + " '" + std::string(s) +
+                         "' is not a number from " + std::to_string(lo) + " to " +
+                         std::to_string(hi));
+    return value;
+}
+
+// The URL as it may appear in a message: the password replaced by ***.
+std::string redacted(std::string_view url)
+{
+    std::string u(url);
+    const auto scheme = u.find("://");
+    const auto at = u.rfind('@');
+    if (scheme == std::string::npos || at == std::string::npos || at < scheme)
+        return u;
+    const auto colon = u.find(':', scheme + 3);
+    if (colon == std::string::npos || colon > at)
+        return u;
+    return u.substr(0, colon + 1) + "***" + u.substr(at);
+}
+
+} // namespace
+
+ConnectionOptions ConnectionOptions::fromUrl(std::string_view rawUrl)
+{
+    const std::string shown = redacted(rawUrl); // error messages never show the password
+    const std::string_view url = shown;
+    return parseUrl(rawUrl, url);
+}
+
+ConnectionOptions ConnectionOptions::parseUrl(std::string_view input, std::string_view url)
+{
+    ConnectionOptions o;
+    std::string_view rest;
+    bool isUnix = false;
+    if (input.starts_with("redis://")) {
+        rest = input.substr(8);
+    } else if (input.starts_with("unix://")) {
+        rest = input.substr(7);
+        isUnix = true;
+    } else if (input.starts_with("rediss://")) {
+        throw UsageError("bad URL '" + std::string(url) + "': TLS (rediss://) is not supported by this build");
+    } else {
+        throw UsageError("bad URL '" + std::string(url) +
+                         "': expected redis://[user:password@]host[:port][/db] or unix:///path");
+    }
+
+    // credentials: everything before the last '@' that precedes the path
+    const auto at = (isUnix && rest.starts_with('/')) ? std::string_view::npos
+                                                      : rest.rfind('@', rest.find('/'));
+    if (at != std::string_view::npos) {
+        const auto cred = rest.substr(0, at);
+        rest = rest.substr(at + 1);
+        const auto colon = cred.find(':');
+        if (colon == std::string_view::npos) {
+            o.user = percentDecode(cred, url); // redis://user@host; password only: redis://:secret@host
+        } else {
+            o.user = percentDecode(cred.substr(0, colon), url);
+            o.password = percentDecode(cred.substr(colon + 1), url);
+        }
+    }
+
+    if (isUnix) {
+        auto q = rest.find('?');
+        auto path = rest.substr(0, q);
+        if (path.empty() || path.front() != '/')
+            throw UsageError("bad URL '" + std::string(url) + "': unix:// needs an absolute socket path");
+        o.unixSocket = std::string(path);
+        if (q != std::string_view::npos) {
+            auto query = rest.substr(q + 1);
+            if (!query.starts_with("db="))
+                throw UsageError("bad URL '" + std::string(url) + "': only ?db=N is understood");
+            o.db = parseInt(query.substr(3), 0, 1 << 20, "database", url);
+        }
+        return o;
+    }
+
+    auto slash = rest.find('/');
+    auto hostport = rest.substr(0, slash);
+    if (slash != std::string_view::npos) {
+        auto db = rest.substr(slash + 1);
+        if (!db.empty())
+            o.db = parseInt(db, 0, 1 << 20, "database", url);
+    }
+    if (hostport.starts_with("[")) { // [::1]:6379
+        auto close = hostport.find(']');
+        if (close == std::string_view::npos)
+            throw UsageError("bad URL '" + std::string(url) + "': unclosed '[' in host");
+        o.host = std::string(hostport.substr(1, close - 1));
+        hostport = hostport.substr(close + 1);
+        if (!hostport.empty()) {
+            if (hostport.front() != ':')
+                throw UsageError("bad URL '" + std::string(url) + "': junk after ']'");
+            o.port = parseInt(hostport.substr(1), 1, 65535, "port", url);
+        }
+    } else {
+        auto colon = hostport.rfind(':');
+        if (colon != std::string_view::npos) {
+            o.port = parseInt(hostport.substr(colon + 1), 1, 65535, "port", url);
+            hostport = hostport.substr(0, colon);
+        }
+        o.host = std::string(hostport);
+    }
+    if (o.host.empty())
+        throw UsageError("bad URL '" + std::string(url) + "': no host");
+    return o;
+}
+
+std::string ConnectionOptions::describe() const
+{
+    const std::string who = user.empty() ? std::string() : user + "@"; // never the password
+    if (!unixSocket.empty())
+        return "unix://" + who + unixSocket + (db ? "?db=" + std::to_string(db) : std::string());
+    const bool v6 = host.find(':') != std::string::npos;
+    return "redis://" + who + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" +
+           std::to_string(db);
+}
+
+} // namespace idem

@@ -1,0 +1,184 @@
+#include "redis/router.h"
+
+#include "idem/errors.h"
+#include "idem/redis/cluster.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace idem {
+
+namespace {
+std::string addressOf(const ConnectionOptions& o) { return o.host + ":" + std::to_string(o.port); }
+
+// the node's index in `addresses`, appended if new
+std::int16_t nodeIndex(std::vector<std::string>& addresses, const std::string& address)
+{
+    auto at = std::find(addresses.begin(), addresses.end(), address);
+    if (at == addresses.end())
+        at = addresses.insert(addresses.end(), address);
+    return static_cast<std::int16_t>(at - addresses.begin());
+}
+} // namespace
+
+bool isTryAgain(const redisReply* r) { return reply::isError(r) && reply::errorText(r).starts_with("TRYAGAIN"); }
+
+std::uint16_t hashSlot(std::string_view key)
+{
+    // Redis Cluster: CRC16 (XMODEM) of the hash tag - the text between the first '{' and the
+    // next '}' when that is not empty - or of the whole key, modulo 16384
+    if (const auto open = key.find('{'); open != std::string_view::npos) {
+        const auto close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close > open + 1)
+            key = key.substr(open + 1, close - open - 1);
+    }
+    std::uint16_t crc = 0;
+    for (const unsigned char c : key) {
+        crc = static_cast<std::uint16_t>(crc ^ (c << 8));
+        for (int bit = 0; bit < 8; ++bit)
+            crc = static_cast<std::uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return static_cast<std::uint16_t>(crc & 0x3FFF);
+}
+
+bool clusterEnabled(Connection& c)
+{
+    const ReplyPtr r = c.command({"INFO", "cluster"});
+    return !reply::isError(r.get()) && reply::view(r.get()).find("cluster_enabled:1") != std::string_view::npos;
+}
+
+ClusterRouter::ClusterRouter(ConnectionPool& seed) : m_seed(seed) { m_node.fill(-1); }
+
+bool ClusterRouter::clusterMode(Connection& c)
+{
+    int mode = m_mode.load();
+    if (mode < 0) { // asked once
+        mode = clusterEnabled(c) ? 1 : 0;
+        m_mode = mode;
+    }
+    return mode == 1;
+}
+
+bool ClusterRouter::mapped() const
+{
+    std::shared_lock lock(m_mutex);
+    return !m_addresses.empty();
+}
+
+ConnectionPool& ClusterRouter::poolAt(const std::string& address)
+{
+    if (m_seed.options().unixSocket.empty() && address == addressOf(m_seed.options()))
+        return m_seed;
+    {
+        std::shared_lock lock(m_mutex);
+        if (const auto it = m_pools.find(address); it != m_pools.end())
+            return *it->second;
+    }
+    const auto colon = address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        std::from_chars(address.data() + colon + 1, address.data() + address.size(), port).ec != std::errc())
+        throw ProtoError("Redis Cluster named a node idem cannot read: '" + address + "'");
+    ConnectionOptions o = m_seed.options();
+    o.unixSocket.clear();
+    o.host = address.substr(0, colon);
+    o.port = port;
+    std::unique_lock lock(m_mutex);
+    auto& slot = m_pools[address];
+    if (!slot)
+        slot = std::make_unique<ConnectionPool>(o, m_seed.size());
+    return *slot;
+}
+
+ConnectionPool& ClusterRouter::poolForSlot(std::uint16_t slot)
+{
+    std::string address;
+    {
+        std::shared_lock lock(m_mutex);
+        const int n = m_node[slot];
+        if (n < 0)
+            return m_seed;
+        address = m_addresses[static_cast<std::size_t>(n)];
+    }
+    return poolAt(address);
+}
+
+void ClusterRouter::refresh(Connection& c)
+{
+    // CLUSTER SLOTS: [start, end, [host, port, id, ...], replicas...] per range
+    const ReplyPtr r = c.command({"CLUSTER", "SLOTS"});
+    if (reply::isError(r.get()))
+        return; // not allowed or not a cluster: redirects are then followed one slot at a time
+    std::array<std::int16_t, 16384> node;
+    node.fill(-1);
+    std::vector<std::string> addresses;
+    for (std::size_t i = 0; i < reply::arraySize(r.get()); ++i) {
+        const redisReply* range = reply::element(r.get(), i);
+        if (reply::arraySize(range) < 3)
+            continue;
+        const auto first = reply::integer(reply::element(range, 0)), last = reply::integer(reply::element(range, 1));
+        const redisReply* primary = reply::element(range, 2);
+        std::string host = reply::str(reply::element(primary, 0));
+        if (host.empty() || host == "?") // the node that answered, known by the address we used
+            host = c.options().host;
+        const std::string address = host + ":" + std::to_string(reply::integer(reply::element(primary, 1)));
+        const std::int16_t index = nodeIndex(addresses, address);
+        for (auto slot = std::max<std::int64_t>(first, 0); slot <= std::min<std::int64_t>(last, 16383); ++slot)
+            node[static_cast<std::size_t>(slot)] = index;
+    }
+    std::unique_lock lock(m_mutex);
+    m_node = node;
+    m_addresses = std::move(addresses);
+}
+
+ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*call)(void*, Connection&))
+{
+    constexpr int kMaxRedirects = 5, kMaxTryAgain = 8;
+    std::string askAt; // after ASK: the node to ask, once
+    for (int hop = 0, tryAgain = 0;; ++hop) {
+        ReplyPtr r;
+        std::optional<reply::Redirect> to;
+        {
+            // standalone (or not known to be a cluster yet): the pool given, no slot computed
+            ConnectionPool& pool = !askAt.empty()    ? poolAt(askAt)
+                                   : knownCluster() ? poolForSlot(hashSlot(key))
+                                                    : m_seed;
+            auto conn = pool.acquire();
+            if (!askAt.empty())
+                conn->checked({"ASKING"});
+            r = call(run, *conn);
+            to = reply::redirect(r.get());
+            if (to && !to->ask && hop < kMaxRedirects)
+                refresh(*conn); // the slot moved: learn the whole map again
+        }
+        // TRYAGAIN: the slot is being moved and a script's keys are not all on one side yet
+        // (a fresh id's record and meta key are both missing): wait, and start over from the owner
+        if (isTryAgain(r.get()) && tryAgain < kMaxTryAgain) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 << tryAgain++)));
+            askAt.clear();
+            hop = -1; // a wait is not a redirect
+            continue;
+        }
+        if (!to || hop >= kMaxRedirects)
+            return r;
+        m_mode = 1;
+        askAt.clear();
+        if (to->ask) {
+            askAt = to->address;
+        } else {
+            std::unique_lock lock(m_mutex);
+            if (m_node[to->slot] < 0 || m_addresses[static_cast<std::size_t>(m_node[to->slot])] != to->address) {
+                // CLUSTER SLOTS refused or behind: at least this slot goes where MOVED said
+                m_node[to->slot] = nodeIndex(m_addresses, to->address);
+            }
+        }
+    }
+}
+
+} // namespace idem

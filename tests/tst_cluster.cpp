@@ -1,0 +1,231 @@
+// A Store on a Redis Cluster: a one-node cluster (batches grouped by slot, the slot function checked
+// against the server's) and three primaries served from one node (routing, MOVED, ASK, TRYAGAIN).
+#include "idem/engine/executor.h"
+#include "idem/engine/store.h"
+#include "idem/errors.h"
+#include "idem/redis/localserver.h"
+#include "testsupport.h"
+
+#include <QtTest>
+
+#include <thread>
+
+using idem::AcquireStatus;
+using idem::OutcomeKind;
+
+namespace {
+
+// whether a cluster node holds any key in this hash slot
+bool perNodeSlotUsed(idem::Connection& c, int slot)
+{
+    return idem::reply::integer(c.checked({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).get()) > 0;
+}
+
+} // namespace
+
+class TestCluster : public QObject {
+    Q_OBJECT
+
+private slots:
+    // A Redis Cluster (one node holding every slot): a script's keys must share a hash slot, so a
+    // batch goes out as one call per slot; single-id scripts already keep record and meta key together
+    void singleNodeCluster()
+    {
+        idem::LocalServerOptions opts;
+        opts.extraArgs = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"};
+        idem::LocalServer server(opts);
+        idem::Connection admin(server.connectionOptions());
+        admin.checked({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+        QTRY_VERIFY_WITH_TIMEOUT(idem::reply::str(admin.checked({"CLUSTER", "INFO"}).get()).find("cluster_state:ok") !=
+                                     std::string::npos,
+                                 10000);
+        // the client-side slot function is the server's
+        for (const std::string& key : std::vector<std::string>{"idempotency:{pay-1}", "idempotency:{pay-1}:meta", "plain", "a{}b", "{}",
+                                      "x{y", "x{y}z{w}", std::string("bin{\x00\xff}", 7)})
+            QCOMPARE(idem::hashSlot(key),
+                     std::uint16_t(idem::reply::integer(admin.checked({"CLUSTER", "KEYSLOT", key}).get())));
+
+        // before: the batch script refused keys of several slots (CROSSSLOT); now grouped
+        idem::ConnectionPool cpool(server.connectionOptions(), 2);
+        idem::Store cstore(cpool, idem::StoreOptions{.keyNamespace = "cl"});
+        std::vector<idem::AcquireRequest> rq;
+        for (int i = 0; i < 300; ++i)
+            rq.push_back({"c-" + std::to_string(i), ""});
+        rq.push_back({"with}brace", ""});
+        auto got = cstore.acquireBatch(rq);
+        QCOMPARE(got.size(), rq.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            QCOMPARE(got[i].status, AcquireStatus::Acquired);
+            QCOMPARE(got[i].ticket.id, rq[i].id); // answers in the order asked, whatever the grouping
+            QCOMPARE(cstore.inspect(rq[i].id)->owner, got[i].ticket.token);
+        }
+        QCOMPARE(cstore.complete(got[7].ticket, "seven").status, idem::OwnerStatus::Ok);
+        auto again = cstore.acquireBatch({{"c-7", ""}, {"c-8", ""}, {"new-one", ""}});
+        QCOMPARE(again[0].status, AcquireStatus::Duplicate);
+        QCOMPARE(again[0].response, std::string("seven"));
+        QCOMPARE(again[1].status, AcquireStatus::InProgress);
+        QCOMPARE(again[2].status, AcquireStatus::Acquired);
+        // the whole engine on it
+        idem::Executor ex(cstore);
+        auto work = [](const idem::WorkContext&) { return idem::WorkResult::success("done"); };
+        QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Executed);
+        QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Replayed);
+        QCOMPARE(cstore.purge("cl-exec", "test").status, idem::AdminStatus::Ok);
+        QCOMPARE(ex.execute("cl-exec", "{\"a\":1}", work).kind, OutcomeKind::Executed);
+        // an id whose keys would have no hash tag is refused with a reason, not a CROSSSLOT
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, cstore.acquire("}x", ""));
+    }
+
+    // A Store given one node of a cluster of three primaries serves every id: each call goes to
+    // the node that serves the id's slot (learned from CLUSTER SLOTS, or from a MOVED/ASK reply),
+    // batches go to every node, and a slot moved or moving (resharding) is followed
+    void clusterRouting()
+    {
+        idemtest::LocalCluster cluster(3);
+        const auto nodeOf = [](int slot) { return slot <= 5460 ? 0 : slot <= 10921 ? 1 : 2; };
+        std::vector<std::unique_ptr<idem::Connection>> node;
+        for (int i = 0; i < 3; ++i)
+            node.push_back(std::make_unique<idem::Connection>(cluster.node(i)));
+        const auto existsOn = [&](int i, const std::string& key) {
+            return idem::reply::integer(node[static_cast<std::size_t>(i)]->checked({"EXISTS", key}).get()) == 1;
+        };
+        idem::ConnectionPool cpool(cluster.node(0), 1); // one connection: routing must not wait on itself
+        idem::Store cstore(cpool, idem::StoreOptions{.keyNamespace = "rt"});
+        idem::Executor ex(cstore);
+        int runs = 0;
+        auto work = [&](const idem::WorkContext& ctx) {
+            ++runs;
+            return idem::WorkResult::success("done " + ctx.id);
+        };
+
+        // single ids, on every node: run once, replayed, each record on its own node
+        int perNode[3] = {0, 0, 0};
+        for (int k = 0; k < 60; ++k) {
+            const std::string id = "one-" + std::to_string(k);
+            QCOMPARE(ex.execute(id, "", work).kind, OutcomeKind::Executed);
+            const int owner = nodeOf(idem::hashSlot(cstore.recordKey(id)));
+            ++perNode[owner];
+            QVERIFY(existsOn(owner, cstore.recordKey(id)));
+        }
+        QVERIFY(perNode[0] > 0 && perNode[1] > 0 && perNode[2] > 0);
+        for (int k = 0; k < 60; ++k) {
+            const auto out = ex.execute("one-" + std::to_string(k), "", work);
+            QCOMPARE(out.kind, OutcomeKind::Replayed);
+            QCOMPARE(out.response, "done one-" + std::to_string(k));
+        }
+        QCOMPARE(runs, 60);
+
+        // a batch across the three nodes, answers in the order asked
+        std::vector<idem::AcquireRequest> rq;
+        for (int k = 0; k < 300; ++k)
+            rq.push_back({"batch-" + std::to_string(k), ""});
+        rq.push_back({"one-3", ""});
+        const auto got = cstore.acquireBatch(rq);
+        QCOMPARE(got.size(), rq.size());
+        for (std::size_t i = 0; i + 1 < got.size(); ++i) {
+            QCOMPARE(got[i].status, AcquireStatus::Acquired);
+            QCOMPARE(got[i].ticket.id, rq[i].id);
+            QVERIFY(existsOn(nodeOf(idem::hashSlot(cstore.recordKey(rq[i].id))), cstore.recordKey(rq[i].id)));
+        }
+        QCOMPARE(got.back().status, AcquireStatus::Duplicate);
+        // owner calls, operator calls and reads go where the id lives
+        for (int i : {0, 1, 2, 150, 299}) {
+            const auto& t = got[static_cast<std::size_t>(i)].ticket;
+            QCOMPARE(cstore.renew(t).status, idem::OwnerStatus::Ok);
+            QCOMPARE(cstore.complete(t, "r").status, idem::OwnerStatus::Ok);
+            QCOMPARE(cstore.inspect(t.id)->state, idem::RecordState::Completed);
+            QCOMPARE(cstore.forceFail(t.id, "x", false, "op").status, idem::AdminStatus::Refused); // completed
+            QCOMPARE(cstore.purge(t.id, "op").status, idem::AdminStatus::Ok);
+            QVERIFY(!cstore.inspect(t.id));
+            QVERIFY(!cstore.meta(t.id).empty());
+        }
+
+        // resharding: a slot moved from node 1 to node 2 after the Store learned the map (MOVED),
+        // and a slot being moved from node 1 to node 2 with its keys not on node 1 yet (ASK)
+        std::string movedId, askId;
+        for (int k = 0; movedId.empty() || askId.empty(); ++k) {
+            const std::string id = "move-" + std::to_string(k);
+            const int slot = idem::hashSlot(cstore.recordKey(id));
+            if (nodeOf(slot) != 1 || perNodeSlotUsed(*node[1], slot))
+                continue;
+            if (movedId.empty())
+                movedId = id;
+            else if (idem::hashSlot(cstore.recordKey(movedId)) != slot)
+                askId = id;
+        }
+        const std::string id1 = idem::reply::str(node[1]->checked({"CLUSTER", "MYID"}).get());
+        const std::string id2 = idem::reply::str(node[2]->checked({"CLUSTER", "MYID"}).get());
+        const std::string movedSlot = std::to_string(idem::hashSlot(cstore.recordKey(movedId)));
+        const std::string askSlot = std::to_string(idem::hashSlot(cstore.recordKey(askId)));
+        node[2]->checked({"CLUSTER", "SETSLOT", movedSlot, "IMPORTING", id1});
+        node[1]->checked({"CLUSTER", "SETSLOT", movedSlot, "MIGRATING", id2});
+        for (auto& n : node)
+            n->checked({"CLUSTER", "SETSLOT", movedSlot, "NODE", id2});
+        QCOMPARE(ex.execute(movedId, "", work).kind, OutcomeKind::Executed);
+        QVERIFY(existsOn(2, cstore.recordKey(movedId)));
+        QVERIFY(!perNodeSlotUsed(*node[1], std::stoi(movedSlot))); // (node 1 would answer EXISTS with MOVED)
+
+        // while the slot moves, node 1 answers ASK and node 2, asked, TRYAGAIN (a fresh id's two
+        // keys are on neither side): the Store waits and starts over, and gets there once it moved
+        node[2]->checked({"CLUSTER", "SETSLOT", askSlot, "IMPORTING", id1});
+        node[1]->checked({"CLUSTER", "SETSLOT", askSlot, "MIGRATING", id2});
+        idem::Outcome during;
+        std::thread mover([&] { during = ex.execute(askId, "", work); });
+        QThread::msleep(150);
+        for (auto& n : node)
+            n->checked({"CLUSTER", "SETSLOT", askSlot, "NODE", id2});
+        mover.join();
+        QCOMPARE(during.kind, OutcomeKind::Executed);
+        QCOMPARE(ex.execute(askId, "", work).kind, OutcomeKind::Replayed);
+        QVERIFY(existsOn(2, cstore.recordKey(askId)));
+
+        // an ASK that is served: a record and its meta key both already moved to the importing
+        // node (MIGRATE) while their slot still migrates; node 1 answers ASK, node 2 serves it
+        std::string movingId;
+        for (int k = 0; movingId.empty(); ++k) {
+            const std::string id = "moving-" + std::to_string(k);
+            const int slot = idem::hashSlot(cstore.recordKey(id));
+            if (nodeOf(slot) == 1 && !perNodeSlotUsed(*node[1], slot) && slot != std::stoi(askSlot) &&
+                slot != std::stoi(movedSlot))
+                movingId = id;
+        }
+        auto before = ex.execute(movingId, "", work);
+        QCOMPARE(before.kind, OutcomeKind::Executed);
+        QCOMPARE(cstore.purge(movingId, "op").status, idem::AdminStatus::Ok);     // the meta key now exists
+        QCOMPARE(ex.execute(movingId, "", work).kind, OutcomeKind::Executed);      // and the record again
+        const std::string movingSlot = std::to_string(idem::hashSlot(cstore.recordKey(movingId)));
+        node[2]->checked({"CLUSTER", "SETSLOT", movingSlot, "IMPORTING", id1});
+        node[1]->checked({"CLUSTER", "SETSLOT", movingSlot, "MIGRATING", id2});
+        node[1]->checked({"MIGRATE", "127.0.0.1", std::to_string(cluster.node(2).port), "", "0", "5000", "KEYS",
+                          cstore.recordKey(movingId), cstore.metaKey(movingId)});
+        const auto askings = [&] { return idemtest::commandCalls(*node[2], "asking"); };
+        const long long askingBefore = askings();
+        const auto served = cstore.acquire(movingId, "");
+        QCOMPARE(askings(), askingBefore + 1); // asked once, and served
+        QCOMPARE(served.status, AcquireStatus::Duplicate);
+        QCOMPARE(served.response, "done " + movingId);
+        for (auto& n : node)
+            n->checked({"CLUSTER", "SETSLOT", movingSlot, "NODE", id2});
+        QVERIFY(existsOn(2, cstore.recordKey(movingId)));
+
+        // idemctl run, given node 0, runs an id another node serves, once
+        std::string elsewhere;
+        for (int k = 0; elsewhere.empty(); ++k)
+            if (nodeOf(idem::hashSlot(cstore.recordKey("cli-" + std::to_string(k)))) != 0)
+                elsewhere = "cli-" + std::to_string(k);
+        const QStringList args = {QStringLiteral("--url"), QString::fromStdString(cluster.url(0)), QStringLiteral("--namespace"),
+                                  QStringLiteral("rt"), QStringLiteral("run"), QStringLiteral("--key"),
+                                  QString::fromStdString(elsewhere), QStringLiteral("--"), QStringLiteral("sh"),
+                                  QStringLiteral("-c"), QStringLiteral("echo ran; exit 3")};
+        auto first = idemtest::runIdemctl(args);
+        QCOMPARE(first.exitCode, 3);
+        QCOMPARE(first.out, QByteArray("ran\n"));
+        auto second = idemtest::runIdemctl(args);
+        QCOMPARE(second.exitCode, 3);
+        QCOMPARE(second.out, QByteArray("ran\n"));
+        QVERIFY(existsOn(nodeOf(idem::hashSlot(cstore.recordKey(elsewhere))), cstore.recordKey(elsewhere)));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCluster)
+#include "tst_cluster.moc"
