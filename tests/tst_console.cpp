@@ -120,6 +120,8 @@ private slots:
         QCOMPARE(w.proxy()->rowCount(), 2);
         w.filterEdit()->clear();
         selectStateFilter(w, idem::StateFilter::Malformed);
+        QCOMPARE(w.proxy()->rowCount(), 0);
+        selectStateFilter(w, idem::StateFilter::Foreign); // a list: a valid key of something else
         QCOMPARE(w.proxy()->rowCount(), 1);
         selectStateFilter(w, idem::StateFilter::Stale);
         QCOMPARE(w.proxy()->rowCount(), 3);
@@ -164,6 +166,62 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(w.proxy()->rowCount(), 0, 5000);
         QCOMPARE(w.auditTrail()->entries().size(), 2);
         QCOMPARE(store->inspect("running")->state, idem::RecordState::Started); // untouched
+    }
+
+    // Another library's records beside idem's: read as that library means them, named in the
+    // confirmation with warnings for live locks and completed results, and keys that are not
+    // records left out of a purge of everything the filter shows
+    void anotherLibrarysRecordsAndTheConfirmation()
+    {
+        const std::string ptKey = ns + "-checkout#HXoPuS989n9jdP6e7H2ySg==";
+        const qint64 deadline = QDateTime::currentMSecsSinceEpoch() + 600'000;
+        idem::Connection c(idemtest::sharedRedis());
+        c.checked({"SET", ptKey,
+                   "{\"status\":\"INPROGRESS\",\"expiration\":9999999999,\"in_progress_expiration\":" +
+                       std::to_string(deadline) + "}",
+                   "EX", "600"});
+        MainWindow::Options o = options();
+        o.connection.pattern = QString::fromStdString(ns + "*");
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(w.model()->rowCount(), 8);
+        const int pt = w.model()->rowOfKey(QString::fromStdString(ptKey));
+        QVERIFY(pt >= 0);
+        QCOMPARE(w.model()->row(pt).format, idem::RecordFormat::Powertools);
+        QCOMPARE(w.model()->row(pt).state, idem::RecordState::Started);
+        QCOMPARE(w.model()->data(w.model()->index(pt, KeyTableModel::Format)).toString(), QStringLiteral("powertools"));
+
+        // everything the filter shows: the list (foreign) is left out, and the dialog says so
+        QString summary;
+        QTimer::singleShot(0, [&] {
+            if (auto* d = qobject_cast<ConfirmDialog*>(QApplication::activeModalWidget())) {
+                summary = d->summary();
+                d->reject();
+            }
+        });
+        w.purgeFiltered();
+        QVERIFY2(summary.contains(QStringLiteral("7 keys")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("6 idem")) && summary.contains(QStringLiteral("1 powertools")),
+                 qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("left out")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("live lock")), qPrintable(summary)); // "running" and the Powertools one
+        QVERIFY2(summary.contains(QStringLiteral("2 COMPLETED record(s)")), qPrintable(summary));
+
+        // the Powertools lock alone, purged through the confirmation: deleted, idem's untouched
+        w.table()->clearSelection();
+        w.table()->selectRow(w.proxy()->mapFromSource(w.model()->index(pt, 0)).row());
+        answerConfirmation(&summary, QStringLiteral("its lambda was killed"));
+        w.purgeSelected();
+        QVERIFY2(summary.contains(QStringLiteral("Written by: 1 powertools")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("never writes its own fields")), qPrintable(summary));
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ptKey}).get()), std::int64_t(0));
+        QVERIFY(store->inspect("running"));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{not-a-record}"}).get()), std::int64_t(1));
     }
 
     // on a node of a multi-primary cluster the console says, above the table, that keys on the

@@ -20,6 +20,7 @@ KeyRow row(const QString& id, idem::RecordState s, qint64 now, qint64 ttlMs = 60
     r.createdMs = now - 1000;
     if (s == idem::RecordState::Started) {
         r.leaseUntilMs = now + leaseLeftMs;
+        r.changesAtMs = r.leaseUntilMs; // as KeyRow::fromRecord sets it: the lease is when it turns stale
     }
     r.type = KeyRow::Type::Hash;
     return r;

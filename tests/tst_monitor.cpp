@@ -106,17 +106,24 @@ private slots:
         expect("failed-retry", RecordState::Failed, F::Native, false);
         expect("failed-term", RecordState::Failed, F::Native, false);
         QVERIFY(all.at("failed-term").terminal);
-        expect("json-started", RecordState::Started, F::Json, false);
-        expect("json-stale", RecordState::Started, F::Json, true);
-        expect("json-done", RecordState::Completed, F::Json, false);
-        expect("json-failed", RecordState::Failed, F::Json, false);
+        expect("json-started", RecordState::Started, F::StatusJson, false);
+        expect("json-stale", RecordState::Started, F::StatusJson, true);
+        expect("json-done", RecordState::Completed, F::StatusJson, false);
+        expect("json-failed", RecordState::Failed, F::StatusJson, false);
         expect("plain", RecordState::Started, F::Plain, false);
-        for (const char* id : {"bad-json", "binary", "list", "stream", "huge", "foreign-hash"}) {
+        // in idem's namespace, what should be a record and cannot be read is malformed; other
+        // types are foreign (valid keys of something else), never malformed
+        for (const char* id : {"bad-json", "binary", "huge", "foreign-hash"}) {
             QVERIFY2(all.at(id).state == RecordState::Malformed, id);
             QVERIFY2(!all.at(id).reason.empty(), id);
         }
-        QVERIFY(all.at("huge").reason.find("too large") != std::string::npos);
-        QVERIFY(all.at("stream").reason.find("stream") != std::string::npos);
+        for (const char* id : {"list", "stream"}) {
+            QVERIFY2(all.at(id).state == RecordState::Foreign, id);
+            QVERIFY2(all.at(id).reason.find(id) != std::string::npos, all.at(id).reason.c_str());
+        }
+        // a 10 MB value is classified from its first and last bytes, never read whole
+        QVERIFY(all.at("huge").partial);
+        QCOMPARE(all.at("huge").valueBytes, std::int64_t(10 * 1024 * 1024));
         // the stored response is never read by the monitor
         QVERIFY(!all.at("completed").response);
         // the times it shows: a first attempt started at its fence (µs), a completed record finished
@@ -139,7 +146,8 @@ private slots:
         QCOMPARE(s.stale, std::size_t(2));
         QCOMPARE(s.completed, std::size_t(2));
         QCOMPARE(s.failed, std::size_t(3));
-        QCOMPARE(s.malformed, std::size_t(6));
+        QCOMPARE(s.malformed, std::size_t(4));
+        QCOMPARE(s.foreign, std::size_t(2));
         QCOMPARE(s.noTtl, std::size_t(4)); // list, stream, huge, foreign-hash
         QVERIFY(idem::matches(all.at("stale"), idem::StateFilter::Stale));
         QVERIFY(idem::matches(all.at("stale"), idem::StateFilter::Started));
@@ -366,14 +374,15 @@ private slots:
         QCOMPARE(s.value(QStringLiteral("stale")).toInt(), 2);
         QCOMPARE(s.value(QStringLiteral("completed")).toInt(), 2);
         QCOMPARE(s.value(QStringLiteral("failed")).toInt(), 3);
-        QCOMPARE(s.value(QStringLiteral("malformed")).toInt(), 6);
+        QCOMPARE(s.value(QStringLiteral("malformed")).toInt(), 4);
+        QCOMPARE(s.value(QStringLiteral("foreign")).toInt(), 2);
         QCOMPARE(s.value(QStringLiteral("no_ttl")).toInt(), 4);
 
         auto list = idemtest::runIdemctl(common + QStringList{QStringLiteral("list"), QStringLiteral("--json"),
                                                               QStringLiteral("--state"), QStringLiteral("malformed")});
         QCOMPARE(list.exitCode, 0);
         const auto lines = list.out.trimmed().split('\n');
-        QCOMPARE(lines.size(), 6);
+        QCOMPARE(lines.size(), 4);
         for (const auto& line : lines) {
             const auto o = QJsonDocument::fromJson(line).object();
             for (const char* field : {"key", "id", "state", "format", "ttl_ms", "stale", "reason"})

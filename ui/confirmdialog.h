@@ -14,7 +14,8 @@ class ConfirmDialog : public QDialog {
     Q_OBJECT
 public:
     enum class Kind { ForceFail, Purge };
-    ConfirmDialog(Kind kind, int keys, const QMap<QString, int>& byState, QWidget* parent = nullptr);
+    ConfirmDialog(Kind kind, int keys, const QMap<QString, int>& byState, const QMap<QString, int>& byFormat,
+                  int leftOut = 0, const QStringList& warnings = {}, QWidget* parent = nullptr);
     QString summary() const;
     QString reason() const;
     bool terminal() const;

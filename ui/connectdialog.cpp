@@ -3,6 +3,8 @@
 #include "credentialstore.h"
 #include "settings.h"
 
+#include "idem/format/record.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -29,6 +31,17 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_namespace = new QLineEdit(Settings::instance().keyNamespace(), this);
     m_pattern = new QLineEdit(this);
     m_pattern->setPlaceholderText(tr("namespace:*"));
+    m_format = new QComboBox(this);
+    m_format->setObjectName(u"format"_s);
+    m_format->addItem(tr("Each key's own (detected)"), QString());
+    for (int f = 0; f < idem::kRecordFormats; ++f) {
+        const auto format = static_cast<idem::RecordFormat>(f);
+        if (format != idem::RecordFormat::Unknown)
+            m_format->addItem(QString::fromUtf8(idem::libraryOf(format).data()),
+                              QString::fromUtf8(idem::nameOf(format).data()));
+    }
+    m_format->setToolTip(tr("When a namespace is known to hold one library's records, read every key as that "
+                            "library's: what it cannot read is then malformed, not someone else's."));
     auto* form = new QFormLayout(this);
     form->addRow(tr("URL:"), m_url);
     form->addRow(tr("ACL user:"), m_user);
@@ -36,6 +49,7 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     form->addRow(QString(), m_remember);
     form->addRow(tr("Namespace:"), m_namespace);
     form->addRow(tr("Pattern:"), m_pattern);
+    form->addRow(tr("Records written by:"), m_format);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -64,6 +78,7 @@ ConnectionSettings ConnectDialog::settings() const
     s.password = m_password->text();
     s.keyNamespace = m_namespace->text().trimmed().isEmpty() ? u"idempotency"_s : m_namespace->text().trimmed();
     s.pattern = m_pattern->text().trimmed();
+    s.format = m_format->currentData().toString();
     return s;
 }
 

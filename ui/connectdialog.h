@@ -28,4 +28,5 @@ private:
     QCheckBox* m_remember;
     QLineEdit* m_namespace;
     QLineEdit* m_pattern;
+    QComboBox* m_format;
 };

@@ -10,6 +10,7 @@
 
 #include <QDateTime>
 #include <QJsonDocument>
+#include <QLocale>
 
 using namespace Qt::StringLiterals;
 
@@ -133,6 +134,8 @@ void ConsoleWorker::connectNow()
         m_conn->connect();
         idem::MonitorOptions mo;
         mo.keyNamespace = m_settings.keyNamespace.toStdString();
+        if (!m_settings.format.isEmpty())
+            mo.format = idem::formatFromString(m_settings.format.toStdString());
         mo.pattern = m_settings.pattern.toStdString();
         mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
         m_monitor = std::make_unique<idem::Monitor>(*m_conn, mo);
@@ -301,7 +304,7 @@ void ConsoleWorker::inspect(const QString& key)
         return;
     }
     try {
-        const auto rec = m_store->inspectKey(key.toStdString());
+        const auto rec = m_store->inspectKey(key.toStdString(), m_monitor->decodeOptions(0));
         if (!rec) {
             Q_EMIT inspected(key, u"<p><b>%1</b> is gone (expired or deleted).</p>"_s.arg(key.toHtmlEscaped()));
             return;
@@ -313,20 +316,32 @@ void ConsoleWorker::inspect(const QString& key)
             out += u"<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
         };
         row(u"key"_s, html(rec->key));
-        row(u"state"_s, qs(std::string(idem::nameOf(rec->state))) +
-                            (rec->stale ? u" <span style='color:#d35400'>⚠ stale: %1</span>"_s.arg(html(rec->staleWhy))
-                                        : QString()));
-        row(u"format"_s, qs(std::string(idem::nameOf(rec->format))) + u" (%1)"_s.arg(qs(rec->keyType)));
-        if (rec->state == idem::RecordState::Malformed)
-            row(u"reason"_s, html(rec->reason));
+        QString state = qs(std::string(idem::nameOf(rec->state)));
+        if (rec->stale)
+            state += u" <span style='color:#d35400'>⚠ stale: %1</span>"_s.arg(html(rec->staleWhy));
+        else if (rec->blocked)
+            state += u" <span style='color:#d35400'>no lease: blocked until TTL</span>"_s;
+        row(u"state"_s, state);
+        row(u"written by"_s, qs(std::string(idem::libraryOf(rec->format))) +
+                                 u" <i>(format %1, a %2)</i>"_s.arg(qs(std::string(idem::nameOf(rec->format))),
+                                                                    qs(rec->keyType)));
+        if (!rec->rawStatus.empty())
+            row(u"status as written"_s, html(rec->rawStatus));
+        if (!rec->reason.empty())
+            row(idem::notARecord(rec->state) ? u"why"_s : u"note"_s, html(rec->reason));
+        if (rec->partial)
+            row(u"read"_s, u"the first and last bytes of %1 (the value is not read whole)"_s.arg(
+                               QLocale().formattedDataSize(rec->valueBytes)));
         row(u"TTL"_s, rec->ttlMs == -1 ? u"<span style='color:#c0392b'>none — this key never expires</span>"_s
                                        : QString::fromStdString(idem::formatDuration(idem::Millis(rec->ttlMs))));
         if (rec->createdMs)
             row(u"created"_s, when(*rec->createdMs, now));
-        if (rec->startedMs)
+        if (rec->startedMs && rec->startedMs != rec->createdMs)
             row(u"started"_s, when(*rec->startedMs, now));
         if (rec->leaseUntilMs && rec->state == idem::RecordState::Started)
             row(u"lease until"_s, when(*rec->leaseUntilMs, now));
+        if (rec->expiresMs)
+            row(u"expires"_s, when(*rec->expiresMs, now) + u" <i>(the library's own expiry)</i>"_s);
         if (rec->finishedMs)
             row(u"finished"_s, when(*rec->finishedMs, now));
         if (!rec->owner.empty())
@@ -340,7 +355,7 @@ void ConsoleWorker::inspect(const QString& key)
         if (rec->state == idem::RecordState::Failed)
             row(u"failure"_s, rec->terminal ? u"terminal"_s : u"retryable"_s);
         if (!rec->error.empty())
-            row(u"error"_s, html(rec->error));
+            row(u"error"_s, html(rec->error.substr(0, 2000)));
         if (!rec->op.empty())
             row(u"operator"_s, html(rec->op + " by " + rec->opBy + ": " + rec->opReason) +
                                   (rec->opAtMs ? u", "_s + when(*rec->opAtMs, now) : QString()));
@@ -358,7 +373,26 @@ void ConsoleWorker::inspect(const QString& key)
         for (const auto& [k, v] : rec->fields) {
             if (k == "response")
                 continue;
-            out += u"<tr><td><tt>%1</tt>&nbsp;</td><td><tt>%2</tt></td></tr>"_s.arg(html(k), html(v.substr(0, 2000)));
+            // what the field means for the library that wrote it, and a time shown as one
+            QString value = html(v.substr(0, 2000));
+            QString meaning;
+            if (const idem::FieldDoc* doc = idem::fieldDoc(rec->format, k)) {
+                meaning = u"<br><i>%1</i>"_s.arg(qs(std::string(doc->meaning)).toHtmlEscaped());
+                std::optional<std::int64_t> t;
+                switch (doc->time) {
+                case idem::FieldTime::None: break;
+                case idem::FieldTime::Seconds:
+                case idem::FieldTime::Millis:
+                case idem::FieldTime::Any: t = idem::parseTimestampMs(v); break;
+                case idem::FieldTime::Micros: // the milliseconds are all but the last three digits
+                    if (v.size() > 3)
+                        t = idem::parseTimestampMs(v.substr(0, v.size() - 3));
+                    break;
+                }
+                if (t)
+                    value += u" = "_s + when(*t, now);
+            }
+            out += u"<tr><td valign='top'><tt>%1</tt>&nbsp;</td><td><tt>%2</tt>%3</td></tr>"_s.arg(html(k), value, meaning);
         }
         out += u"</table>"_s;
         Q_EMIT inspected(key, out);
@@ -386,8 +420,18 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
         return;
     std::vector<std::string> keys;
     try {
+        std::vector<idem::Record> release; // other libraries' records: deleted as their library does on failure
         for (const KeyRow& row : rows) {
             const std::string id = idem::idFromKey(row.key.toStdString(), m_settings.keyNamespace.toStdString());
+            if (row.format != idem::RecordFormat::Native) {
+                // never idem's fields in another library's record; none of them keeps a failure
+                if (!terminal && row.state == idem::RecordState::Started)
+                    release.push_back(row.toGuardRecord());
+                else
+                    ++result.skipped;
+                keys.push_back(row.key.toStdString());
+                continue;
+            }
             if (id.empty()) {
                 ++result.skipped;
                 continue;
@@ -398,6 +442,11 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
             else
                 ++result.skipped;
             keys.push_back(row.key.toStdString());
+        }
+        if (!release.empty()) {
+            const auto n = static_cast<int>(m_monitor->unlinkIfUnchanged(release));
+            result.changed += n;
+            result.skipped += static_cast<int>(release.size()) - n;
         }
     } catch (const idem::Error& e) {
         result.error = qs(e.what());

@@ -24,6 +24,7 @@ struct ConnectionSettings {
     QString password; // when not in the URL; never stored in settings
     QString keyNamespace = QStringLiteral("idempotency");
     QString pattern;  // SCAN MATCH; empty: "<namespace>:*"
+    QString format;   // every key read as this library's (idem::formatFromString); empty: each key's own
     int rescanIntervalMs = 5000; // when keyspace notifications are unavailable
     int scanCount = 500;
 };

@@ -1,5 +1,7 @@
 #include "keyrow.h"
 
+#include <algorithm>
+
 namespace {
 
 const std::string* field(const idem::Record& r, std::string_view name)
@@ -55,13 +57,19 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
     row.state = r.state;
     row.format = r.format;
     row.type = typeOf(r.keyType);
-    if (r.state == idem::RecordState::Malformed)
-        row.note = QString::fromStdString(r.reason);
+    row.note = QString::fromStdString(r.reason);
     if (r.terminal)
         row.flags |= Terminal;
-    row.leaseUntilMs = r.leaseUntilMs.value_or(0); // native lease or foreign lock_expiry
-    if (r.state == idem::RecordState::Started && !r.leaseUntilMs && r.stale)
-        row.flags |= StaleNoDeadline;
+    if (r.blocked)
+        row.flags |= Blocked;
+    if (r.partial)
+        row.flags |= Partial;
+    row.leaseUntilMs = r.leaseUntilMs.value_or(0); // native lease or a library's deadline
+    row.changesAtMs = r.changesAtMs.value_or(0);
+    if (r.state == idem::RecordState::Started && r.stale && (!r.changesAtMs || *r.changesAtMs > serverNowMs))
+        row.flags |= StaleWhenRead; // stale with nothing to count down to (Powertools without a deadline)
+    if (r.stale && row.note.isEmpty())
+        row.note = QString::fromStdString(r.staleWhy);
     row.expiresAtMs = r.ttlMs >= 0 ? serverNowMs + r.ttlMs : -1;
     row.createdMs = r.createdMs.value_or(r.startedMs.value_or(0));
     row.fence = r.fence;
@@ -73,15 +81,16 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
             row.flags |= LeaseField;
         if (!field(r, "state"))
             if (const auto* st = field(r, "status")) {
-                row.flags |= ForeignStatus;
-                if (row.note.isEmpty())
-                    row.note = QString::fromStdString(*st);
+                row.flags |= ForeignStatus; // the note holds the status as written: a guarded purge compares it
+                row.note = QString::fromStdString(*st);
             }
     } else if (row.type == Type::String) {
-        if (const auto* h = field(r, "value_sha1"); h && h->size() == 40) {
+        if (const std::string& h = r.guardSha1; h.size() == 40) {
             row.guard.resize(20);
             for (int i = 0; i < 20; ++i)
-                row.guard[i] = static_cast<char>(fromHex((*h)[2 * i]) * 16 + fromHex((*h)[2 * i + 1]));
+                row.guard[i] = static_cast<char>(fromHex(h[2 * i]) * 16 + fromHex(h[2 * i + 1]));
+            row.valueBytes = static_cast<quint32>(std::max<std::int64_t>(0, r.valueBytes));
+            row.guardBytes = static_cast<quint32>(r.guardBytes);
         }
     } else if (row.type == Type::Other) {
         row.note = QString::fromStdString(r.keyType) + u": "_qs + row.note;
@@ -117,7 +126,8 @@ idem::Record KeyRow::toGuardRecord() const
         std::string st = "*";
         if (flags & ForeignStatus)
             st = note.toStdString();
-        else if (state != idem::RecordState::Malformed)
+        else if (state == idem::RecordState::Started || state == idem::RecordState::Completed ||
+                 state == idem::RecordState::Failed)
             st = std::string(idem::nameOf(state));
         r.fields.emplace_back("state", st);
         if (!guard.isEmpty())
@@ -131,7 +141,9 @@ idem::Record KeyRow::toGuardRecord() const
             hex[2 * i] = digits[(static_cast<unsigned char>(guard[i]) >> 4) & 0xf];
             hex[2 * i + 1] = digits[static_cast<unsigned char>(guard[i]) & 0xf];
         }
-        r.fields.emplace_back("value_sha1", hex);
+        r.guardSha1 = hex;
+        r.guardBytes = guardBytes;
+        r.valueBytes = valueBytes;
     }
     return r;
 }

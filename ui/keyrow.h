@@ -15,21 +15,28 @@
 struct KeyRow {
     enum class Type : quint8 { Hash, String, List, Set, ZSet, Stream, Other };
     enum Flag : quint8 {
-        Terminal = 1,         // FAILED and terminal
-        StaleNoDeadline = 2,  // STARTED, no deadline, already over the age threshold when read
-        LeaseField = 4,       // a hash with idem's lease_until_ms (what a guarded purge compares)
-        ForeignStatus = 8,    // a hash whose state is in a foreign "status" field (kept in note)
+        Terminal = 1,      // FAILED and terminal
+        StaleWhenRead = 2, // STARTED and already stale when read, with no time to count down to
+        LeaseField = 4,    // a hash with idem's lease_until_ms (what a guarded purge compares)
+        ForeignStatus = 8, // a hash whose state is in a foreign "status" field (kept in note)
+        Blocked = 16,      // STARTED with no lease: its library blocks the key until the TTL ends
+        Partial = 32,      // classified from the first and last bytes of a larger value
     };
 
     QByteArray key;          // the Redis key, as bytes
-    QByteArray guard;        // hash: the owner token; string: SHA1 of the value (20 bytes)
-    QString note;            // why malformed; a foreign hash's raw status; usually empty
+    QByteArray guard;        // hash: the owner token; string: SHA1 of its first guardBytes (20 bytes)
+    QString note;            // a foreign hash's raw status; else why not a record, or what to know
     qint64 expiresAtMs = -1; // server clock; -1: the key has no TTL
     qint64 createdMs = 0;    // server clock; 0: unknown
     qint64 leaseUntilMs = 0; // server clock; 0: none
+    // server clock; 0: none. STARTED turns stale then (its lease, or its start + the in-progress
+    // window); COMPLETED turns EXPIRED (its library's own expiry)
+    qint64 changesAtMs = 0;
     qint64 fence = 0;
     qint32 attempt = 0;
     quint32 seenInGeneration = 0;
+    quint32 valueBytes = 0; // strings: the length the guard was read with
+    quint32 guardBytes = 0; // strings: how many first bytes the guard's SHA1 covers
     idem::RecordState state = idem::RecordState::Malformed;
     idem::RecordFormat format = idem::RecordFormat::Unknown;
     Type type = Type::Other;
@@ -45,11 +52,19 @@ struct KeyRow {
     QString owner() const { return type == Type::Hash ? QString::fromLatin1(guard) : QString(); }
     bool terminal() const { return flags & Terminal; }
     bool noTtl() const { return expiresAtMs == -1; }
+    bool blocked() const { return flags & Blocked; }
     // Stale goes on the clock: a lease that ends between two scans turns the row stale on time.
     bool isStale(qint64 serverNowMs) const
     {
         return state == idem::RecordState::Started &&
-               ((leaseUntilMs > 0 && leaseUntilMs <= serverNowMs) || (flags & StaleNoDeadline));
+               ((changesAtMs > 0 && changesAtMs <= serverNowMs) || (flags & StaleWhenRead));
+    }
+    // So does expiry: a COMPLETED record past its library's own expiry is EXPIRED.
+    idem::RecordState stateAt(qint64 serverNowMs) const
+    {
+        if (state == idem::RecordState::Completed && changesAtMs > 0 && changesAtMs <= serverNowMs)
+            return idem::RecordState::Expired;
+        return state;
     }
 };
 Q_DECLARE_TYPEINFO(KeyRow, Q_RELOCATABLE_TYPE);

@@ -27,13 +27,31 @@ QString duration(qint64 ms)
 
 QString stateName(const KeyRow& r, qint64 now)
 {
-    switch (r.state) {
-    case idem::RecordState::Started: return r.isStale(now) ? u"STALE"_s : u"STARTED"_s;
+    switch (r.stateAt(now)) {
+    case idem::RecordState::Started:
+        return r.isStale(now) ? u"STALE"_s : r.blocked() ? u"STARTED (no lease)"_s : u"STARTED"_s;
     case idem::RecordState::Completed: return u"COMPLETED"_s;
     case idem::RecordState::Failed: return r.terminal() ? u"FAILED (terminal)"_s : u"FAILED"_s;
-    case idem::RecordState::Malformed: break;
+    case idem::RecordState::Expired: return u"EXPIRED"_s;
+    case idem::RecordState::Malformed: return u"MALFORMED"_s;
+    case idem::RecordState::Foreign: return u"FOREIGN"_s;
+    case idem::RecordState::Unknown: break;
     }
-    return u"MALFORMED"_s;
+    return u"UNKNOWN"_s;
+}
+
+// the note a row shows: what changes with the clock first, then what the decoder said
+QString noteOf(const KeyRow& r, qint64 now)
+{
+    if (r.isStale(now) && r.leaseUntilMs > 0 && !r.blocked())
+        return u"lease expired %1 ago"_s.arg(duration(now - r.leaseUntilMs));
+    if (r.isStale(now) && r.blocked() && r.createdMs > 0)
+        return u"in progress for %1 with no lease: blocked until its TTL ends"_s.arg(duration(now - r.createdMs));
+    if (r.state == idem::RecordState::Completed && r.stateAt(now) == idem::RecordState::Expired)
+        return u"past its expiration %1 ago: its library runs the next call"_s.arg(duration(now - r.changesAtMs));
+    if (r.flags & KeyRow::ForeignStatus)
+        return u"status %1"_s.arg(r.note);
+    return r.note;
 }
 
 } // namespace
@@ -56,13 +74,18 @@ void KeyTableModel::setServerNow(qint64 serverNowMs)
 
 bool KeyTableModel::matches(const KeyRow& r, idem::StateFilter f, qint64 serverNowMs)
 {
+    const idem::RecordState s = r.stateAt(serverNowMs);
     switch (f) {
     case idem::StateFilter::Any: return true;
-    case idem::StateFilter::Started: return r.state == idem::RecordState::Started;
+    case idem::StateFilter::Started: return s == idem::RecordState::Started;
     case idem::StateFilter::Stale: return r.isStale(serverNowMs);
-    case idem::StateFilter::Completed: return r.state == idem::RecordState::Completed;
-    case idem::StateFilter::Failed: return r.state == idem::RecordState::Failed;
-    case idem::StateFilter::Malformed: return r.state == idem::RecordState::Malformed;
+    case idem::StateFilter::Blocked: return s == idem::RecordState::Started && r.blocked();
+    case idem::StateFilter::Completed: return s == idem::RecordState::Completed;
+    case idem::StateFilter::Failed: return s == idem::RecordState::Failed;
+    case idem::StateFilter::Expired: return s == idem::RecordState::Expired;
+    case idem::StateFilter::Malformed: return s == idem::RecordState::Malformed;
+    case idem::StateFilter::Foreign: return s == idem::RecordState::Foreign;
+    case idem::StateFilter::Unknown: return s == idem::RecordState::Unknown;
     case idem::StateFilter::NoTtl: return r.noTtl();
     }
     return false;
@@ -91,10 +114,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         case Attempt: return r.attempt > 0 ? QVariant(r.attempt) : QVariant();
         case Fence: return r.fence > 0 ? QVariant(r.fence) : QVariant();
         case Format: return QString::fromUtf8(idem::nameOf(r.format).data());
-        case Note:
-            if (stale && r.leaseUntilMs > 0)
-                return u"lease expired %1 ago"_s.arg(duration(now - r.leaseUntilMs));
-            return r.note;
+        case Note: return noteOf(r, now);
         }
         break;
     case SortRole: // KeyFilterProxy::lessThan compares rows directly; this serves other views
@@ -107,16 +127,25 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         case State: return static_cast<int>(r.state) * 2 + (stale ? 1 : 0);
         default: return data(index, Qt::DisplayRole);
         }
-    case StateRole: return static_cast<int>(r.state);
+    case StateRole: return static_cast<int>(r.stateAt(now));
     case StaleRole: return stale;
     case NoTtlRole: return r.noTtl();
     case KeyRole: return r.keyText();
     case Qt::ToolTipRole:
         if (stale)
             return u"Stale lock: %1. The worker that held it is gone or paused; force-fail or purge it "
-                   "so the id can run again."_s.arg(data(index.siblingAtColumn(Note), Qt::DisplayRole).toString());
+                   "so the id can run again."_s.arg(noteOf(r, now));
         if (r.state == idem::RecordState::Malformed)
-            return u"Not a record idem can read: %1"_s.arg(r.note);
+            return u"A %1 record idem cannot read: %2. Bulk actions by state never take it."_s.arg(
+                QString::fromUtf8(idem::libraryOf(r.format).data()), r.note);
+        if (r.state == idem::RecordState::Foreign)
+            return u"Not an idempotency record: %1. Bulk actions by state never take it."_s.arg(r.note);
+        if (r.state == idem::RecordState::Unknown)
+            return u"No known library writes this: %1. Bulk actions by state never take it."_s.arg(r.note);
+        if (index.column() == Format)
+            return QString(QString::fromUtf8(idem::libraryOf(r.format).data()) +
+                           (r.flags & KeyRow::Partial ? u" (read from the first and last bytes of a large value)"_s
+                                                      : QString()));
         if (index.column() == Ttl && r.noTtl())
             return u"This key has no TTL: it will never expire by itself."_s;
         if (index.column() == Id)
@@ -127,12 +156,16 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
             return QApplication::style()->standardIcon(QStyle::SP_MessageBoxWarning);
         if (index.column() == State && r.state == idem::RecordState::Malformed)
             return QApplication::style()->standardIcon(QStyle::SP_MessageBoxCritical);
+        if (index.column() == State && (r.state == idem::RecordState::Unknown || r.state == idem::RecordState::Foreign))
+            return QApplication::style()->standardIcon(QStyle::SP_MessageBoxQuestion);
         break;
     case Qt::BackgroundRole:
         if (stale)
             return QColor(230, 126, 34, 70); // translucent orange: readable on light and dark palettes
         if (r.state == idem::RecordState::Malformed)
             return QColor(192, 57, 43, 45);
+        if (r.stateAt(now) == idem::RecordState::Expired)
+            return QColor(127, 140, 141, 45); // grey: present, but its library treats it as absent
         break;
     case Qt::ForegroundRole:
         if (index.column() == Ttl && r.noTtl())
@@ -163,9 +196,11 @@ namespace {
 bool sameRow(const KeyRow& a, const KeyRow& b)
 {
     const bool sameDeadline = a.noTtl() == b.noTtl() && std::abs(a.expiresAtMs - b.expiresAtMs) < 1000;
+    // a start derived from the TTL moves as PTTL is read later: within a second it is the same
     return sameDeadline && a.state == b.state && a.format == b.format && a.flags == b.flags &&
-           a.leaseUntilMs == b.leaseUntilMs && a.createdMs == b.createdMs && a.fence == b.fence &&
-           a.attempt == b.attempt && a.guard == b.guard && a.note == b.note;
+           a.leaseUntilMs == b.leaseUntilMs && std::abs(a.createdMs - b.createdMs) < 1000 &&
+           std::abs(a.changesAtMs - b.changesAtMs) < 1000 && a.fence == b.fence && a.attempt == b.attempt &&
+           a.guard == b.guard && a.valueBytes == b.valueBytes && a.note == b.note;
 }
 } // namespace
 
@@ -527,14 +562,18 @@ idem::Stats KeyTableModel::stats() const
     for (const int slot : m_order) {
         const KeyRow& r = m_rows.at(slot);
         ++s.total;
-        switch (r.state) {
+        switch (r.stateAt(now)) {
         case idem::RecordState::Started:
             ++s.started;
             s.stale += r.isStale(now) ? 1 : 0;
+            s.blocked += r.blocked() ? 1 : 0;
             break;
         case idem::RecordState::Completed: ++s.completed; break;
         case idem::RecordState::Failed: ++s.failed; break;
+        case idem::RecordState::Expired: ++s.expired; break;
         case idem::RecordState::Malformed: ++s.malformed; break;
+        case idem::RecordState::Foreign: ++s.foreign; break;
+        case idem::RecordState::Unknown: ++s.unknown; break;
         }
         s.noTtl += r.noTtl() ? 1 : 0;
     }

@@ -65,9 +65,11 @@ struct FilterChoice {
     idem::StateFilter filter;
 };
 const FilterChoice kFilters[] = {
-    {"All", idem::StateFilter::Any},         {"Started", idem::StateFilter::Started},
-    {"Stale", idem::StateFilter::Stale},     {"Completed", idem::StateFilter::Completed},
-    {"Failed", idem::StateFilter::Failed},   {"Malformed", idem::StateFilter::Malformed},
+    {"All", idem::StateFilter::Any},           {"Started", idem::StateFilter::Started},
+    {"Stale", idem::StateFilter::Stale},       {"No lease", idem::StateFilter::Blocked},
+    {"Completed", idem::StateFilter::Completed}, {"Failed", idem::StateFilter::Failed},
+    {"Expired", idem::StateFilter::Expired},   {"Malformed", idem::StateFilter::Malformed},
+    {"Foreign", idem::StateFilter::Foreign},   {"Unknown", idem::StateFilter::Unknown},
     {"No TTL", idem::StateFilter::NoTtl},
 };
 
@@ -157,7 +159,7 @@ void MainWindow::buildUi()
         b->setCheckable(true);
         b->setAutoExclusive(true);
         b->setToolButtonStyle(Qt::ToolButtonTextOnly);
-        b->setMinimumWidth(96);
+        b->setMinimumWidth(72);
         b->setObjectName(u"counter-"_s + QString::fromLatin1(f.label).toLower().replace(u' ', u'-'));
         b->setToolTip(tr("Show only %1 keys").arg(QString::fromLatin1(f.label).toLower()));
         connect(b, &QToolButton::clicked, this, [this, filter = f.filter] {
@@ -357,12 +359,12 @@ QVector<KeyRow> MainWindow::rowsFor(bool selectedOnly) const
     return rows;
 }
 
-void MainWindow::forceFailSelected() { runAction(true, rowsFor(true)); }
-void MainWindow::purgeSelected() { runAction(false, rowsFor(true)); }
-void MainWindow::forceFailFiltered() { runAction(true, rowsFor(false)); }
-void MainWindow::purgeFiltered() { runAction(false, rowsFor(false)); }
+void MainWindow::forceFailSelected() { runAction(true, rowsFor(true), true); }
+void MainWindow::purgeSelected() { runAction(false, rowsFor(true), true); }
+void MainWindow::forceFailFiltered() { runAction(true, rowsFor(false), false); }
+void MainWindow::purgeFiltered() { runAction(false, rowsFor(false), false); }
 
-void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows)
+void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection)
 {
     if (m_readOnly) {
         statusBar()->showMessage(tr("Read-only: operator actions are disabled"), 5000);
@@ -373,23 +375,46 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows)
         return;
     }
     const qint64 now = m_model->serverNowMs();
-    QMap<QString, int> byState;
+    QMap<QString, int> byState, byFormat;
     QVector<KeyRow> target;
+    int notRecords = 0;
     for (const KeyRow& r : rows) {
-        if (forceFail && r.state == idem::RecordState::Completed)
-            continue; // the record keeps its result; force-fail refuses it anyway
-        QString s = QString::fromUtf8(idem::nameOf(r.state).data());
+        const idem::RecordState state = r.stateAt(now);
+        if (forceFail && state != idem::RecordState::Started && state != idem::RecordState::Failed)
+            continue; // only work in progress (or failed) can be force-failed
+        if (idem::notARecord(state) && !selection) {
+            ++notRecords; // keys idem cannot read are never taken by a filter: select them by hand
+            continue;
+        }
+        QString s = QString::fromUtf8(idem::nameOf(state).data());
         if (r.isStale(now))
             s = u"stale STARTED"_s;
         ++byState[s];
+        ++byFormat[QString::fromUtf8(idem::nameOf(r.format).data())];
         target.push_back(r);
     }
     if (target.isEmpty()) {
-        statusBar()->showMessage(tr("Nothing to force-fail: COMPLETED records keep their result (purge them)"), 6000);
+        statusBar()->showMessage(forceFail ? tr("Nothing to force-fail: only STARTED and FAILED records can be")
+                                           : tr("Nothing to purge: keys that are not records are only purged when "
+                                                "selected by hand"),
+                                 6000);
         return;
     }
+    // what an operator must not miss: work still running, and results that will run again
+    QStringList warnings;
+    int live = 0, completed = 0;
+    for (const KeyRow& r : target) {
+        live += r.stateAt(now) == idem::RecordState::Started && !r.isStale(now) ? 1 : 0;
+        completed += r.stateAt(now) == idem::RecordState::Completed ? 1 : 0;
+    }
+    if (live > 0)
+        warnings << tr("%n live lock(s): the worker holding it is still running, and a duplicate delivered now "
+                       "would run beside it.", nullptr, live);
+    if (completed > 0 && !forceFail)
+        warnings << tr("%n COMPLETED record(s): the stored result goes, and the next delivery of the id runs "
+                       "the work again.", nullptr, completed);
     ConfirmDialog dialog(forceFail ? ConfirmDialog::Kind::ForceFail : ConfirmDialog::Kind::Purge,
-                         static_cast<int>(target.size()), byState, this);
+                         static_cast<int>(target.size()), byState, byFormat, notRecords, warnings, this);
     if (dialog.exec() != QDialog::Accepted)
         return;
     const QString reason = dialog.reason();
@@ -444,7 +469,8 @@ void MainWindow::tick()
 void MainWindow::updateCounters()
 {
     const idem::Stats s = m_model->stats();
-    const std::size_t values[] = {s.total, s.started, s.stale, s.completed, s.failed, s.malformed, s.noTtl};
+    const std::size_t values[] = {s.total,   s.started,   s.stale,   s.blocked, s.completed, s.failed,
+                                  s.expired, s.malformed, s.foreign, s.unknown, s.noTtl};
     for (int i = 0; i < m_counters.size(); ++i)
         m_counters[i]->setText(u"%1\n%2"_s.arg(tr(kFilters[i].label)).arg(values[i]));
 }

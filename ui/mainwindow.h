@@ -74,7 +74,7 @@ private:
     void buildUi();
     void buildActions();
     QVector<KeyRow> rowsFor(bool selectedOnly) const;
-    void runAction(bool forceFail, const QVector<KeyRow>& rows);
+    void runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection);
     void tick();
     void updateCounters();
     void showInspection(const QString& key, const QString& html);

@@ -4,6 +4,7 @@
 
 #include "idem/lab/demotraffic.h"
 #include "idem/errors.h"
+#include "idem/format/record.h"
 #include "idem/redis/localserver.h"
 
 #include <QApplication>
@@ -56,10 +57,15 @@ int main(int argc, char** argv)
     const QCommandLineOption ns(u"namespace"_s, u"Key namespace (default: idempotency)"_s, u"NAME"_s,
                                 u"idempotency"_s);
     const QCommandLineOption pattern(u"pattern"_s, u"SCAN MATCH pattern (default: NAMESPACE:*)"_s, u"GLOB"_s);
+    const QCommandLineOption format(u"format"_s,
+                                    u"Read every key as this library's records: idem, powertools, powertools-python, "
+                                    "node-idempotency, express-idempotency, idempotent-request, camel, json, plain "
+                                    "(default: each key's own)"_s,
+                                    u"NAME"_s);
     const QCommandLineOption readOnly(u"read-only"_s, u"Disable force-fail and purge"_s);
     const QCommandLineOption noDemo(u"no-demo"_s, u"Embedded server without demo traffic"_s);
     const QCommandLineOption audit(u"audit-file"_s, u"Where the audit trail is appended"_s, u"FILE"_s);
-    parser.addOptions({url, ns, pattern, readOnly, noDemo, audit});
+    parser.addOptions({url, ns, pattern, format, readOnly, noDemo, audit});
     parser.process(app);
     quitOnSignals(app);
 
@@ -67,6 +73,13 @@ int main(int argc, char** argv)
     options.connection.url = parser.isSet(url) ? parser.value(url) : qEnvironmentVariable("IDEM_URL");
     options.connection.keyNamespace = parser.value(ns);
     options.connection.pattern = parser.value(pattern);
+    options.connection.format = parser.value(format);
+    if (const auto f = idem::formatFromString(options.connection.format.toStdString());
+        parser.isSet(format) && (!f || *f == idem::RecordFormat::Unknown)) {
+        std::fprintf(stderr, "idem-console: --format must be idem, powertools, powertools-python, node-idempotency, "
+                             "express-idempotency, idempotent-request, camel, json or plain\n");
+        return 64;
+    }
     options.readOnly = parser.isSet(readOnly);
     options.auditPath = parser.value(audit);
     if (options.connection.keyNamespace.isEmpty() || options.connection.keyNamespace.contains(u'{') ||
@@ -83,6 +96,8 @@ int main(int argc, char** argv)
             lo.extraArgs = {"--notify-keyspace-events", "KEA"}; // live updates in the demo
             server = std::make_unique<idem::LocalServer>(lo);
             options.connection.url = QString::fromStdString(server->url());
+            if (options.connection.pattern.isEmpty())
+                options.connection.pattern = u"*"_s; // a private server: every key on it is the demo's
             if (!parser.isSet(noDemo)) {
                 idem::DemoTrafficOptions dto;
                 dto.keyNamespace = options.connection.keyNamespace.toStdString();

@@ -77,6 +77,11 @@ Global globalFrom(const Args& args)
         g.keyNamespace = *ns;
     if (g.keyNamespace.empty() || g.keyNamespace.find_first_of("{}") != std::string::npos)
         throw UsageFailure{"--namespace must be non-empty and free of '{' and '}'"};
+    if (auto f = args.value("--format")) {
+        g.format = idem::formatFromString(*f);
+        if (!g.format || *g.format == idem::RecordFormat::Unknown)
+            throw UsageFailure{"--format must be one of " + formatNames()};
+    }
     return g;
 }
 
@@ -86,6 +91,15 @@ idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::L
         return g.connection;
     server = std::make_unique<idem::LocalServer>();
     return server->connectionOptions();
+}
+
+std::string formatNames()
+{
+    std::string out;
+    for (int f = 0; f < idem::kRecordFormats; ++f)
+        if (static_cast<idem::RecordFormat>(f) != idem::RecordFormat::Unknown)
+            out += (out.empty() ? "" : ", ") + std::string(idem::nameOf(static_cast<idem::RecordFormat>(f)));
+    return out;
 }
 
 std::string whoAmI()
@@ -109,13 +123,20 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
     j["id"] = r.id;
     j["state"] = idem::nameOf(r.state);
     j["format"] = idem::nameOf(r.format);
+    j["library"] = idem::libraryOf(r.format);
     j["type"] = r.keyType;
     j["ttl_ms"] = r.ttlMs;
     j["stale"] = r.stale;
     if (r.stale)
         j["stale_why"] = r.staleWhy;
-    if (r.state == idem::RecordState::Malformed)
+    if (r.state == idem::RecordState::Started)
+        j["blocked"] = r.blocked; // no lease: only the TTL ends it
+    if (!r.reason.empty())
         j["reason"] = r.reason;
+    if (r.expiresMs)
+        j["expires_ms"] = *r.expiresMs;
+    if (r.partial)
+        j["partial"] = true;
     if (r.state == idem::RecordState::Failed)
         j["terminal"] = r.terminal;
     if (nowMs && r.state == idem::RecordState::Started && r.leaseUntilMs)

@@ -60,10 +60,11 @@ struct Global {
     std::string keyNamespace = "idempotency";
     std::string url;
     bool urlGiven = false;
+    std::optional<idem::RecordFormat> format; // --format: read every key as this library's
 };
 
 // Global options every subcommand takes.
-inline const std::set<std::string> kGlobalValued = {"--url", "--namespace"};
+inline const std::set<std::string> kGlobalValued = {"--url", "--namespace", "--format"};
 Global globalFrom(const Args& args);
 
 // A number option within [lo, hi]; anything else is a usage failure naming the option.
@@ -86,6 +87,8 @@ std::string jsonEscape(const std::string& s);
 // The fields `list --json` prints for a record (and `inspect --json` starts from); lease_remaining_ms
 // and age_ms need the server's time.
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> serverNowMs);
+// The names --format takes, "idem, powertools, ...".
+std::string formatNames();
 
 int cmdRun(const std::vector<std::string>& argv);
 int cmdInspect(const std::vector<std::string>& argv);

@@ -3,8 +3,10 @@
 
 #include "idem/duration.h"
 #include "idem/engine/store.h"
+#include "idem/monitor/monitor.h"
 
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 namespace idemctl {
@@ -22,18 +24,59 @@ struct Session {
         o.keyNamespace = g.keyNamespace;
         return o;
     }
+    idem::DecodeOptions decodeOptions() const
+    {
+        idem::DecodeOptions o;
+        o.keyNamespace = g.keyNamespace;
+        o.format = g.format;
+        return o;
+    }
+    // A key of another library's, unlinked only if it is still what `seen` read.
+    bool unlinkIfUnchanged(const idem::Record& seen)
+    {
+        idem::MonitorOptions o;
+        o.keyNamespace = g.keyNamespace;
+        auto conn = pool.acquire();
+        return idem::Monitor(*conn, o).unlinkIfUnchanged(seen);
+    }
 };
 
-std::string oneId(const Args& args, const char* command)
+// What a command acts on: an ID (its key <namespace>:{ID}) or, with --key, any key.
+struct Target {
+    std::string key;
+    std::string id; // empty for a key outside the namespace's <namespace>:{ID} shape
+};
+
+Target oneTarget(const Args& args, const Session& s, const char* command)
 {
+    if (auto key = args.value("--key")) {
+        if (!args.positional().empty())
+            throw UsageFailure{std::string("give an ID or --key KEY, not both: idemctl ") + command};
+        if (key->empty())
+            throw UsageFailure{"--key must not be empty"};
+        return {*key, idem::idFromKey(*key, s.g.keyNamespace)};
+    }
     if (args.positional().size() != 1)
-        throw UsageFailure{std::string("give exactly one ID: idemctl ") + command + " ID"};
+        throw UsageFailure{std::string("give exactly one ID (or --key KEY): idemctl ") + command + " ID"};
     const std::string& id = args.positional().front();
     if (id.empty())
         throw UsageFailure{"the ID must not be empty"};
     if (id.size() > 1024)
         throw UsageFailure{"the ID is " + std::to_string(id.size()) + " bytes, over the 1024-byte limit"};
-    return id;
+    return {s.store.recordKey(id), id};
+}
+
+// A time as ms since the epoch, in UTC, and how far from now.
+std::string when(std::int64_t ms, std::int64_t nowMs)
+{
+    const std::time_t t = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    const std::int64_t d = ms - nowMs;
+    return std::string(buf) + (d >= 0 ? " (in " + idem::formatDuration(idem::Millis(d / 1000 * 1000)) + ")"
+                                      : " (" + idem::formatDuration(idem::Millis(-d / 1000 * 1000)) + " ago)");
 }
 
 std::string shown(const std::string& s, std::size_t limit = 2000)
@@ -79,28 +122,29 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
 
 int cmdInspect(const std::vector<std::string>& argv)
 {
-    Args args(argv, {}, {"--json"});
+    Args args(argv, {"--key"}, {"--json"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl inspect ID [--json]\n\nShows the record of ID, whichever format wrote it "
-                  "(idem's hash, JSON strings, plain status words),\nits TTL and the meta key's fencing "
-                  "counter and last operator action. Exit 66 when there is no record.");
+        std::puts("usage: idemctl inspect ID [--json]\n       idemctl inspect --key KEY [--json]\n\n"
+                  "Shows the record of ID (or any KEY), whichever library wrote it, what its library\n"
+                  "means by it, its TTL and, for idem's records, the meta key's fencing counter and last\n"
+                  "operator action. Exit 66 when there is no record.");
         return Ok;
     }
-    const std::string id = oneId(args, "inspect");
     Session s(args);
-    const auto rec = s.store.inspect(id);
-    const auto meta = s.store.meta(id);
+    const Target t = oneTarget(args, s, "inspect");
+    idem::DecodeOptions o = s.decodeOptions();
+    const auto rec = s.store.inspectKey(t.key, o);
+    const auto meta = t.id.empty() ? std::vector<std::pair<std::string, std::string>>() : s.store.meta(t.id);
     if (!rec) {
         if (args.flag("--json")) {
             nlohmann::json m = nlohmann::json::object();
             for (const auto& [k, v] : meta)
                 m[k] = v;
-            std::printf("%s\n", nlohmann::json{{"key", s.store.recordKey(id)}, {"id", id}, {"state", nullptr}, {"meta", m}}
+            std::printf("%s\n", nlohmann::json{{"key", t.key}, {"id", t.id}, {"state", nullptr}, {"meta", m}}
                                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                                     .c_str());
         } else {
-            std::fprintf(stderr, "idemctl inspect: no record for '%s' (key %s)\n", id.c_str(),
-                         s.store.recordKey(id).c_str());
+            std::fprintf(stderr, "idemctl inspect: no record at %s\n", t.key.c_str());
         }
         return NotFound;
     }
@@ -109,18 +153,37 @@ int cmdInspect(const std::vector<std::string>& argv)
         return Ok;
     }
     const auto& r = *rec;
+    // the server's clock: the TTL's deadline is now + ttl, and the record's times were read against it
+    std::int64_t now = 0;
+    {
+        auto conn = s.pool.acquire();
+        const auto time = conn->checked({"TIME"});
+        now = idem::reply::integer(idem::reply::element(time.get(), 0)) * 1000 +
+              idem::reply::integer(idem::reply::element(time.get(), 1)) / 1000;
+    }
     std::printf("key        %s\n", r.key.c_str());
-    std::printf("state      %s%s%s\n", std::string(idem::nameOf(r.state)).c_str(),
-                r.stale ? " (STALE: " : "", r.stale ? (r.staleWhy + ")").c_str() : "");
-    std::printf("format     %s%s\n", std::string(idem::nameOf(r.format)).c_str(),
-                r.rawStatus.empty() ? "" : (" (status '" + shown(r.rawStatus, 40) + "')").c_str());
-    if (r.state == idem::RecordState::Malformed)
-        std::printf("reason     %s\n", r.reason.c_str());
+    std::printf("state      %s%s%s%s\n", std::string(idem::nameOf(r.state)).c_str(),
+                r.stale ? " (STALE: " : "", r.stale ? (r.staleWhy + ")").c_str() : "",
+                r.blocked && !r.stale ? " (no lease: blocked until its TTL ends)" : "");
+    std::printf("library    %s (format %s)%s\n", std::string(idem::libraryOf(r.format)).c_str(),
+                std::string(idem::nameOf(r.format)).c_str(),
+                r.rawStatus.empty() ? "" : (", status '" + shown(r.rawStatus, 40) + "'").c_str());
+    if (!r.reason.empty())
+        std::printf("%-10s %s\n", idem::notARecord(r.state) ? "reason" : "note", r.reason.c_str());
+    if (r.partial)
+        std::printf("partial    read from the first and last bytes of a %lld-byte value\n",
+                    static_cast<long long>(r.valueBytes));
     std::printf("ttl        %s\n", r.ttlMs == -1 ? "none (key never expires!)"
                                    : r.ttlMs < 0 ? "unknown"
                                                  : idem::formatDuration(idem::Millis(r.ttlMs)).c_str());
+    if (r.startedMs)
+        std::printf("started    %s\n", when(*r.startedMs, now).c_str());
     if (r.state == idem::RecordState::Started && r.leaseUntilMs)
-        std::printf("lease ends %lld ms since epoch\n", static_cast<long long>(*r.leaseUntilMs));
+        std::printf("lease ends %s\n", when(*r.leaseUntilMs, now).c_str());
+    if (r.expiresMs)
+        std::printf("expires    %s (the library's own expiry)\n", when(*r.expiresMs, now).c_str());
+    if (r.finishedMs)
+        std::printf("finished   %s\n", when(*r.finishedMs, now).c_str());
     if (r.state == idem::RecordState::Failed)
         std::printf("failure    %s\n", r.terminal ? "terminal" : "retryable");
     if (!r.owner.empty())
@@ -137,6 +200,12 @@ int cmdInspect(const std::vector<std::string>& argv)
         std::printf("operator   %s by %s: %s\n", r.op.c_str(), r.opBy.c_str(), r.opReason.c_str());
     if (r.response)
         std::printf("response   %s\n", shown(*r.response).c_str());
+    if (r.format != idem::RecordFormat::Native)
+        for (const auto& [k, v] : r.fields) {
+            const idem::FieldDoc* doc = idem::fieldDoc(r.format, k);
+            std::printf("field %-22s %s%s\n", k.c_str(), shown(v, 200).c_str(),
+                        doc ? ("  -- " + std::string(doc->meaning)).c_str() : "");
+        }
     for (const auto& [k, v] : meta)
         std::printf("meta.%-6s %s\n", k.c_str(), shown(v, 200).c_str());
     return Ok;
@@ -144,26 +213,63 @@ int cmdInspect(const std::vector<std::string>& argv)
 
 int cmdForceFail(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by"}, {"--terminal"});
+    Args args(argv, {"--reason", "--by", "--key"}, {"--terminal"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n\nMarks a STARTED "
+        std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
+                  "       idemctl force-fail --key KEY [--reason R]\n\nMarks a STARTED "
                   "or FAILED record FAILED without its owner's token: the owner's\nlate complete gets "
                   "'lease lost'. Retryable (default): the next delivery runs again;\n--terminal: "
-                  "duplicates get the failure back. COMPLETED records are refused (purge them).");
+                  "duplicates get the failure back. COMPLETED records are refused (purge them).\n"
+                  "Another library's in-progress record is released instead: deleted if unchanged since\n"
+                  "read, as that library does when its handler fails (the next call runs); idem never\n"
+                  "writes its fields into it, and --terminal is refused (those libraries keep no failure).");
         return Ok;
     }
-    const std::string id = oneId(args, "force-fail");
     Session s(args);
+    const Target t = oneTarget(args, s, "force-fail");
     const std::string reason = args.value("--reason").value_or("forced by operator");
     const std::string who = args.value("--by").value_or(whoAmI());
-    const auto r = s.store.forceFail(id, reason, args.flag("--terminal"), who);
+    const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
+    if (!rec) {
+        std::fprintf(stderr, "idemctl force-fail: no record at %s\n", t.key.c_str());
+        return NotFound;
+    }
+    if (rec->format != idem::RecordFormat::Native) {
+        const std::string lib(idem::libraryOf(rec->format));
+        if (idem::notARecord(rec->state)) {
+            std::fprintf(stderr, "idemctl force-fail: refused: %s is %s (%s); purge it explicitly if you mean to\n",
+                         t.key.c_str(), std::string(idem::nameOf(rec->state)).c_str(), rec->reason.c_str());
+            return Refused;
+        }
+        if (rec->state != idem::RecordState::Started) {
+            std::fprintf(stderr, "idemctl force-fail: refused: the record is %s; purge it to run the id again\n",
+                         std::string(idem::nameOf(rec->state)).c_str());
+            return Refused;
+        }
+        if (args.flag("--terminal")) {
+            std::fprintf(stderr, "idemctl force-fail: refused: %s keeps no failed state, so a terminal failure "
+                                 "cannot be stored in its record; without --terminal the record is released\n",
+                         lib.c_str());
+            return Refused;
+        }
+        if (!s.unlinkIfUnchanged(*rec)) {
+            std::fprintf(stderr, "idemctl force-fail: %s changed since it was read; nothing done\n", t.key.c_str());
+            return Refused;
+        }
+        std::printf("released %s (%s, was STARTED%s): deleted, as %s does when its handler fails; the next "
+                    "call runs\n",
+                    t.key.c_str(), std::string(idem::nameOf(rec->format)).c_str(), rec->stale ? ", stale" : "",
+                    lib.c_str());
+        return Ok;
+    }
+    const auto r = s.store.forceFail(t.id, reason, args.flag("--terminal"), who);
     switch (r.status) {
     case idem::AdminStatus::Ok:
-        std::printf("force-failed %s (was %s, now FAILED %s)\n", s.store.recordKey(id).c_str(),
-                    r.previousState.c_str(), args.flag("--terminal") ? "terminal" : "retryable");
+        std::printf("force-failed %s (was %s, now FAILED %s)\n", t.key.c_str(), r.previousState.c_str(),
+                    args.flag("--terminal") ? "terminal" : "retryable");
         return Ok;
     case idem::AdminStatus::NotFound:
-        std::fprintf(stderr, "idemctl force-fail: no record for '%s'\n", id.c_str());
+        std::fprintf(stderr, "idemctl force-fail: no record at %s\n", t.key.c_str());
         return NotFound;
     case idem::AdminStatus::Refused:
         std::fprintf(stderr, "idemctl force-fail: refused: %s\n", r.reason.c_str());
@@ -183,28 +289,46 @@ bool purgesMany(const std::vector<std::string>& argv)
 
 int cmdPurge(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by"}, {});
+    Args args(argv, {"--reason", "--by", "--key"}, {});
     if (args.flag("--help")) {
         std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n"
+                  "       idemctl purge --key KEY [--reason R] [--by WHO]\n"
                   "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes]\n\n"
                   "With an ID: deletes its record (any type) so the id can run again; the last fence,\n"
-                  "who, when and why are kept in the meta key.\n"
-                  "With --state (started, stale, completed, failed, malformed, no-ttl), --stale or\n"
+                  "who, when and why are kept in the meta key. With --key: any key, another library's\n"
+                  "record included, deleted only if unchanged since it was read.\n"
+                  "With --state (started, stale, blocked, completed, failed, expired), --stale or\n"
                   "--pattern: scans (SCAN, bounded COUNT) and deletes the matching keys with UNLINK in\n"
                   "batches of 500, each only if it is unchanged since it was read (a lock renewed or\n"
-                  "completed meanwhile stays). Without --yes it only lists what it would remove.");
+                  "completed meanwhile stays). Keys that are not records (--state malformed, foreign,\n"
+                  "unknown) and --state no-ttl need --pattern as well. Without --yes it only lists what\n"
+                  "it would remove, with each key's library and state.");
         return Ok;
     }
-    const std::string id = oneId(args, "purge");
     Session s(args);
+    const Target t = oneTarget(args, s, "purge");
     const std::string reason = args.value("--reason").value_or("purged by operator");
     const std::string who = args.value("--by").value_or(whoAmI());
-    const auto r = s.store.purge(id, who, reason);
+    if (t.id.empty()) { // another library's key: as read, or not at all
+        const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
+        if (!rec) {
+            std::fprintf(stderr, "idemctl purge: no key %s\n", t.key.c_str());
+            return NotFound;
+        }
+        if (!s.unlinkIfUnchanged(*rec)) {
+            std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", t.key.c_str());
+            return Refused;
+        }
+        std::printf("purged %s (was %s %s)\n", t.key.c_str(), std::string(idem::nameOf(rec->format)).c_str(),
+                    std::string(idem::nameOf(rec->state)).c_str());
+        return Ok;
+    }
+    const auto r = s.store.purge(t.id, who, reason);
     if (r.status == idem::AdminStatus::NotFound) {
-        std::fprintf(stderr, "idemctl purge: no record for '%s'\n", id.c_str());
+        std::fprintf(stderr, "idemctl purge: no record at %s\n", t.key.c_str());
         return NotFound;
     }
-    std::printf("purged %s (was %s)\n", s.store.recordKey(id).c_str(), r.previousState.c_str());
+    std::printf("purged %s (was %s)\n", t.key.c_str(), r.previousState.c_str());
     return Ok;
 }
 

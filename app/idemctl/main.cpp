@@ -17,16 +17,21 @@ Exactly-once execution and inspection of idempotency records in Redis.
 commands:
   run --key ID [--lease DUR] [--ttl DUR] [--payload-file F] [--wait DUR] -- CMD [ARGS...]
                         run CMD unless ID already has a completed run; replay it otherwise
-  inspect ID [--json]   show one record (any format) and its fencing counter
-  force-fail ID [--reason R] [--terminal]
-                        mark a record FAILED without its owner token (stuck work)
-  purge ID [--reason R] delete a record so the id can run again
+  inspect ID | --key KEY [--json]
+                        show one record (any library's) and its fencing counter
+  force-fail ID | --key KEY [--reason R] [--terminal]
+                        mark a record FAILED without its owner token (stuck work); another
+                        library's record is released (deleted) as that library does on failure
+  purge ID | --key KEY [--reason R]
+                        delete a record so the id can run again
   purge --state S | --stale | --pattern GLOB [--dry-run] [--yes]
-                        delete many, in bounded batches, only if unchanged since read
+                        delete many, in bounded batches, only if unchanged since read; keys
+                        that are not records (malformed, foreign, unknown) need --pattern too
   list [--state S] [--stale] [--pattern GLOB] [--json]
-                        records by state, format and TTL (SCAN, never KEYS)
+                        records by state, library and TTL (SCAN, never KEYS)
   stats [--pattern GLOB] [--json]
-                        counts: total, started, stale, completed, failed, malformed, no_ttl
+                        counts by state: started (stale, no lease), completed, failed, expired,
+                        malformed, foreign, unknown, no TTL
   demo [--ids N] [--duplicates D]
                         race duplicate deliveries through `idemctl run` on a private redis-server
   race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
@@ -39,6 +44,9 @@ global options:
   --url URL          redis://[user:password@]host[:port][/db] or unix:///path.sock[?db=N]
                      (default: $IDEM_URL, else redis://127.0.0.1:6379/0)
   --namespace NAME   key namespace (default: idempotency); records live at NAME:{ID}
+  --format NAME      read every key as this library's records (default: each key's own):
+                     idem, powertools, powertools-python, node-idempotency, express-idempotency,
+                     idempotent-request, camel, json, plain
   --help             help for idemctl or for a command
 
 exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;

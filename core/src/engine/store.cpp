@@ -399,60 +399,71 @@ std::optional<Record> Store::inspect(std::string_view id)
 
 std::optional<Record> Store::inspectKey(std::string_view key)
 {
-    const std::string rk(key);
-    std::optional<Record> rec;
-    const ReplyPtr redirect = m_router->routed(rk, [&](Connection& c) {
-        ReplyPtr to;
-        rec = inspectOn(c, rk, to);
-        return to;
-    });
-    if (redirect)
-        throw ReplyError("TYPE " + rk + ": " + reply::errorMessage(redirect.get()));
-    return rec;
+    DecodeOptions o;
+    o.keyNamespace = m_options.keyNamespace;
+    return inspectKey(key, o);
 }
 
-// inspectKey on one node; a redirect answering its first command is handed back in `redirect`
-std::optional<Record> Store::inspectOn(Connection& c, const std::string& rk, ReplyPtr& redirect)
+std::optional<Record> Store::inspectKey(std::string_view key, const DecodeOptions& options)
 {
-    auto head = c.pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}});
+    const std::string rk(key);
+    std::optional<KeyRead> read;
+    DecodeOptions o = options;
+    std::int64_t serverNowMs = 0;
+    const ReplyPtr redirect = m_router->routed(rk, [&](Connection& c) {
+        ReplyPtr to;
+        read = readKey(c, rk, serverNowMs, to);
+        return to;
+    });
+    if (o.nowMs == 0)
+        o.nowMs = serverNowMs;
+    if (redirect)
+        throw ReplyError("TYPE " + rk + ": " + reply::errorMessage(redirect.get()));
+    if (!read)
+        return std::nullopt;
+    if (const std::string companion = companionKey(rk); !companion.empty()) {
+        const ReplyPtr e = m_router->routed(companion, [&](Connection& c) { return c.command({"EXISTS", companion}); });
+        read->companionExists = reply::integer(e.get()) == 1;
+    }
+    return decode(*read, o);
+}
+
+// A key as inspect reads it, on one node: the whole hash, the whole string up to kInspectBytes
+// (a larger one's first and last bytes). A redirect answering its first command is handed back.
+std::optional<KeyRead> Store::readKey(Connection& c, const std::string& rk, std::int64_t& nowMs, ReplyPtr& redirect)
+{
+    constexpr std::int64_t kInspectBytes = 4 * 1024 * 1024, kTailBytes = 64 * 1024;
+    auto head = c.pipeline({{"TYPE", rk}, {"PTTL", rk}, {"TIME"}, {"STRLEN", rk}});
     if (reply::redirect(head[0].get())) {
         redirect = std::move(head[0]);
         return std::nullopt;
     }
-    const std::string type = reply::str(head[0].get());
-    if (type == "none")
+    KeyRead in;
+    in.key = rk;
+    in.type = reply::str(head[0].get());
+    if (in.type == "none")
         return std::nullopt;
-    DecodeOptions o;
-    o.nowMs = reply::integer(reply::element(head[2].get(), 0)) * 1000 +
-              reply::integer(reply::element(head[2].get(), 1)) / 1000;
-    o.ttlMs = reply::integer(head[1].get());
-    Record rec;
-    if (type == "hash") {
+    nowMs = reply::integer(reply::element(head[2].get(), 0)) * 1000 +
+            reply::integer(reply::element(head[2].get(), 1)) / 1000;
+    in.ttlMs = reply::integer(head[1].get());
+    if (in.type == "hash") {
         ReplyPtr all = c.checked({"HGETALL", rk});
-        std::vector<std::pair<std::string, std::string>> fields;
         for (std::size_t i = 0; i + 1 < reply::arraySize(all.get()); i += 2)
-            fields.emplace_back(reply::str(reply::element(all.get(), i)),
-                                reply::str(reply::element(all.get(), i + 1)));
-        rec = decodeHash(std::move(fields), o);
-    } else if (type == "string") {
-        ReplyPtr len = c.checked({"STRLEN", rk});
-        const auto bytes = static_cast<std::size_t>(reply::integer(len.get()));
-        if (bytes > o.maxValueBytes) {
-            rec = decodeOversized(bytes);
-        } else {
+            in.fields.emplace_back(reply::str(reply::element(all.get(), i)), reply::str(reply::element(all.get(), i + 1)));
+    } else if (in.type == "string") {
+        in.valueBytes = reply::integer(head[3].get());
+        if (in.valueBytes <= kInspectBytes) {
             ReplyPtr v = c.checked({"GET", rk});
-            rec = reply::isNil(v.get()) ? decodeString({}, o) : decodeString(reply::str(v.get()), o);
+            in.value = reply::str(v.get());
+            in.valueBytes = static_cast<std::int64_t>(in.value.size());
+        } else {
+            auto parts = c.pipeline({{"GETRANGE", rk, "0", std::to_string(kInspectBytes - 1)},
+                                     {"GETRANGE", rk, std::to_string(-kTailBytes), "-1"}});
+            in.value = reply::str(parts[0].get());
+            in.tail = reply::str(parts[1].get());
         }
-    } else {
-        rec = decodeOtherType(type);
     }
-    rec.key = rk;
-    rec.keyType = type;
-    rec.id = idFromKey(rk, m_options.keyNamespace);
-    if (rec.id.empty())
-        rec.id = rk;
-    rec.ttlMs = reply::integer(head[1].get());
-    return rec;
+    return in;
 }
 
 std::vector<std::pair<std::string, std::string>> Store::meta(std::string_view id)

@@ -46,10 +46,60 @@ void DemoTraffic::seed()
         {"EXPIRE", key("queue-by-mistake"), ex},
         {"SET", key("legacy-no-ttl"), R"({"status":"COMPLETED","response":"kept forever"})"},
     };
+    std::vector<std::vector<std::string>> all = cmds;
+    for (auto& cmd : peerRecords(nowS))
+        all.push_back(std::move(cmd));
     std::vector<std::vector<std::string_view>> views;
-    for (const auto& cmd : cmds)
+    for (const auto& cmd : all)
         views.emplace_back(cmd.begin(), cmd.end());
     c.pipeline(views);
+}
+
+// Records as the libraries services run today write them (tests/data/peers holds what they really
+// wrote), under their own key shapes: the console reads each as its library means it.
+std::vector<std::vector<std::string>> DemoTraffic::peerRecords(std::int64_t nowS)
+{
+    const std::string exp = std::to_string(nowS + 3600), liveMs = std::to_string(nowS * 1000 + 240'000);
+    const std::string deadMs = std::to_string(nowS * 1000 - 90'000), gone = std::to_string(nowS - 5);
+    return {
+        // AWS Powertools (TypeScript): a live lock, an orphan, one written without a Lambda
+        // context, a completed result, one past its expiration; and its takeover mutex
+        {"SET", "checkout-fn#HXoPuS989n9jdP6e7H2ySg==",
+         R"({"status":"INPROGRESS","expiration":)" + exp + R"(,"in_progress_expiration":)" + liveMs + "}", "EX", "3600"},
+        {"SET", "checkout-fn#rmM7Ulp2xniMNkd1SgKDKw==",
+         R"({"status":"INPROGRESS","expiration":)" + exp + R"(,"in_progress_expiration":)" + deadMs + "}", "EX", "3600"},
+        {"SET", "checkout-fn#0qh8uRrnMD0JXCVHZNK0nA==", R"({"status":"INPROGRESS","expiration":)" + exp + "}", "EX",
+         "3600"},
+        {"SET", "checkout-fn#w2X6A1TlNBH2kQbDV2cefQ==",
+         R"({"status":"COMPLETED","expiration":)" + exp + R"(,"data":{"orderId":"o-7","charged":1250,"currency":"EUR"}})",
+         "EX", "3600"},
+        {"SET", "checkout-fn#5tG4z4xZeddkLdvQCT6dcg==",
+         R"({"status":"COMPLETED","expiration":)" + gone + R"(,"data":{"orderId":"o-8"}})", "EX", "600"},
+        {"SET", "checkout-fn#rmM7Ulp2xniMNkd1SgKDKw==:lock", "true", "EX", "600"},
+        // AWS Powertools (Python)
+        {"SET", "billing.app.handler#6775d2c92fdf7044223899b6dd8c2f4a",
+         R"({"data": "{\"invoice\": \"inv-31\", \"total\": 99}", "status": "COMPLETED", "expiration": )" + exp + "}",
+         "EX", "3600"},
+        // @node-idempotency/core: an in-progress request (no lease) and a stored error
+        {"SET", "node-idempotency:POST:/orders:5f1c-in-flight",
+         R"({"status":"IN_PROGRESS","fingerPrint":"ec426f4f8238738fd2db16e71d202108b5a33e174868495252be72ab5330c400"})",
+         "PX", "86400000"},
+        {"SET", "node-idempotency:POST:/orders:5f1c-declined",
+         R"({"status":"COMPLETE","fingerPrint":"ec42","response":{"additional":{"statusCode":402},"error":{"message":"card declined"}}})",
+         "PX", "86400000"},
+        // express-idempotency: a request still in progress, and one answered
+        {"SET", "7d9e0f1a-express-in-flight",
+         R"({"request":{"body":{"orderId":"ex-1"},"headers":{"content-type":"application/json"},"method":"POST","query":{},"url":"/orders"}})",
+         "EX", "86400"},
+        {"SET", "7d9e0f1a-express-done",
+         R"({"request":{"body":{"orderId":"ex-2"},"method":"POST","query":{},"url":"/orders"},"response":{"statusCode":201,"body":"{\"orderId\":\"ex-2\",\"charged\":1250}","headers":{"content-type":"application/json"}}})",
+         "EX", "86400"},
+        // idempotent-request (Ruby): a lock held for 20 minutes, and a stored response
+        {"SET", "idempotency_keys:lock:refund-9", std::to_string(nowS - 1200) + ".25", "EX", "86400"},
+        {"SET", "idempotency_keys:refund-8",
+         R"({":status":201,":headers":{"content-type":"application/json"},":response":["{\"refund\":\"r-8\"}"]})",
+         "EX", "86400"},
+    };
 }
 
 void DemoTraffic::start()

@@ -1,7 +1,6 @@
 #include "idem/monitor/monitor.h"
 
 #include "idem/errors.h"
-#include "idem/hash.h"
 #include "idem/engine/scripts.h"
 #include "redis/resp.h"
 
@@ -14,12 +13,6 @@ namespace idem {
 
 namespace {
 
-// What classification needs from a hash; never `response` or `error` (they can be large).
-const std::vector<std::string_view> kSmallFields = {
-    "state",    "token",       "fence",   "attempt",    "started_ms", "lease_until_ms", "created_ms",
-    "finished_ms", "failure",  "fp",      "op",         "op_by",      "op_at_ms",       "op_reason",
-    "retention_ms", "lease_ms", "status", "lock_expiry", "started_at"};
-
 std::int64_t nowFromTime(const redisReply* r)
 {
     return reply::integer(reply::element(r, 0)) * 1000 + reply::integer(reply::element(r, 1)) / 1000;
@@ -29,46 +22,55 @@ std::int64_t nowFromTime(const redisReply* r)
 void writeUnlinkCall(resp::Writer& w, const Record& r)
 {
     // what the key was when it was classified: its type, and for hashes the state, owner and
-    // lease; for strings the SHA1 of the value (when it was small enough to be read)
+    // lease; for strings the length and the SHA1 of the first bytes read
     const auto field = [&](std::string_view name) -> std::string {
         for (const auto& [k, v] : r.fields)
             if (k == name)
                 return v;
         return {};
     };
-    std::string expect, token, lease;
+    std::string expect, token, lease, guardBytes, length;
     if (r.keyType == "hash") {
         expect = field("state").empty() ? field("status") : field("state");
-        if (r.state == RecordState::Malformed && r.format == RecordFormat::Native)
-            expect = "*"; // an unknown state: the token and lease still have to match
+        if (expect.empty())
+            expect = "*"; // no state or status: the token and lease still have to match (both absent)
         token = field("token");
         lease = field("lease_until_ms");
-    } else if (r.keyType == "string") {
-        expect = field("value_sha1");
+    } else if (r.keyType == "string" && !r.guardSha1.empty()) {
+        expect = r.guardSha1;
+        guardBytes = std::to_string(r.guardBytes);
+        length = std::to_string(r.valueBytes);
     }
-    const std::string_view key = r.key, args[] = {r.keyType, expect, token, lease};
+    const std::string_view key = r.key, args[] = {r.keyType, expect, token, lease, guardBytes, length};
     resp::evalsha(w, scripts::unlinkIf(), {&key, 1}, args);
 }
 
 } // namespace
 
+namespace {
+constexpr std::pair<StateFilter, std::string_view> kFilters[] = {
+    {StateFilter::Any, "any"},           {StateFilter::Started, "started"},     {StateFilter::Stale, "stale"},
+    {StateFilter::Blocked, "blocked"},   {StateFilter::Completed, "completed"}, {StateFilter::Failed, "failed"},
+    {StateFilter::Expired, "expired"},   {StateFilter::Malformed, "malformed"}, {StateFilter::Foreign, "foreign"},
+    {StateFilter::Unknown, "unknown"},   {StateFilter::NoTtl, "no-ttl"}};
+} // namespace
+
 std::optional<StateFilter> stateFilterFromString(std::string_view s)
 {
-    if (s == "any" || s == "all")
+    if (s == "all")
         return StateFilter::Any;
-    if (s == "started")
-        return StateFilter::Started;
-    if (s == "stale")
-        return StateFilter::Stale;
-    if (s == "completed")
-        return StateFilter::Completed;
-    if (s == "failed")
-        return StateFilter::Failed;
-    if (s == "malformed")
-        return StateFilter::Malformed;
-    if (s == "no-ttl")
-        return StateFilter::NoTtl;
+    for (const auto& [f, name] : kFilters)
+        if (name == s)
+            return f;
     return std::nullopt;
+}
+
+std::string_view nameOf(StateFilter f)
+{
+    for (const auto& [filter, name] : kFilters)
+        if (filter == f)
+            return name;
+    return "any";
 }
 
 bool matches(const Record& r, StateFilter f)
@@ -77,12 +79,22 @@ bool matches(const Record& r, StateFilter f)
     case StateFilter::Any: return true;
     case StateFilter::Started: return r.state == RecordState::Started;
     case StateFilter::Stale: return r.state == RecordState::Started && r.stale;
+    case StateFilter::Blocked: return r.state == RecordState::Started && r.blocked;
     case StateFilter::Completed: return r.state == RecordState::Completed;
     case StateFilter::Failed: return r.state == RecordState::Failed;
+    case StateFilter::Expired: return r.state == RecordState::Expired;
     case StateFilter::Malformed: return r.state == RecordState::Malformed;
+    case StateFilter::Foreign: return r.state == RecordState::Foreign;
+    case StateFilter::Unknown: return r.state == RecordState::Unknown;
     case StateFilter::NoTtl: return r.ttlMs == -1;
     }
     return false;
+}
+
+bool bulkByStateAlone(StateFilter f)
+{
+    return f != StateFilter::Any && f != StateFilter::NoTtl && f != StateFilter::Malformed &&
+           f != StateFilter::Foreign && f != StateFilter::Unknown;
 }
 
 void Stats::add(const Record& r)
@@ -92,12 +104,39 @@ void Stats::add(const Record& r)
     case RecordState::Started:
         ++started;
         stale += r.stale ? 1 : 0;
+        blocked += r.blocked ? 1 : 0;
         break;
     case RecordState::Completed: ++completed; break;
     case RecordState::Failed: ++failed; break;
+    case RecordState::Expired: ++expired; break;
     case RecordState::Malformed: ++malformed; break;
+    case RecordState::Foreign: ++foreign; break;
+    case RecordState::Unknown: ++unknown; break;
     }
     noTtl += r.ttlMs == -1 ? 1 : 0;
+}
+
+std::string Stats::summary() const
+{
+    std::string out;
+    const auto add = [&](const char* name, std::size_t n, std::string extra = {}) {
+        if (n == 0)
+            return;
+        out += (out.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n) + extra;
+    };
+    std::string inner;
+    if (stale)
+        inner += "stale " + std::to_string(stale);
+    if (blocked)
+        inner += (inner.empty() ? "" : ", ") + std::string("no lease ") + std::to_string(blocked);
+    add("started", started, inner.empty() ? std::string() : " (" + inner + ")");
+    add("completed", completed);
+    add("failed", failed);
+    add("expired", expired);
+    add("malformed", malformed);
+    add("foreign", foreign);
+    add("unknown", unknown);
+    return out.empty() ? "none" : out;
 }
 
 Monitor::Monitor(Connection& connection, MonitorOptions options)
@@ -137,110 +176,100 @@ ScanPage Monitor::scanPage(const std::string& cursor)
     return page;
 }
 
+DecodeOptions Monitor::decodeOptions(std::int64_t nowMs) const
+{
+    DecodeOptions o;
+    o.nowMs = nowMs;
+    o.keyNamespace = m_options.keyNamespace;
+    o.staleAfterMs = m_options.staleAfterMs;
+    o.writerTtlMs = m_options.writerTtlMs;
+    o.format = m_options.format;
+    return o;
+}
+
 std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs)
 {
+    const std::vector<std::string_view>& hashFields = hashFieldsToRead();
+    const std::string lastByte = std::to_string(m_options.prefixBytes - 1);
     std::vector<std::vector<std::string_view>> cmds;
-    cmds.reserve(1 + keys.size() * 3);
+    cmds.reserve(1 + keys.size() * 4);
     cmds.push_back({"TIME"});
     for (const auto& k : keys) {
         cmds.push_back({"PTTL", k});
         std::vector<std::string_view> hm = {"HMGET", k};
-        hm.insert(hm.end(), kSmallFields.begin(), kSmallFields.end());
+        hm.insert(hm.end(), hashFields.begin(), hashFields.end());
         cmds.push_back(std::move(hm));
         cmds.push_back({"STRLEN", k});
+        cmds.push_back({"GETRANGE", k, "0", lastByte});
     }
     auto replies = m_connection.pipeline(cmds);
-    DecodeOptions o;
-    o.nowMs = nowFromTime(replies[0].get());
-    o.staleAfterMs = m_options.staleAfterMs;
-    o.maxValueBytes = m_options.maxValueBytes;
+    const DecodeOptions o = decodeOptions(m_options.asOfMs > 0 ? m_options.asOfMs : nowFromTime(replies[0].get()));
     if (serverNowMs)
         *serverNowMs = o.nowMs;
 
-    enum class Kind { Gone, Hash, SmallString, BigString, Other };
-    std::vector<Kind> kinds(keys.size(), Kind::Gone);
-    std::vector<Record> out;
-    out.reserve(keys.size());
-    std::vector<std::size_t> second; // indexes needing GET or TYPE
-    std::vector<std::int64_t> ttl(keys.size(), -2), len(keys.size(), 0);
+    std::vector<std::optional<KeyRead>> reads(keys.size());
+    // the second round trip: TYPE of other types, the tail of large strings, companion keys
+    enum class More { Type, Tail, Companion };
+    std::vector<std::pair<std::size_t, More>> second;
+    std::vector<std::string> companions(keys.size());
+    const std::string tailFrom = "-" + std::to_string(m_options.prefixBytes);
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        const redisReply* pttl = replies[1 + 3 * i].get();
-        const redisReply* hm = replies[2 + 3 * i].get();
-        const redisReply* sl = replies[3 + 3 * i].get();
-        ttl[i] = reply::integer(pttl);
-        if (ttl[i] == -2)
+        const redisReply* pttl = replies[1 + 4 * i].get();
+        const redisReply* hm = replies[2 + 4 * i].get();
+        const redisReply* sl = replies[3 + 4 * i].get();
+        const redisReply* head = replies[4 + 4 * i].get();
+        const std::int64_t ttl = reply::integer(pttl);
+        if (ttl == -2)
             continue; // expired or deleted since SCAN returned it
+        KeyRead in;
+        in.key = keys[i];
+        in.ttlMs = ttl;
         if (!reply::isError(hm)) {
-            if (reply::isError(sl)) {
-                kinds[i] = Kind::Hash;
-            } // else: HMGET of an absent key and STRLEN 0: gone between the commands
-        } else if (!reply::isError(sl)) {
-            len[i] = reply::integer(sl);
-            kinds[i] = static_cast<std::size_t>(len[i]) > m_options.maxValueBytes ? Kind::BigString
-                                                                                    : Kind::SmallString;
+            if (!reply::isError(sl))
+                continue; // HMGET of an absent key and STRLEN 0: gone between the commands
+            in.type = "hash";
+            for (std::size_t f = 0; f < hashFields.size(); ++f)
+                if (const redisReply* v = reply::element(hm, f); !reply::isNil(v))
+                    in.fields.emplace_back(std::string(hashFields[f]), reply::str(v));
+        } else if (!reply::isError(sl) && !reply::isError(head)) {
+            in.type = "string";
+            in.valueBytes = reply::integer(sl);
+            in.value = reply::str(head);
+            if (in.valueBytes > static_cast<std::int64_t>(in.value.size()))
+                second.emplace_back(i, More::Tail);
         } else {
-            kinds[i] = Kind::Other;
+            second.emplace_back(i, More::Type);
         }
-        if (kinds[i] == Kind::SmallString || kinds[i] == Kind::Other)
-            second.push_back(i);
+        if (companions[i] = companionKey(keys[i]); !companions[i].empty())
+            second.emplace_back(i, More::Companion);
+        reads[i] = std::move(in);
     }
-    std::vector<ReplyPtr> more;
     if (!second.empty()) {
         std::vector<std::vector<std::string_view>> c2;
-        for (auto i : second)
-            c2.push_back({kinds[i] == Kind::SmallString ? "GET" : "TYPE", keys[i]});
-        more = m_connection.pipeline(c2);
-    }
-    std::size_t m = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        Record rec;
-        switch (kinds[i]) {
-        case Kind::Gone:
-            continue;
-        case Kind::Hash: {
-            const redisReply* hm = replies[2 + 3 * i].get();
-            std::vector<std::pair<std::string, std::string>> fields;
-            for (std::size_t f = 0; f < kSmallFields.size(); ++f) {
-                const redisReply* v = reply::element(hm, f);
-                if (!reply::isNil(v))
-                    fields.emplace_back(std::string(kSmallFields[f]), reply::str(v));
+        for (const auto& [i, what] : second)
+            c2.push_back(what == More::Type   ? std::vector<std::string_view>{"TYPE", keys[i]}
+                         : what == More::Tail ? std::vector<std::string_view>{"GETRANGE", keys[i], tailFrom, "-1"}
+                                              : std::vector<std::string_view>{"EXISTS", companions[i]});
+        const auto more = m_connection.pipeline(c2);
+        for (std::size_t m = 0; m < second.size(); ++m) {
+            auto& in = reads[second[m].first];
+            const redisReply* r = more[m].get();
+            switch (second[m].second) {
+            case More::Type:
+                in->type = reply::str(r);
+                if (in->type == "none" || reply::isError(r))
+                    in.reset(); // gone since the first round trip
+                break;
+            case More::Tail: in->tail = reply::isError(r) ? std::string() : reply::str(r); break;
+            case More::Companion: in->companionExists = !reply::isError(r) && reply::integer(r) == 1; break;
             }
-            o.ttlMs = ttl[i];
-            rec = decodeHash(std::move(fields), o);
-            rec.keyType = "hash";
-            break;
         }
-        case Kind::BigString:
-            rec = decodeOversized(static_cast<std::size_t>(len[i]));
-            rec.keyType = "string";
-            break;
-        case Kind::SmallString: {
-            const redisReply* v = more[m++].get();
-            if (reply::isNil(v) || reply::isError(v))
-                continue; // gone, or replaced by another type, since the first round trip
-            const std::string value = reply::str(v);
-            rec = decodeString(value, o);
-            rec.keyType = "string";
-            // what a guarded purge compares (redis.sha1hex in unlink_if.lua), not the value itself
-            rec.fields = {{"value_sha1", toHex(sha1(value))}};
-            break;
-        }
-        case Kind::Other: {
-            const std::string type = reply::str(more[m++].get());
-            if (type == "none")
-                continue;
-            rec = decodeOtherType(type);
-            rec.keyType = type;
-            break;
-        }
-        }
-        rec.key = keys[i];
-        rec.id = idFromKey(keys[i], m_options.keyNamespace);
-        if (rec.id.empty())
-            rec.id = keys[i];
-        rec.ttlMs = ttl[i];
-        out.push_back(std::move(rec));
     }
+    std::vector<Record> out;
+    out.reserve(keys.size());
+    for (auto& in : reads)
+        if (in)
+            out.push_back(decode(*in, o));
     return out;
 }
 

@@ -120,6 +120,8 @@ public:
     std::optional<Record> inspect(std::string_view id);
     // The same for any key (a monitor's pattern may match keys of other shapes).
     std::optional<Record> inspectKey(std::string_view key);
+    // The same, decoded with these options (nowMs 0: the server's clock, read with the key).
+    std::optional<Record> inspectKey(std::string_view key, const DecodeOptions& options);
     // The meta key's fields (fence counter, last operator action).
     std::vector<std::pair<std::string, std::string>> meta(std::string_view id);
     std::vector<std::pair<std::string, std::string>> hashFields(std::string_view key);
@@ -132,7 +134,7 @@ public:
 private:
     void checkId(std::string_view id) const;
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
-    std::optional<Record> inspectOn(Connection& c, const std::string& key, ReplyPtr& redirect);
+    std::optional<KeyRead> readKey(Connection& c, const std::string& key, std::int64_t& nowMs, ReplyPtr& redirect);
 
     // One script on the id's keys, routed (to the node serving its slot on a Redis Cluster); an
     // error reply is thrown. The owner scripts touch the record alone (Keys::Record), the

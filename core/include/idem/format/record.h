@@ -9,10 +9,37 @@
 
 namespace idem {
 
-enum class RecordFormat { Native, Json, Plain, Unknown };
-enum class RecordState { Started, Completed, Failed, Malformed };
-std::string_view nameOf(RecordFormat f);
-std::string_view nameOf(RecordState s);
+// Who wrote a record: one profile per library, each a small decoder that knows its library's key
+// shape, state words, lease and expiry fields and where the stored response is
+// (docs/formats.md). Unknown: no profile recognises the key.
+enum class RecordFormat : std::uint8_t {
+    Native,             // idem's own hash (lua/*.lua)
+    Powertools,         // AWS Powertools for Lambda, TypeScript (CachePersistenceLayer)
+    PowertoolsPython,   // AWS Powertools for Lambda, Python (RedisCachePersistenceLayer)
+    NodeIdempotency,    // @node-idempotency/core with its Redis storage adapter
+    ExpressIdempotency, // express-idempotency with express-idempotency-redis-adapter
+    IdempotentRequest,  // idempotent-request (Ruby, Qonto): a record and a lock key
+    Camel,              // Apache Camel's Redis idempotent repositories (message ids)
+    StatusJson,         // hand-written records: JSON (or a hash) with a "status" field
+    Plain,              // a plain status word ("PROCESSING", "COMPLETED")
+    Unknown,
+};
+inline constexpr int kRecordFormats = static_cast<int>(RecordFormat::Unknown) + 1;
+
+// STARTED / COMPLETED / FAILED as the writing library means them; EXPIRED: the library treats the
+// record as absent although the key still lives (the next call runs). The three kinds of "not a
+// record" are never confused: MALFORMED is a known format, broken (bad JSON, a status word the
+// format does not have, a time that cannot be one); FOREIGN is a valid key of something else (a
+// library's own mutex, a list, a message-id set); UNKNOWN is what no profile recognises.
+enum class RecordState : std::uint8_t { Started, Completed, Failed, Expired, Malformed, Foreign, Unknown };
+inline constexpr int kRecordStates = static_cast<int>(RecordState::Unknown) + 1;
+
+std::string_view nameOf(RecordFormat f);  // "idem", "powertools", ...
+std::string_view libraryOf(RecordFormat f); // "AWS Powertools for Lambda (TypeScript)", ...
+std::optional<RecordFormat> formatFromString(std::string_view name);
+std::string_view nameOf(RecordState s);   // "STARTED", ...
+// Not a record: malformed, foreign or unknown. Bulk actions never take these by state alone.
+bool notARecord(RecordState s);
 
 // One idempotency record as a monitor or `idemctl inspect` sees it, whoever wrote it.
 struct Record {
@@ -20,14 +47,20 @@ struct Record {
     std::string id;
     std::string keyType; // Redis type of the key: "hash", "string", "list", ... (when read)
     RecordFormat format = RecordFormat::Unknown;
-    RecordState state = RecordState::Malformed;
-    std::string rawStatus; // the status as written ("PROCESSING", "STARTED", ...)
-    std::string reason;    // why it is Malformed
-    bool stale = false;    // STARTED and its lease (or lock_expiry, or age threshold) has passed
+    RecordState state = RecordState::Unknown;
+    std::string rawStatus; // the status as written ("INPROGRESS", "COMPLETE", ...; empty if none)
+    std::string reason;    // malformed / foreign / unknown: why; otherwise what to know (one line)
+    bool stale = false;    // STARTED, and its lease (or the in-progress window) has passed
     std::string staleWhy;
-    bool terminal = false; // FAILED and terminal
+    bool blocked = false;  // STARTED with no lease: the library blocks the key until its TTL ends
+    bool terminal = false; // FAILED and terminal (duplicates get the failure back)
+    bool partial = false;  // classified from a prefix of a larger value (the rest was not read)
     std::int64_t ttlMs = -2; // PTTL: -1 = no TTL (flag it), -2 = unknown / not read
     std::optional<std::int64_t> createdMs, startedMs, leaseUntilMs, finishedMs;
+    std::optional<std::int64_t> expiresMs; // the library's own expiry (Powertools' expiration)
+    // When the record turns stale (STARTED: its lease, or start + the in-progress window) or
+    // expired (COMPLETED past the library's expiry), on the server's clock; what a view counts down
+    std::optional<std::int64_t> changesAtMs;
     std::string owner; // token
     std::string fingerprint;
     std::int64_t fence = 0;
@@ -36,30 +69,68 @@ struct Record {
     std::string error;
     std::string opBy, opReason, op;
     std::optional<std::int64_t> opAtMs;
+    // strings: the value's length and the SHA1 (hex) of its first `guardBytes` bytes: what a
+    // guarded purge compares (unlink_if.lua), without reading a large value
+    std::int64_t valueBytes = -1;
+    std::size_t guardBytes = 0;
+    std::string guardSha1;
     std::vector<std::pair<std::string, std::string>> fields; // everything read, in order
+};
+
+// What a reader fetched for one key; decode() turns it into a Record.
+struct KeyRead {
+    std::string key;
+    std::string type;   // "hash", "string", "list", ...
+    std::int64_t ttlMs = -2;
+    std::vector<std::pair<std::string, std::string>> fields; // hash: the fields read
+    std::string value;  // string: the whole value, or its first bytes
+    std::string tail;   // string: its last bytes, when `value` is only the first ones
+    std::int64_t valueBytes = -1; // string: its length (STRLEN)
+    bool companionExists = false; // the key's companion (companionKey()) exists
 };
 
 struct DecodeOptions {
     std::int64_t nowMs = 0;                  // server clock
-    std::int64_t staleAfterMs = 15 * 60'000; // foreign records with only started_at
-    std::size_t maxValueBytes = 4 * 1024 * 1024; // larger string values are not parsed
-    // The key's PTTL, read with the record (-2: not read). idem's COMPLETED records keep their
-    // retention instead of a finishing time: they finished at nowMs + ttlMs - retention_ms.
-    std::int64_t ttlMs = -2;
+    std::string keyNamespace = "idempotency"; // idem's records live at <namespace>:{<id>}
+    // How long a record with no lease may be in progress before it counts as stale: records of
+    // libraries that write no deadline (only a start time, or a start derived from the TTL)
+    std::int64_t staleAfterMs = 15 * 60'000;
+    // The TTL node-idempotency and express-idempotency are configured to give their records (both
+    // 24 h by default): an in-progress record's age is that minus the key's TTL. 0: not known, so
+    // their in-progress records have no known start and never turn stale (a guess too long would
+    // make live locks look stale).
+    std::int64_t writerTtlMs = 0;
+    std::optional<RecordFormat> format; // every key read as this profile (a namespace known to hold one library's records)
+    std::int64_t ttlMs = -2;            // the key's PTTL when decodeHash/decodeString are called directly
 };
 
-// The native hash written by lua/*.lua.
-Record decodeHash(std::vector<std::pair<std::string, std::string>> fields, const DecodeOptions& o);
-// A string value: JSON records of other implementations ({"status":"STARTED",...}) or a plain
-// status word ("PROCESSING", "COMPLETED"). Anything else comes back Malformed with a reason.
-Record decodeString(std::string_view value, const DecodeOptions& o);
-// A string value too large to fetch or parse: Malformed, with its size in the reason.
-Record decodeOversized(std::size_t bytes);
-// A key of another type (list, set, zset, stream, ...): Malformed.
-Record decodeOtherType(std::string_view type);
+// The profile that claims the key and its decoding: what every reader (list, stats, inspect, the
+// console's rows and inspector) uses. Never throws on what the key holds.
+Record decode(const KeyRead& in, const DecodeOptions& o);
 
-// Parses a timestamp as foreign formats write it: epoch seconds or milliseconds (number or
-// numeric string, fractions allowed) or ISO 8601 ("2024-05-01T12:00:00.5Z", "+02:00" offsets).
+// The hash fields a monitor reads with HMGET to classify a hash (never a stored response).
+const std::vector<std::string_view>& hashFieldsToRead();
+// A key whose existence changes what `key` means (idempotent-request's lock beside its record),
+// or empty. Readers fetch EXISTS of it and pass KeyRead::companionExists.
+std::string companionKey(std::string_view key);
+
+// What a field of a format means, for the inspector.
+enum class FieldTime : std::uint8_t { None, Seconds, Millis, Micros, Any }; // Any: seconds, ms or ISO 8601
+struct FieldDoc {
+    std::string_view name;
+    std::string_view meaning;
+    FieldTime time = FieldTime::None;
+};
+const std::vector<FieldDoc>& fieldDocs(RecordFormat f);
+const FieldDoc* fieldDoc(RecordFormat f, std::string_view name);
+
+// Shorthands over decode() for idem's hash and for a whole string value.
+Record decodeHash(std::vector<std::pair<std::string, std::string>> fields, const DecodeOptions& o);
+Record decodeString(std::string_view value, const DecodeOptions& o);
+
+// A timestamp as foreign formats write it: epoch seconds or milliseconds (number or numeric
+// string, fractions allowed) or ISO 8601 ("2024-05-01T12:00:00.5Z", "+02:00" offsets); nullopt
+// for anything that cannot be a time between 1970 and 9999.
 std::optional<std::int64_t> parseTimestampMs(std::string_view s);
 
 // The id inside <namespace>:{<id>}; empty when the key does not have that shape.

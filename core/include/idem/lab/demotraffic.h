@@ -3,6 +3,7 @@
 #include "idem/redis/options.h"
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -20,8 +21,9 @@ struct DemoTrafficOptions {
 
 // Synthetic traffic for demos and the console's embedded default: workers executing orders
 // through the real state machine (live leases, completions, duplicates, failures of every
-// policy, locks left to go stale), plus records as other implementations write them and a few
-// malformed keys. Everything has a TTL except the one key that shows what "no TTL" looks like.
+// policy, locks left to go stale), plus records as other libraries write them (AWS Powertools,
+// node-idempotency, express-idempotency, idempotent-request, under their own key shapes) and a
+// few malformed keys. Everything has a TTL except the one key that shows what "no TTL" looks like.
 class DemoTraffic {
 public:
     DemoTraffic(ConnectionOptions connection, DemoTrafficOptions options = {});
@@ -36,6 +38,7 @@ public:
 
 private:
     void work(int worker);
+    static std::vector<std::vector<std::string>> peerRecords(std::int64_t nowS);
     bool sleepFor(Millis d); // false when stopping
 
     ConnectionOptions m_connection;

@@ -14,8 +14,16 @@ struct MonitorOptions {
     std::string keyNamespace = "idempotency";
     std::string pattern;                     // SCAN MATCH; empty = "<namespace>:*"
     std::size_t scanCount = 500;             // SCAN COUNT: bounded, never KEYS
-    std::int64_t staleAfterMs = 15 * 60'000; // foreign records with only started_at
-    std::size_t maxValueBytes = 64 * 1024;   // larger strings are not fetched: malformed
+    // Records with no lease (a start time only, or one derived from the TTL) count as stale once
+    // in progress this long.
+    std::int64_t staleAfterMs = 15 * 60'000;
+    std::int64_t writerTtlMs = 0; // see DecodeOptions::writerTtlMs
+    // Classify as of this server time instead of now (a captured store replayed; tests); 0: now.
+    std::int64_t asOfMs = 0;
+    // Strings are classified from their first (and, when longer, last) prefixBytes: a large value
+    // is never read whole.
+    std::size_t prefixBytes = 8 * 1024;
+    std::optional<RecordFormat> format; // every key read as this profile (--format)
 };
 
 // One SCAN step: the keys it returned, classified. Meta keys are skipped; keys that expired or
@@ -41,32 +49,42 @@ struct ScanCoverage {
 // Asks INFO cluster and, on a cluster, CLUSTER NODES (both O(nodes), never a key scan).
 ScanCoverage scanCoverage(Connection& c);
 
-enum class StateFilter { Any, Started, Stale, Completed, Failed, Malformed, NoTtl };
-std::optional<StateFilter> stateFilterFromString(std::string_view s); // "started", "stale", ..., "no-ttl"
+enum class StateFilter { Any, Started, Stale, Blocked, Completed, Failed, Expired, Malformed, Foreign, Unknown, NoTtl };
+// "started", "stale", "blocked", "completed", "failed", "expired", "malformed", "foreign",
+// "unknown", "no-ttl" (and "any")
+std::optional<StateFilter> stateFilterFromString(std::string_view s);
+std::string_view nameOf(StateFilter f);
 bool matches(const Record& r, StateFilter f);
+// Whether a bulk action may take keys of this filter by state alone: never the keys that are not
+// records (malformed, foreign, unknown) nor everything (any, no-ttl); those need a pattern too.
+bool bulkByStateAlone(StateFilter f);
 
 struct Stats {
-    std::size_t total = 0, started = 0, stale = 0, completed = 0, failed = 0, malformed = 0, noTtl = 0;
+    std::size_t total = 0, started = 0, stale = 0, blocked = 0, completed = 0, failed = 0, expired = 0,
+                malformed = 0, foreign = 0, unknown = 0, noTtl = 0;
     void add(const Record& r);
+    // "started 3 (stale 1), completed 2, foreign 1": the non-zero counts
+    std::string summary() const;
 };
 
 // Reads an idempotency store without harming it: SCAN with a bounded COUNT, and per page one
-// pipelined round trip of PTTL + HMGET of the small fields (never the stored response) + STRLEN;
-// a second one only for strings (GET, when small) and for other types (TYPE). Not thread-safe:
-// one Monitor per connection.
+// pipelined round trip of PTTL + HMGET of the small fields (never a stored response) + STRLEN +
+// GETRANGE of a string's first bytes; a second one only for other types (TYPE), the last bytes of
+// large strings and companion keys (EXISTS). Not thread-safe: one Monitor per connection.
 class Monitor {
 public:
     Monitor(Connection& connection, MonitorOptions options);
     ScanPage scanPage(const std::string& cursor);
     // Classifies these keys now (keyspace notifications, refresh of visible rows).
     std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr);
-    // Unlinks the record if it still is what `seen` describes (state, owner, lease; or the
-    // SHA1 of a string value). Returns false if it changed or is gone.
+    // Unlinks the record if it still is what `seen` describes (state, owner, lease; or a string's
+    // length and the SHA1 of its first bytes). Returns false if it changed or is gone.
     bool unlinkIfUnchanged(const Record& seen);
     // Many unlinkIfUnchanged in one pipelined round trip; returns how many were unlinked.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
 
     const MonitorOptions& options() const { return m_options; }
+    DecodeOptions decodeOptions(std::int64_t nowMs) const;
     std::string pattern() const;
     bool isMetaKey(std::string_view key) const;
 

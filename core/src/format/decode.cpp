@@ -1,0 +1,243 @@
+// decode(): which profile reads a key, and what every profile shares.
+#include "format/profile.h"
+
+#include "idem/duration.h"
+#include "idem/hash.h"
+
+#include <algorithm>
+
+namespace idem {
+
+namespace format {
+
+const std::vector<const Profile*>& profiles()
+{
+    // Asked in this order when no key shape decides: the libraries with a signature of their own
+    // first, the loose hand-written shapes last.
+    static const std::vector<const Profile*> all = {&native,      &powertools,        &powertoolsPython,
+                                                    &nodeIdempotency, &expressIdempotency, &idempotentRequest,
+                                                    &camel,       &statusJson,        &plain};
+    return all;
+}
+
+const Profile& profileOf(RecordFormat f)
+{
+    for (const Profile* p : profiles())
+        if (p->format == f)
+            return *p;
+    return statusJson;
+}
+
+Record make(RecordFormat f, RecordState s)
+{
+    Record r;
+    r.format = f;
+    r.state = s;
+    return r;
+}
+
+Record malformed(RecordFormat f, std::string reason)
+{
+    Record r = make(f, RecordState::Malformed);
+    r.reason = std::move(reason);
+    return r;
+}
+
+Record foreign(RecordFormat f, std::string reason)
+{
+    Record r = make(f, RecordState::Foreign);
+    r.reason = std::move(reason);
+    return r;
+}
+
+void settleStarted(Record& r, const DecodeOptions& o)
+{
+    if (r.state != RecordState::Started)
+        return;
+    if (r.leaseUntilMs) {
+        r.changesAtMs = r.leaseUntilMs;
+        if (o.nowMs > 0 && *r.leaseUntilMs <= o.nowMs) {
+            r.stale = true;
+            r.staleWhy = "lease expired " + formatDuration(Millis(o.nowMs - *r.leaseUntilMs)) + " ago";
+        }
+        return;
+    }
+    r.blocked = true;
+    if (!r.startedMs)
+        return;
+    r.changesAtMs = *r.startedMs + o.staleAfterMs;
+    if (o.nowMs > 0 && o.nowMs - *r.startedMs > o.staleAfterMs) {
+        r.stale = true;
+        r.staleWhy = "in progress for " + formatDuration(Millis((o.nowMs - *r.startedMs) / 1000 * 1000)) +
+                     ", over the " + formatDuration(Millis(o.staleAfterMs)) + " window, with no lease deadline";
+    }
+}
+
+std::optional<std::int64_t> timeMember(const json::Object& j, std::string_view name, timefield::Unit unit,
+                                       std::string* why)
+{
+    const json::Member* m = j.find(name);
+    if (!m || m->kind == json::Kind::Null || m->cut)
+        return std::nullopt;
+    std::string whyNot;
+    std::optional<std::int64_t> t;
+    if (m->kind == json::Kind::Number || m->kind == json::Kind::String)
+        t = timefield::fromText(m->text, unit, &whyNot);
+    else
+        whyNot = "not a time";
+    if (!t && why && why->empty())
+        *why = std::string(name) + " is " + whyNot;
+    return t;
+}
+
+std::string rawMember(const Input& in, const json::Member& m)
+{
+    const std::string& text = m.fromTail ? in.in.tail : in.in.value;
+    if (m.cut || m.end < m.begin || m.end > text.size())
+        return {};
+    return text.substr(m.begin, m.end - m.begin);
+}
+
+void addMembers(Record& r, const Input& in)
+{
+    if (!in.object)
+        return;
+    for (const json::Member& m : in.object->members) {
+        if (m.cut)
+            r.fields.emplace_back(m.key, "(not read: the value is larger than what was read)");
+        else if (m.kind == json::Kind::String)
+            r.fields.emplace_back(m.key, m.text);
+        else
+            r.fields.emplace_back(m.key, rawMember(in, m));
+    }
+}
+
+std::string quoted(std::string_view s)
+{
+    std::string out;
+    for (char c : s.substr(0, 40))
+        out.push_back(static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+    return "'" + out + (s.size() > 40 ? "…'" : "'");
+}
+
+std::optional<std::int64_t> startFromTtl(const Input& in)
+{
+    if (in.o.writerTtlMs <= 0 || in.in.ttlMs < 0 || in.o.nowMs <= 0 || in.in.ttlMs > in.o.writerTtlMs)
+        return std::nullopt;
+    return in.o.nowMs - (in.o.writerTtlMs - in.in.ttlMs);
+}
+
+} // namespace format
+
+using namespace format;
+
+namespace {
+
+bool startsJsonObject(std::string_view v)
+{
+    std::size_t i = 0;
+    while (i < v.size() && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r'))
+        ++i;
+    return i < v.size() && v[i] == '{';
+}
+
+} // namespace
+
+Record decode(const KeyRead& in, const DecodeOptions& o)
+{
+    Input x{in, o};
+    json::Object object;
+    x.prefix = in.type == "string" && in.valueBytes > static_cast<std::int64_t>(in.value.size());
+    if (in.type == "string" && startsJsonObject(in.value)) {
+        object = json::scanObject(in.value, x.prefix);
+        if (x.prefix && object.cut && !in.tail.empty()) // the last members, from the tail
+            for (json::Member& m : json::scanTail(in.tail))
+                if (!object.has(m.key))
+                    object.members.push_back(std::move(m));
+        x.object = &object;
+    }
+    std::optional<Record> got;
+    if (o.format) {
+        got = profileOf(*o.format).decode(x, true);
+    } else {
+        for (const Profile* p : profiles())
+            if (p->ownsKey(in.key, o) && (got = p->decode(x, true)))
+                break;
+        for (auto it = profiles().begin(); !got && it != profiles().end(); ++it)
+            got = (*it)->decode(x, false);
+    }
+    // No profile took it: another type is a valid key of something else (a queue, a set of
+    // message ids); a string or a hash is unknown
+    Record r;
+    if (got) {
+        r = std::move(*got);
+    } else if (o.format) {
+        // the operator said whose records these are: what that library cannot read is malformed
+        r = malformed(*o.format, "not a record " + std::string(libraryOf(*o.format)) + " writes: a " + in.type +
+                                     (in.type == "string" ? " " + quoted(in.value) : std::string()));
+    } else if (in.type == "hash") {
+        r = make(RecordFormat::Unknown, RecordState::Unknown);
+        r.reason = "a hash without a 'state' or 'status' field";
+    } else if (in.type == "string") {
+        r = make(RecordFormat::Unknown, RecordState::Unknown);
+        if (x.object && !x.object->error.empty())
+            r.reason = x.object->error;
+        else if (x.object)
+            r.reason = "a JSON object no known library writes";
+        else
+            r.reason = "a string no known library writes: " + quoted(in.value);
+    } else {
+        r = foreign(RecordFormat::Unknown, "a " + in.type + ": not a record of any known library");
+    }
+    r.key = in.key;
+    r.keyType = in.type;
+    r.ttlMs = in.ttlMs;
+    r.id = idFromKey(in.key, o.keyNamespace);
+    if (r.id.empty())
+        r.id = in.key;
+    if (in.type == "string") {
+        r.valueBytes = in.valueBytes >= 0 ? in.valueBytes : static_cast<std::int64_t>(in.value.size());
+        r.guardBytes = in.value.size();
+        r.guardSha1 = toHex(sha1(in.value));
+        r.partial = r.partial || x.prefix;
+    }
+    return r;
+}
+
+const std::vector<std::string_view>& hashFieldsToRead()
+{
+    // the small fields of idem's hash and of hand-written status hashes; never `response` or
+    // `error` (they can be large)
+    static const std::vector<std::string_view> f = {
+        "state",        "token",    "fence",   "attempt",     "started_ms", "lease_until_ms", "created_ms",
+        "finished_ms",  "failure",  "fp",      "op",          "op_by",      "op_at_ms",       "op_reason",
+        "retention_ms", "lease_ms", "status",  "lock_expiry", "started_at"};
+    return f;
+}
+
+std::string companionKey(std::string_view key)
+{
+    // idempotent-request: a lock at <ns>:lock:<key> means little while its record <ns>:<key> exists
+    constexpr std::string_view lock = "idempotency_keys:lock:";
+    if (key.starts_with(lock))
+        return "idempotency_keys:" + std::string(key.substr(lock.size()));
+    return {};
+}
+
+const std::vector<FieldDoc>& fieldDocs(RecordFormat f)
+{
+    static const std::vector<FieldDoc> none;
+    if (f == RecordFormat::Unknown)
+        return none;
+    return *profileOf(f).docs;
+}
+
+const FieldDoc* fieldDoc(RecordFormat f, std::string_view name)
+{
+    for (const FieldDoc& d : fieldDocs(f))
+        if (d.name == name)
+            return &d;
+    return nullptr;
+}
+
+} // namespace idem

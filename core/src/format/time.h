@@ -1,0 +1,23 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+// Times as other libraries write them, read without trusting them: a number outside what a time
+// can be (negative, past year 9999, exponent notation, not a number) is refused with a reason, so a
+// record holding one is malformed - never a lease that looks expired, never a purge candidate.
+namespace idem::timefield {
+
+enum class Unit { Seconds, Millis, Micros, Guess }; // Guess: below 1e11 seconds, else milliseconds
+
+constexpr std::int64_t kMaxMs = 253'402'300'799'999; // 9999-12-31T23:59:59.999Z
+
+// A decimal number (digits, an optional fraction; no sign, no exponent) in `unit`, as ms since
+// the epoch; nullopt with *why set otherwise.
+std::optional<std::int64_t> fromNumber(std::string_view digits, Unit unit, std::string* why);
+// The same, or an ISO 8601 text ("2024-05-01T12:00:00.5Z", "+02:00" offsets) when `unit` is Guess.
+std::optional<std::int64_t> fromText(std::string_view text, Unit unit, std::string* why);
+
+} // namespace idem::timefield

@@ -1,0 +1,265 @@
+// The format profiles on values made here: the JSON scanner on whole values, prefixes and tails,
+// times that cannot be times, each profile's key shapes and edge cases, a large value read by its
+// first and last bytes, and --format. (tst_peers holds what the real libraries wrote.)
+#include "idem/format/jsonscan.h"
+#include "idem/format/record.h"
+#include "testsupport.h"
+
+#include <QtTest>
+
+using idem::RecordFormat;
+using idem::RecordState;
+namespace json = idem::json;
+
+namespace {
+
+constexpr std::int64_t kNow = 1'795'431'450'000; // 2026-11-23, as the corpus
+
+idem::Record read(const std::string& key, const std::string& value, std::int64_t ttlMs = 30'000,
+                  idem::DecodeOptions o = {}, std::size_t prefix = 0)
+{
+    idem::KeyRead in;
+    in.key = key;
+    in.type = "string";
+    in.ttlMs = ttlMs;
+    in.valueBytes = static_cast<std::int64_t>(value.size());
+    if (prefix && value.size() > prefix) {
+        in.value = value.substr(0, prefix);
+        in.tail = value.substr(value.size() - prefix);
+    } else {
+        in.value = value;
+    }
+    if (o.nowMs == 0)
+        o.nowMs = kNow;
+    return idem::decode(in, o);
+}
+
+
+} // namespace
+
+class TestFormats : public QObject {
+    Q_OBJECT
+private slots:
+    void scanWholeObjects()
+    {
+        const auto j = json::scanObject(" {\"a\":\"x\\\"y\\u00e9\\ud83d\\ude00\",\"b\":-1.5e3,\"c\":{\"d\":[1,{\"e\":null}]},\"f\":true} ", false);
+        QVERIFY(j.error.empty());
+        QVERIFY(j.complete && j.isObject && !j.cut);
+        QCOMPARE(j.members.size(), std::size_t(4));
+        QCOMPARE(*j.string("a"), std::string("x\"y\xc3\xa9\xf0\x9f\x98\x80"));
+        QCOMPARE(j.find("b")->text, std::string("-1.5e3"));
+        QCOMPARE(j.find("c")->kind, json::Kind::Object);
+        QCOMPARE(j.find("f")->kind, json::Kind::True);
+        // the last of a repeated member wins, as JSON.parse has it
+        QCOMPARE(*json::scanObject("{\"s\":\"a\",\"s\":\"b\"}", false).string("s"), std::string("b"));
+    }
+
+    void scanRefusals_data()
+    {
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QString>("why");
+        QTest::newRow("cut") << QByteArray("{\"a\":1") << u"unexpected end"_qs;
+        QTest::newRow("trailing comma") << QByteArray("{\"a\":1,}") << u"member name"_qs;
+        QTest::newRow("bare word") << QByteArray("{\"a\":tru}") << u"bad literal"_qs;
+        QTest::newRow("leading zero") << QByteArray("{\"a\":01}") << u"expected ','"_qs;
+        QTest::newRow("control char") << QByteArray("{\"a\":\"x\ny\"}") << u"control character"_qs;
+        QTest::newRow("lone surrogate") << QByteArray("{\"a\":\"\\udc00\"}") << u"surrogate"_qs;
+        QTest::newRow("text after") << QByteArray("{\"a\":1} x") << u"text after"_qs;
+        QTest::newRow("array") << QByteArray("[1,2]") << u"not an object"_qs;
+        QTest::newRow("deep") << QByteArray("{\"a\":" + QByteArray(200, '[') + QByteArray(200, ']') + "}")
+                              << u"nested too deeply"_qs;
+    }
+    void scanRefusals()
+    {
+        QFETCH(QByteArray, text);
+        QFETCH(QString, why);
+        const auto j = json::scanObject(text.toStdString(), false);
+        QVERIFY2(QString::fromStdString(j.error).contains(why), j.error.c_str());
+        QVERIFY(!j.complete);
+    }
+
+    void scanPrefixAndTail()
+    {
+        const std::string big = "{\"status\":\"COMPLETED\",\"expiration\":1795431481,\"data\":{\"blob\":\"" +
+                                std::string(100'000, 'a') + "\"},\"done\":true}";
+        const auto head = json::scanObject(big.substr(0, 200), true);
+        QVERIFY(head.error.empty());
+        QVERIFY(head.cut && !head.complete);
+        QCOMPARE(*head.string("status"), std::string("COMPLETED"));
+        QVERIFY(head.find("data")->cut);
+        // the tail: members after the cut, never something inside a string or a nested value
+        const auto tail = json::scanTail(big.substr(big.size() - 200));
+        QCOMPARE(tail.size(), std::size_t(1));
+        QCOMPARE(tail.front().key, std::string("done"));
+        QVERIFY(json::scanTail("aaa\",\"x\":1}}").empty()); // would close the nested object, not the record
+        QVERIFY(json::scanTail("aa,\\\"x\\\":1}\"}").empty()); // inside a string a quote is escaped: aa,\"x\":1}"}
+        // ...and a prefix cut in a number is not an error
+        QVERIFY(json::scanObject("{\"a\":12", true).error.empty());
+        QCOMPARE(*json::stringArray("[\"a\",\"b\\n\"]"), (std::vector<std::string>{"a", "b\n"}));
+        QVERIFY(!json::stringArray("[\"a\",1]"));
+    }
+
+    // a time that cannot be one makes the record malformed with a reason: never a lock whose lease
+    // looks long expired (a purge candidate), never undefined behaviour
+    void timesOutOfRange_data()
+    {
+        QTest::addColumn<QByteArray>("expiry");
+        QTest::addColumn<QString>("why");
+        QTest::newRow("far future") << QByteArray("\"9999999999999999999999\"") << u"past year 9999"_qs;
+        QTest::newRow("far future number") << QByteArray("99999999999999999") << u"past year 9999"_qs;
+        QTest::newRow("negative") << QByteArray("-1700000000") << u"negative"_qs;
+        QTest::newRow("exponent") << QByteArray("1.7e12") << u"exponent"_qs;
+        QTest::newRow("words") << QByteArray("\"tomorrow\"") << u"not a time"_qs;
+        QTest::newRow("object") << QByteArray("{\"s\":1}") << u"not a time"_qs;
+    }
+    void timesOutOfRange()
+    {
+        QFETCH(QByteArray, expiry);
+        QFETCH(QString, why);
+        const auto r = read("fn#HXoPuS989n9jdP6e7H2ySg==",
+                            "{\"status\":\"INPROGRESS\",\"expiration\":1795431481,\"in_progress_expiration\":" +
+                                expiry.toStdString() + "}");
+        QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+        QVERIFY(!r.stale);
+        QVERIFY2(QString::fromStdString(r.reason).contains(why), r.reason.c_str());
+        QVERIFY(!idem::parseTimestampMs(expiry.toStdString()));
+    }
+
+    void powertoolsShapes()
+    {
+        const std::string ts = "orders#HXoPuS989n9jdP6e7H2ySg==", py = "app.handler#6775d2c92fdf7044223899b6dd8c2f4a";
+        // live, orphaned, without a deadline, completed, expired, a status it does not have
+        auto r = read(ts, "{\"status\":\"INPROGRESS\",\"expiration\":1795431481,\"in_progress_expiration\":1795431510951}");
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(!r.stale && !r.blocked);
+        QCOMPARE(r.changesAtMs, std::optional<std::int64_t>(1795431510951));
+        r = read(ts, "{\"status\":\"INPROGRESS\",\"expiration\":1795431481,\"in_progress_expiration\":1795431449000}");
+        QVERIFY(r.stale);
+        r = read(ts, "{\"status\":\"INPROGRESS\",\"expiration\":1795431481}");
+        QVERIFY(r.stale);
+        QVERIFY(r.staleWhy.find("Lambda context") != std::string::npos);
+        r = read(ts, "{\"status\":\"COMPLETED\",\"expiration\":1795431481,\"data\":{\"x\":1}}");
+        QCOMPARE(r.state, RecordState::Completed);
+        QCOMPARE(*r.response, std::string("{\"x\":1}"));
+        QCOMPARE(r.changesAtMs, std::optional<std::int64_t>(1795431481000)); // turns EXPIRED then
+        r = read(ts, "{\"status\":\"COMPLETED\",\"expiration\":1795431449}");
+        QCOMPARE(r.state, RecordState::Expired);
+        r = read(ts, "{\"status\":\"FAILED\",\"expiration\":1795431481}");
+        QCOMPARE(r.state, RecordState::Malformed);
+        QVERIFY(r.reason.find("every call fails") != std::string::npos);
+        r = read(ts, "not json");
+        QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+        r = read(ts + ":lock", "true");
+        QCOMPARE(r.state, RecordState::Foreign);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+        // Python: hex hash, json.dumps spacing, data a JSON string
+        r = read(py, "{\"data\": \"{\\\"x\\\": 1}\", \"status\": \"COMPLETED\", \"expiration\": 1795431481}");
+        QCOMPARE(r.format, RecordFormat::PowertoolsPython);
+        QCOMPARE(*r.response, std::string("{\"x\": 1}"));
+        // without the key shape, the signature and the spacing decide
+        QCOMPARE(read("elsewhere", "{\"status\":\"INPROGRESS\",\"expiration\":1795431481}").format, RecordFormat::Powertools);
+        QCOMPARE(read("elsewhere", "{\"status\": \"INPROGRESS\", \"expiration\": 1795431481}").format,
+                 RecordFormat::PowertoolsPython);
+    }
+
+    // Python writes data first: a 1 MB record's status is at its end, and is read from the tail
+    void largeValueByHeadAndTail()
+    {
+        const std::string big = "{\"data\": \"" + std::string(1 << 20, 'a') +
+                                "\", \"status\": \"COMPLETED\", \"expiration\": 1795431481}";
+        auto r = read("app.handler#6775d2c92fdf7044223899b6dd8c2f4a", big, 30'000, {}, 8192);
+        QCOMPARE(r.state, RecordState::Completed);
+        QVERIFY(r.partial);
+        QVERIFY(!r.response); // not read
+        QCOMPARE(r.valueBytes, std::int64_t(big.size()));
+        QCOMPARE(r.guardBytes, std::size_t(8192));
+        // an express-idempotency request larger than both ends: not known, never guessed
+        const std::string req = "{\"request\":{\"body\":\"" + std::string(1 << 20, 'b') + "\"}}";
+        r = read("key-1", req, 30'000, {}, 8192);
+        QCOMPARE(r.format, RecordFormat::ExpressIdempotency);
+        QCOMPARE(r.state, RecordState::Unknown);
+        const std::string done = req.substr(0, req.size() - 1) + ",\"response\":{\"statusCode\":201,\"body\":\"ok\"}}";
+        r = read("key-1", done, 30'000, {}, 8192);
+        QCOMPARE(r.state, RecordState::Completed);
+    }
+
+    void noLeaseLibraries()
+    {
+        idem::DecodeOptions o;
+        // node-idempotency: blocked until its TTL; its age from the TTL once the writer's TTL is known
+        auto r = read("node-idempotency:POST:/orders:k", "{\"status\":\"IN_PROGRESS\",\"fingerPrint\":\"ab\"}", 30'000, o);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.blocked && !r.stale);
+        QVERIFY(!r.startedMs); // unknown: never stale on a guess
+        o.writerTtlMs = 24LL * 3'600'000;
+        r = read("node-idempotency:POST:/orders:k", "{\"status\":\"IN_PROGRESS\",\"fingerPrint\":\"ab\"}", 30'000, o);
+        QVERIFY(r.blocked && r.stale); // in progress for 23h59m30s, over the 15 min window
+        r = read("node-idempotency:POST:/orders:k", "{\"status\":\"DONE\"}", 30'000, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::NodeIdempotency);
+        // express-idempotency: no response yet
+        r = read("raw-key", "{\"request\":{\"url\":\"/o\",\"method\":\"POST\"}}", 86'000'000, o);
+        QCOMPARE(r.format, RecordFormat::ExpressIdempotency);
+        QVERIFY(r.blocked && !r.stale);
+        // idempotent-request: the lock's value is its start
+        r = read("idempotency_keys:lock:k", "1795431000.5", 86'000'000, o);
+        QCOMPARE(r.format, RecordFormat::IdempotentRequest);
+        QCOMPARE(r.startedMs, std::optional<std::int64_t>(1795431000500));
+        QVERIFY(!r.stale);
+        r = read("idempotency_keys:lock:k", "1795420000", -1, o);
+        QVERIFY(r.stale); // three hours, no TTL: held for ever
+        r = read("idempotency_keys:lock:k", "soon", 1000, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+    }
+
+    void forcedFormat()
+    {
+        idem::DecodeOptions o;
+        o.format = RecordFormat::NodeIdempotency;
+        auto r = read("anything", "{\"status\":\"IN_PROGRESS\"}", 30'000, o);
+        QCOMPARE(r.format, RecordFormat::NodeIdempotency);
+        QCOMPARE(r.state, RecordState::Started);
+        r = read("anything", "{\"request\":{}}", 30'000, o); // what the operator said it is not
+        QCOMPARE(r.state, RecordState::Malformed);
+        o.format = RecordFormat::Native; // a string where idem keeps hashes
+        r = read("anything", "PROCESSING", 30'000, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::Native);
+        o.format = RecordFormat::Plain;
+        r = read("anything", "{\"status\":\"STARTED\"}", 30'000, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::Plain);
+        QCOMPARE(idem::formatFromString("express-idempotency"), std::optional(RecordFormat::ExpressIdempotency));
+        QVERIFY(!idem::formatFromString("kong"));
+        for (int f = 0; f < idem::kRecordFormats; ++f) // every format has a name that reads back
+            QCOMPARE(idem::formatFromString(idem::nameOf(static_cast<RecordFormat>(f))),
+                     std::optional(static_cast<RecordFormat>(f)));
+    }
+
+    void unknownAndForeign()
+    {
+        auto r = read("cache:user:7", "{\"name\":\"ada\"}");
+        QCOMPARE(r.state, RecordState::Unknown);
+        r = read("session:x", "opaque");
+        QCOMPARE(r.state, RecordState::Unknown);
+        r = read("camel-payments:pay-1", "pay-1");
+        QCOMPARE(r.state, RecordState::Foreign);
+        QCOMPARE(r.format, RecordFormat::Camel);
+        idem::KeyRead in;
+        in.key = "queue";
+        in.type = "list";
+        r = idem::decode(in, {});
+        QCOMPARE(r.state, RecordState::Foreign);
+        // every field a profile documents says what it means
+        for (int f = 0; f + 1 < idem::kRecordFormats; ++f)
+            for (const auto& d : idem::fieldDocs(static_cast<RecordFormat>(f)))
+                QVERIFY(!d.meaning.empty());
+        QVERIFY(idem::fieldDoc(RecordFormat::Powertools, "expiration"));
+        QCOMPARE(idem::fieldDoc(RecordFormat::Powertools, "expiration")->time, idem::FieldTime::Seconds);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFormats)
+#include "tst_formats.moc"
