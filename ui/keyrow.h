@@ -23,24 +23,26 @@ struct KeyRow {
         Partial = 32,      // classified from the first and last bytes of a larger value
     };
 
-    QByteArray key;          // the Redis key, as bytes
-    QByteArray guard;        // hash: the owner token; string: SHA1 of its first guardBytes (20 bytes)
-    QString note;            // a foreign hash's raw status; else why not a record, or what to know
-    qint64 expiresAtMs = -1; // server clock; -1: the key has no TTL
-    qint64 createdMs = 0;    // server clock; 0: unknown
-    qint64 leaseUntilMs = 0; // server clock; 0: none
-    // server clock; 0: none. STARTED turns stale then (its lease, or its start + the in-progress
-    // window); COMPLETED turns EXPIRED (its library's own expiry)
-    qint64 changesAtMs = 0;
-    qint64 fence = 0;
-    qint32 attempt = 0;
-    quint32 seenInGeneration = 0;
-    quint32 valueBytes = 0; // strings: the length the guard was read with
-    quint32 guardBytes = 0; // strings: how many first bytes the guard's SHA1 covers
+    // the fields every tick reads for every row (counters, filters, countdowns) come first, so a
+    // pass over a million rows touches one cache line of each, not three
     idem::RecordState state = idem::RecordState::Malformed;
     idem::RecordFormat format = idem::RecordFormat::Unknown;
     Type type = Type::Other;
     quint8 flags = 0;
+    qint32 attempt = 0;
+    quint32 seenInGeneration = 0;
+    quint32 valueBytes = 0;  // strings: the length the guard was read with
+    qint64 expiresAtMs = -1; // server clock; -1: the key has no TTL
+    // server clock; 0: none. STARTED turns stale then (its lease, or its start + the in-progress
+    // window); COMPLETED turns EXPIRED (its library's own expiry)
+    qint64 changesAtMs = 0;
+    qint64 leaseUntilMs = 0; // server clock; 0: none
+    qint64 createdMs = 0;    // server clock; 0: unknown
+    qint64 fence = 0;
+    quint32 guardBytes = 0;  // strings: how many first bytes the guard's SHA1 covers
+    QByteArray key;          // the Redis key, as bytes
+    QByteArray guard;        // hash: the owner token; string: SHA1 of its first guardBytes (20 bytes)
+    QString note;            // a foreign hash's raw status; else why not a record, or what to know
 
     static KeyRow fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view keyNamespace);
     idem::Record toGuardRecord() const;

@@ -202,7 +202,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         ++matched;
         byState.add(r);
         ++byFormat[std::string(idem::nameOf(r.format))];
-        if (args.flag("--json") || !act)
+        // every key when only telling; a sample of what goes when acting
+        if (args.flag("--json") || !act || matched <= 10)
             std::printf("%s %s  (%s, %s%s)\n", act ? "purge" : "would purge", r.key.c_str(),
                         std::string(idem::nameOf(r.format)).c_str(), std::string(idem::nameOf(r.state)).c_str(),
                         r.stale ? ", stale" : "");
@@ -222,7 +223,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
                      args.flag("--dry-run") ? " (dry run)" : ": add --yes to purge them");
         return Ok;
     }
-    std::printf("purged %zu key(s)%s\n", removed,
+    std::printf("purged %zu key(s) of %zu matching (%s; formats: %s)%s\n", removed, matched, byState.summary().c_str(),
+                formats.empty() ? "none" : formats.c_str(),
                 changed ? (", left " + std::to_string(changed) + " that changed since they were read").c_str() : "");
     return Ok;
 }

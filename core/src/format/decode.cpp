@@ -206,12 +206,11 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
 
 const std::vector<std::string_view>& hashFieldsToRead()
 {
-    // the small fields of idem's hash and of hand-written status hashes; never `response` or
-    // `error` (they can be large)
+    // the small fields of idem's hash and of hand-written status hashes that a row shows; never
+    // `response` or `error` (they can be large), nor the operator's note (the inspector reads it)
     static const std::vector<std::string_view> f = {
-        "state",        "token",    "fence",   "attempt",     "started_ms", "lease_until_ms", "created_ms",
-        "finished_ms",  "failure",  "fp",      "op",          "op_by",      "op_at_ms",       "op_reason",
-        "retention_ms", "lease_ms", "status",  "lock_expiry", "started_at"};
+        "state",   "token",        "fence",    "attempt", "started_ms",  "lease_until_ms", "created_ms", "finished_ms",
+        "failure", "retention_ms", "lease_ms", "fp",      "status",      "lock_expiry",    "started_at"};
     return f;
 }
 

@@ -191,15 +191,16 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
 {
     const std::vector<std::string_view>& hashFields = hashFieldsToRead();
     const std::string lastByte = std::to_string(m_options.prefixBytes - 1);
+    // per key: PTTL, HMGET (a hash's small fields; WRONGTYPE otherwise), GETRANGE (a string's
+    // first bytes, all of it when shorter; WRONGTYPE otherwise)
     std::vector<std::vector<std::string_view>> cmds;
-    cmds.reserve(1 + keys.size() * 4);
+    cmds.reserve(1 + keys.size() * 3);
     cmds.push_back({"TIME"});
     for (const auto& k : keys) {
         cmds.push_back({"PTTL", k});
         std::vector<std::string_view> hm = {"HMGET", k};
         hm.insert(hm.end(), hashFields.begin(), hashFields.end());
         cmds.push_back(std::move(hm));
-        cmds.push_back({"STRLEN", k});
         cmds.push_back({"GETRANGE", k, "0", lastByte});
     }
     auto replies = m_connection.pipeline(cmds);
@@ -208,16 +209,15 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
         *serverNowMs = o.nowMs;
 
     std::vector<std::optional<KeyRead>> reads(keys.size());
-    // the second round trip: TYPE of other types, the tail of large strings, companion keys
-    enum class More { Type, Tail, Companion };
+    // the second round trip: TYPE of other types, the length and tail of large strings, companion keys
+    enum class More { Type, Length, Tail, Companion };
     std::vector<std::pair<std::size_t, More>> second;
     std::vector<std::string> companions(keys.size());
     const std::string tailFrom = "-" + std::to_string(m_options.prefixBytes);
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        const redisReply* pttl = replies[1 + 4 * i].get();
-        const redisReply* hm = replies[2 + 4 * i].get();
-        const redisReply* sl = replies[3 + 4 * i].get();
-        const redisReply* head = replies[4 + 4 * i].get();
+        const redisReply* pttl = replies[1 + 3 * i].get();
+        const redisReply* hm = replies[2 + 3 * i].get();
+        const redisReply* head = replies[3 + 3 * i].get();
         const std::int64_t ttl = reply::integer(pttl);
         if (ttl == -2)
             continue; // expired or deleted since SCAN returned it
@@ -225,18 +225,20 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
         in.key = keys[i];
         in.ttlMs = ttl;
         if (!reply::isError(hm)) {
-            if (!reply::isError(sl))
-                continue; // HMGET of an absent key and STRLEN 0: gone between the commands
+            if (!reply::isError(head))
+                continue; // HMGET and GETRANGE of an absent key both answer: gone between the commands
             in.type = "hash";
             for (std::size_t f = 0; f < hashFields.size(); ++f)
                 if (const redisReply* v = reply::element(hm, f); !reply::isNil(v))
                     in.fields.emplace_back(std::string(hashFields[f]), reply::str(v));
-        } else if (!reply::isError(sl) && !reply::isError(head)) {
+        } else if (!reply::isError(head)) {
             in.type = "string";
-            in.valueBytes = reply::integer(sl);
             in.value = reply::str(head);
-            if (in.valueBytes > static_cast<std::int64_t>(in.value.size()))
+            in.valueBytes = static_cast<std::int64_t>(in.value.size());
+            if (in.value.size() >= m_options.prefixBytes) { // maybe longer: its length and last bytes
+                second.emplace_back(i, More::Length);
                 second.emplace_back(i, More::Tail);
+            }
         } else {
             second.emplace_back(i, More::Type);
         }
@@ -247,9 +249,10 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     if (!second.empty()) {
         std::vector<std::vector<std::string_view>> c2;
         for (const auto& [i, what] : second)
-            c2.push_back(what == More::Type   ? std::vector<std::string_view>{"TYPE", keys[i]}
-                         : what == More::Tail ? std::vector<std::string_view>{"GETRANGE", keys[i], tailFrom, "-1"}
-                                              : std::vector<std::string_view>{"EXISTS", companions[i]});
+            c2.push_back(what == More::Type     ? std::vector<std::string_view>{"TYPE", keys[i]}
+                         : what == More::Length ? std::vector<std::string_view>{"STRLEN", keys[i]}
+                         : what == More::Tail   ? std::vector<std::string_view>{"GETRANGE", keys[i], tailFrom, "-1"}
+                                                : std::vector<std::string_view>{"EXISTS", companions[i]});
         const auto more = m_connection.pipeline(c2);
         for (std::size_t m = 0; m < second.size(); ++m) {
             auto& in = reads[second[m].first];
@@ -260,7 +263,16 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
                 if (in->type == "none" || reply::isError(r))
                     in.reset(); // gone since the first round trip
                 break;
-            case More::Tail: in->tail = reply::isError(r) ? std::string() : reply::str(r); break;
+            case More::Length:
+                if (!reply::isError(r) && reply::integer(r) > in->valueBytes)
+                    in->valueBytes = reply::integer(r);
+                break;
+            case More::Tail:
+                // (a value that grew between the round trips: its tail is what it is now)
+                in->tail = reply::isError(r) || in->valueBytes <= static_cast<std::int64_t>(in->value.size())
+                               ? std::string()
+                               : reply::str(r);
+                break;
             case More::Companion: in->companionExists = !reply::isError(r) && reply::integer(r) == 1; break;
             }
         }

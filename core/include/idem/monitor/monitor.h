@@ -68,8 +68,8 @@ struct Stats {
 };
 
 // Reads an idempotency store without harming it: SCAN with a bounded COUNT, and per page one
-// pipelined round trip of PTTL + HMGET of the small fields (never a stored response) + STRLEN +
-// GETRANGE of a string's first bytes; a second one only for other types (TYPE), the last bytes of
+// pipelined round trip of PTTL + HMGET of the small fields (never a stored response) + GETRANGE of
+// a string's first bytes; a second one only for other types (TYPE), the length and last bytes of
 // large strings and companion keys (EXISTS). Not thread-safe: one Monitor per connection.
 class Monitor {
 public:
