@@ -244,11 +244,14 @@ private slots:
         try {
             bad.acquire("x", "");
             QFAIL("a wrong password was accepted");
-        } catch (const idem::ReplyError& e) {
+        } catch (const idem::ConfigError& e) { // retrying cannot fix it: the password is named
             const std::string msg = e.what();
             QVERIFY2(msg.find("authentication failed") != std::string::npos, e.what());
             QVERIFY(msg.find("wrong") == std::string::npos); // the password is never echoed
+            QCOMPARE(e.field(), std::string("password"));
         }
+        // asked again at once: the same answer, without waiting for a reconnect to come round
+        QVERIFY_THROWS_EXCEPTION(idem::ConfigError, bad.acquire("x", ""));
         idem::Executor badEx(bad);
         int runs = 0;
         auto out = badEx.execute("x", "", [&](auto&) { ++runs; return idem::WorkResult::success(""); });

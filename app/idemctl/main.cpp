@@ -127,6 +127,10 @@ int main(int argc, char** argv)
     } catch (const idem::IoError& e) {
         std::fprintf(stderr, "idemctl %s: store unavailable: %s\n", command.c_str(), e.what());
         return idemctl::Unavailable;
+    } catch (const idem::ConfigError& e) {
+        std::fprintf(stderr, "idemctl %s: store unavailable: %s (check %s)\n", command.c_str(), e.what(),
+                     e.field().c_str());
+        return idemctl::Unavailable;
     } catch (const idem::Error& e) {
         std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
         return idemctl::Unavailable;

@@ -26,6 +26,19 @@ public:
     using IoError::IoError;
 };
 
+// Retrying cannot fix it: wrong credentials, a missing permission, a certificate refused or not
+// matching the host, a plaintext client on a TLS port (or the reverse), a node that is not what
+// the URL says. Callers stop retrying and say what to change; `field()` names it ("password",
+// "user", "url", "tls-ca", "tls-cert", "tls-key", "tls-server-name", "sentinel", ...).
+class ConfigError : public Error {
+public:
+    ConfigError(const std::string& what, std::string field) : Error(what), m_field(std::move(field)) {}
+    const std::string& field() const { return m_field; }
+
+private:
+    std::string m_field;
+};
+
 // The server answered with an error reply (wrong password, wrong type, script error, ...).
 class ReplyError : public Error {
 public:

@@ -111,7 +111,15 @@ void Connection::connect()
         if (reply::isError(r.get())) {
             const std::string text(reply::errorText(r.get()));
             dropContext();
-            throw ReplyError("Redis at " + where + ": " + step + " failed: " + text);
+            const std::string msg = "Redis at " + where + ": " + step + " failed: " + text;
+            // what retrying cannot fix: say which setting to change
+            if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH") || text.find("AUTH") != std::string::npos)
+                throw ConfigError(msg, m_options.user.empty() ? "password" : "user");
+            if (text.starts_with("NOPERM"))
+                throw ConfigError(msg, "user");
+            if (text.find("DB index is out of range") != std::string::npos)
+                throw ConfigError(msg, "url");
+            throw ReplyError(msg);
         }
     };
     if (!m_options.password.empty()) {
@@ -133,13 +141,20 @@ void Connection::ensureConnected()
     const auto now = std::chrono::steady_clock::now();
     if (now < m_nextAttempt) {
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(m_nextAttempt - now);
+        if (m_lastPermanent) // the same answer again: it will not change by waiting
+            throw ConfigError(m_lastError, m_lastField);
         throw ClosedError(m_lastError + " (next reconnect in " + std::to_string(wait.count()) + " ms)");
     }
     try {
         connect();
         m_backoff = std::chrono::milliseconds(0);
-    } catch (const IoError& e) {
+        m_lastPermanent = false;
+    } catch (const Error& e) {
+        if (!dynamic_cast<const IoError*>(&e) && !dynamic_cast<const ConfigError*>(&e))
+            throw;
         m_lastError = e.what();
+        m_lastPermanent = dynamic_cast<const ConfigError*>(&e) != nullptr;
+        m_lastField = m_lastPermanent ? static_cast<const ConfigError&>(e).field() : std::string();
         m_backoff = m_backoff.count() == 0 ? m_options.reconnectMin
                                            : std::min(m_backoff * 2, m_options.reconnectMax);
         m_nextAttempt = std::chrono::steady_clock::now() + m_backoff;

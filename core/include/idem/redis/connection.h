@@ -64,6 +64,8 @@ private:
     std::chrono::steady_clock::time_point m_nextAttempt{};
     std::chrono::milliseconds m_backoff{0};
     std::string m_lastError;
+    bool m_lastPermanent = false; // the last connect failed with a ConfigError (m_lastField)
+    std::string m_lastField;
     std::atomic<int> m_fd{-1}; // for interrupt()
     std::string m_out;         // the request being encoded (reused: no allocation per command)
 };
