@@ -4,6 +4,7 @@
 #include "idem/engine/store.h"
 
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <atomic>
 #include <fstream>
@@ -128,6 +129,68 @@ long long commandCalls(idem::Connection& c, const std::string& command)
     const std::string field = "cmdstat_" + command + ":calls=";
     const auto p = stats.find(field);
     return p == std::string::npos ? 0LL : std::atoll(stats.c_str() + p + field.size());
+}
+
+const TestCerts& TestCerts::get()
+{
+    static const TestCerts certs;
+    return certs;
+}
+
+TestCerts::TestCerts()
+{
+    static QTemporaryDir dir; // lives as long as the test process
+    if (!dir.isValid())
+        qFatal("cannot make a temporary directory for certificates");
+    m_dir = dir.path().toStdString();
+    const auto openssl = [&](const QStringList& args) {
+        QProcess p;
+        p.setWorkingDirectory(dir.path());
+        p.start(QStringLiteral("openssl"), args);
+        if (!p.waitForFinished(30000) || p.exitCode() != 0)
+            qFatal("openssl %s failed: %s", qPrintable(args.join(u' ')), p.readAllStandardError().constData());
+    };
+    const auto write = [&](const char* name, const char* text) {
+        std::ofstream(m_dir + "/" + name) << text;
+    };
+    write("server.ext", "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
+    write("elsewhere.ext", "subjectAltName=DNS:elsewhere.example\n");
+    write("client.ext", "extendedKeyUsage=clientAuth\n");
+    const auto ca = [&](const QString& name) {
+        openssl({u"req"_qs, u"-x509"_qs, u"-newkey"_qs, u"rsa:2048"_qs, u"-nodes"_qs, u"-keyout"_qs, name + u".key"_qs,
+                 u"-out"_qs, name + u".pem"_qs, u"-days"_qs, u"2"_qs, u"-subj"_qs, u"/CN="_qs + name});
+    };
+    const auto sign = [&](const QString& csrKey, const QString& out, const QString& caName, const QString& ext,
+                          const QString& days, const QString& cn) {
+        openssl({u"req"_qs, u"-newkey"_qs, u"rsa:2048"_qs, u"-nodes"_qs, u"-keyout"_qs, csrKey, u"-out"_qs,
+                 out + u".csr"_qs, u"-subj"_qs, u"/CN="_qs + cn});
+        openssl({u"x509"_qs, u"-req"_qs, u"-in"_qs, out + u".csr"_qs, u"-CA"_qs, caName + u".pem"_qs, u"-CAkey"_qs,
+                 caName + u".key"_qs, u"-CAcreateserial"_qs, u"-out"_qs, out, u"-days"_qs, days, u"-extfile"_qs, ext});
+    };
+    ca(u"ca"_qs);
+    ca(u"other-ca"_qs);
+    sign(u"server.key"_qs, u"server.pem"_qs, u"ca"_qs, u"server.ext"_qs, u"2"_qs, u"localhost"_qs);
+    sign(u"client.key"_qs, u"client.pem"_qs, u"ca"_qs, u"client.ext"_qs, u"2"_qs, u"idem-client"_qs);
+    sign(u"other-server.key"_qs, u"other-server.pem"_qs, u"other-ca"_qs, u"server.ext"_qs, u"2"_qs, u"localhost"_qs);
+    sign(u"expired.key"_qs, u"expired.pem"_qs, u"ca"_qs, u"server.ext"_qs, u"-1"_qs, u"localhost"_qs);
+    sign(u"elsewhere.key"_qs, u"elsewhere.pem"_qs, u"ca"_qs, u"elsewhere.ext"_qs, u"2"_qs, u"elsewhere.example"_qs);
+}
+
+std::string TestCerts::path(const char* name) const { return m_dir + "/" + name; }
+
+idem::LocalServerOptions TestCerts::serverOptions(const char* server, bool authClients) const
+{
+    idem::LocalServerOptions o;
+    const std::string cert = server;
+    o.tls.cert = path(server);
+    o.tls.key = path((cert.substr(0, cert.size() - 4) + ".key").c_str());
+    o.tls.ca = path("ca.pem");
+    o.tls.authClients = authClients;
+    if (authClients) {
+        o.tls.clientCert = path("client.pem");
+        o.tls.clientKey = path("client.key");
+    }
+    return o;
 }
 
 } // namespace idemtest

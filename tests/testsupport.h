@@ -39,6 +39,23 @@ private:
     std::vector<std::unique_ptr<idem::LocalServer>> m_nodes;
 };
 
+// Certificates made by the openssl command line for this test process, once: a CA, a server
+// certificate for localhost and 127.0.0.1 signed by it, a client certificate signed by it, and
+// what must fail: a server certificate signed by another CA, an expired one, one for another name.
+class TestCerts {
+public:
+    static const TestCerts& get();
+    std::string path(const char* name) const; // "ca.pem", "server.pem", "server.key", "client.pem",
+                                              // "client.key", "other-ca.pem", "other-server.pem",
+                                              // "expired.pem", "elsewhere.pem" (keys: server.key)
+    // A TLS-only redis-server with `server` as its certificate (and server.key).
+    idem::LocalServerOptions serverOptions(const char* server = "server.pem", bool authClients = false) const;
+
+private:
+    TestCerts();
+    std::string m_dir;
+};
+
 struct ProcessResult {
     int exitCode = -1;
     QByteArray out;

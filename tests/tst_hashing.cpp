@@ -87,6 +87,8 @@ private slots:
         QTest::newRow("ipv6") << "redis://[::1]:6380" << "::1" << 6380 << 0 << "" << "" << "";
         QTest::newRow("unix") << "unix:///run/redis.sock?db=4" << "127.0.0.1" << 6379 << 4 << "" << ""
                               << "/run/redis.sock";
+        QTest::newRow("tls") << "rediss://ops:pw@cache.example:6380/1" << "cache.example" << 6380 << 1 << "ops"
+                             << "pw" << "";
     }
     void urls()
     {
@@ -101,6 +103,31 @@ private slots:
         QVERIFY(o.describe().find("cret") == std::string::npos); // never shows the password
     }
 
+    // TLS and Sentinel URL forms, and how they print back (never the password)
+    void tlsAndSentinelUrls()
+    {
+        auto o = idem::ConnectionOptions::fromUrl("rediss://cache:6380/2");
+        QVERIFY(o.tls.enabled);
+        QCOMPARE(o.describe(), std::string("rediss://cache:6380/2"));
+        QCOMPARE(idem::ConnectionOptions::fromUrl(o.describe()).describe(), o.describe());
+        o = idem::ConnectionOptions::fromUrl("redis-sentinel://svc:s3cret@s1,s2:26380,[::1]:5/3#orders");
+        QVERIFY(o.viaSentinel());
+        QVERIFY(!o.tls.enabled);
+        QCOMPARE(o.sentinel.master, std::string("orders"));
+        QCOMPARE(o.sentinel.nodes.size(), std::size_t(3));
+        QCOMPARE(o.sentinel.nodes[0].port, 26379);
+        QCOMPARE(o.sentinel.nodes[1].host, std::string("s2"));
+        QCOMPARE(o.sentinel.nodes[1].port, 26380);
+        QCOMPARE(o.sentinel.nodes[2].host, std::string("::1"));
+        QCOMPARE(o.user, std::string("svc"));
+        QCOMPARE(o.password, std::string("s3cret")); // the data node's
+        QCOMPARE(o.db, 3);
+        QCOMPARE(o.describe(), std::string("redis-sentinel://svc@s1:26379,s2:26380,[::1]:5/3#orders"));
+        o = idem::ConnectionOptions::fromUrl("rediss-sentinel://s1#m%20x");
+        QVERIFY(o.tls.enabled && o.viaSentinel());
+        QCOMPARE(o.sentinel.master, std::string("m x"));
+    }
+
     void badUrls_data()
     {
         QTest::addColumn<QString>("url");
@@ -110,7 +137,10 @@ private slots:
         QTest::newRow("port range") << "redis://h:70000";
         QTest::newRow("db text") << "redis://h:1/x";
         QTest::newRow("no host") << "redis://:6379";
-        QTest::newRow("tls") << "rediss://h:6379";
+        QTest::newRow("sentinel without master") << "redis-sentinel://h1,h2";
+        QTest::newRow("sentinel bad port") << "redis-sentinel://h1:1,h2:x#m";
+        QTest::newRow("master on plain url") << "redis://h:1#m";
+        QTest::newRow("several plain hosts") << "redis://h1,h2:1";
         QTest::newRow("bad escape") << "redis://u:%zz@h";
         QTest::newRow("relative socket") << "unix://redis.sock";
         QTest::newRow("bad db, secret") << "redis://ops:s3cr3t@h:1/xyz";

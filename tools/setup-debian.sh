@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
-  libhiredis-dev nlohmann-json3-dev
+  libhiredis-dev nlohmann-json3-dev libssl-dev openssl
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev qtkeychain-qt6-dev libgl-dev
   redis-server redis-tools
   xvfb xauth imagemagick

@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/redis/localserver.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <pwd.h>
@@ -14,6 +15,8 @@ Args::Args(std::vector<std::string> argv, std::set<std::string> valued, std::set
 {
     for (const auto& g : kGlobalValued)
         valued.insert(g);
+    for (const auto& g : kGlobalFlags)
+        flags.insert(g);
     flags.insert("--help");
     for (std::size_t i = 0; i < argv.size(); ++i) {
         const std::string& a = argv[i];
@@ -72,6 +75,33 @@ Global globalFrom(const Args& args)
         g.connection = idem::ConnectionOptions::fromUrl(g.url);
     } catch (const idem::UsageError& e) {
         throw UsageFailure{e.what()};
+    }
+    // TLS settings: with rediss:// (or rediss-sentinel://); given for a plaintext URL they are a mistake
+    idem::TlsOptions& tls = g.connection.tls;
+    const auto tlsValue = [&](const char* name, std::string& into) {
+        if (auto v = args.value(name)) {
+            if (!tls.enabled)
+                throw UsageFailure{std::string(name) + " needs a rediss:// (or rediss-sentinel://) URL"};
+            if (v->empty())
+                throw UsageFailure{std::string(name) + " must not be empty"};
+            into = *v;
+        }
+    };
+    tlsValue("--tls-ca", tls.caFile);
+    tlsValue("--tls-cert", tls.certFile);
+    tlsValue("--tls-key", tls.keyFile);
+    tlsValue("--tls-server-name", tls.serverName);
+    if (args.flag("--tls-insecure")) {
+        if (!tls.enabled)
+            throw UsageFailure{"--tls-insecure needs a rediss:// (or rediss-sentinel://) URL"};
+        tls.insecure = true;
+        std::fprintf(stderr, "idemctl: warning: --tls-insecure: the server's certificate is not verified; anyone "
+                             "on the path can read and change what idem sends\n");
+    }
+    if (auto p = args.value("--sentinel-password")) {
+        if (!g.connection.viaSentinel())
+            throw UsageFailure{"--sentinel-password needs a redis-sentinel:// URL"};
+        g.connection.sentinel.password = *p;
     }
     if (auto ns = args.value("--namespace"))
         g.keyNamespace = *ns;

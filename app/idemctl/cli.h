@@ -64,7 +64,10 @@ struct Global {
 };
 
 // Global options every subcommand takes.
-inline const std::set<std::string> kGlobalValued = {"--url", "--namespace", "--format"};
+inline const std::set<std::string> kGlobalValued = {"--url",     "--namespace",       "--format",
+                                                    "--tls-ca",  "--tls-cert",        "--tls-key",
+                                                    "--tls-server-name", "--sentinel-password"};
+inline const std::set<std::string> kGlobalFlags = {"--tls-insecure"};
 Global globalFrom(const Args& args);
 
 // A number option within [lo, hi]; anything else is a usage failure naming the option.

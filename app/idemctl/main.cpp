@@ -41,8 +41,14 @@ commands:
                         an event log (JSON lines) through idem, directly or via a Redis Stream
 
 global options:
-  --url URL          redis://[user:password@]host[:port][/db] or unix:///path.sock[?db=N]
-                     (default: $IDEM_URL, else redis://127.0.0.1:6379/0)
+  --url URL          redis://[user:password@]host[:port][/db], rediss://... (TLS),
+                     unix:///path.sock[?db=N], redis-sentinel://[user:pw@]h1[:p1],h2[:p2][/db]#MASTER
+                     or rediss-sentinel://... (default: $IDEM_URL, else redis://127.0.0.1:6379/0)
+  --tls-ca FILE      CA bundle that verifies the server (default: the system's)
+  --tls-cert FILE    client certificate, and --tls-key FILE its key (tls-auth-clients yes)
+  --tls-server-name NAME  the name to verify and send as SNI (default: the host)
+  --tls-insecure     do not verify the server's certificate (a warning is printed every time)
+  --sentinel-password PW  the sentinels' own password
   --namespace NAME   key namespace (default: idempotency); records live at NAME:{ID}
   --format NAME      read every key as this library's records (default: each key's own):
                      idem, powertools, powertools-python, node-idempotency, express-idempotency,
@@ -81,7 +87,8 @@ int main(int argc, char** argv)
             return 0;
         }
         globals.push_back(a);
-        if (a.find('=') == std::string::npos && i + 1 < args.size())
+        // a global flag stands alone; any other global option takes the next word as its value
+        if (a.find('=') == std::string::npos && !idemctl::kGlobalFlags.count(a) && i + 1 < args.size())
             globals.push_back(args[++i]);
         ++i;
     }

@@ -1,32 +1,20 @@
 #include "idem/redis/connection.h"
 
 #include "idem/errors.h"
-#include "resp.h"
+#include "redis/resp.h"
+#include "redis/stream.h"
 
-#include <cerrno>
 #include <csignal>
-#include <cstdio>
-#include <cstring>
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/sds.h>
 #include <mutex>
-#include <sys/socket.h>
+#include <thread>
 
 namespace idem {
 
 namespace {
 
-timeval toTimeval(std::chrono::milliseconds ms)
-{
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-    return tv;
-}
-
-// hiredis writes with write(2): a peer that went away would raise SIGPIPE and kill the process.
-// Ignore it once, unless the application installed its own handler.
+// A peer that went away would raise SIGPIPE on a TLS write (plain writes use MSG_NOSIGNAL) and kill
+// the process. Ignore it once, unless the application installed its own handler.
 void ignoreSigpipeOnce()
 {
     static std::once_flag once;
@@ -37,15 +25,20 @@ void ignoreSigpipeOnce()
     });
 }
 
-} // namespace
-
-void ContextDeleter::operator()(redisContext* c) const noexcept
+bool startsWith(const redisReply* r, std::string_view prefix)
 {
-    if (c)
-        redisFree(c);
+    return reply::isError(r) && reply::errorText(r).starts_with(prefix);
 }
 
-Connection::Connection(ConnectionOptions options) : m_options(std::move(options))
+} // namespace
+
+void ReaderDeleter::operator()(redisReader* r) const noexcept
+{
+    if (r)
+        redisReaderFree(r);
+}
+
+Connection::Connection(ConnectionOptions options) : m_options(std::move(options)), m_stream(std::make_unique<Stream>())
 {
     ignoreSigpipeOnce();
 }
@@ -56,55 +49,91 @@ void Connection::disconnect() { dropContext(); }
 
 void Connection::dropContext()
 {
-    m_fd = -1;
-    m_ctx.reset();
+    m_connected = false;
+    m_stream->close();
+    m_reader.reset();
+    m_endpoint.clear();
 }
 
-void Connection::interrupt()
+void Connection::interrupt() { m_stream->interrupt(); }
+
+std::string Connection::endpoint() const { return m_endpoint; }
+
+bool Connection::tls() const { return m_stream->tls(); }
+
+// The primary a sentinel names (SENTINEL get-master-addr-by-name), from the first that answers.
+std::pair<std::string, int> Connection::primaryFromSentinels()
 {
-    const int fd = m_fd.load();
-    if (fd >= 0)
-        ::shutdown(fd, SHUT_RDWR);
+    std::string errors;
+    bool unknownEverywhere = true;
+    for (const auto& node : m_options.sentinel.nodes) {
+        ConnectionOptions so;
+        so.host = node.host;
+        so.port = node.port;
+        so.user = m_options.sentinel.user;
+        so.password = m_options.sentinel.password;
+        so.connectTimeout = m_options.connectTimeout;
+        so.commandTimeout = m_options.commandTimeout;
+        Connection sentinel(so);
+        try {
+            sentinel.connect();
+            const ReplyPtr r = sentinel.command({"SENTINEL", "get-master-addr-by-name", m_options.sentinel.master});
+            if (reply::isError(r.get())) {
+                errors += "; " + so.describe() + ": " + std::string(reply::errorText(r.get()));
+                unknownEverywhere = false;
+                continue;
+            }
+            if (reply::arraySize(r.get()) != 2)
+                continue; // this sentinel does not know the name
+            const std::string host = reply::str(reply::element(r.get(), 0));
+            const long long port = std::atoll(reply::str(reply::element(r.get(), 1)).c_str());
+            if (host.empty() || port <= 0 || port > 65535)
+                throw ProtoError("sentinel " + so.describe() + " named the primary '" + host + ":" +
+                                 std::to_string(port) + "'");
+            return {host, static_cast<int>(port)};
+        } catch (const ConfigError& e) {
+            throw ConfigError("sentinel " + so.describe() + ": " + e.what(), "sentinel-password");
+        } catch (const IoError& e) {
+            errors += "; " + so.describe() + ": " + e.what();
+            unknownEverywhere = false;
+        }
+    }
+    if (unknownEverywhere)
+        throw ConfigError("no sentinel knows a primary named '" + m_options.sentinel.master + "'", "sentinel");
+    throw IoError("no sentinel answered for '" + m_options.sentinel.master + "'" + errors);
 }
 
 ReplyPtr Connection::readReply()
 {
-    if (!m_ctx)
+    if (!m_connected)
         throw ClosedError("Redis at " + m_options.describe() + ": not connected");
-    void* raw = nullptr;
-    if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
-        fail("read failed");
-    return ReplyPtr(static_cast<redisReply*>(raw));
+    return receive("read failed");
 }
 
 void Connection::connect()
 {
     dropContext();
-    const timeval ctv = toTimeval(m_options.connectTimeout);
-    redisContext* raw = m_options.unixSocket.empty()
-                            ? redisConnectWithTimeout(m_options.host.c_str(), m_options.port, ctv)
-                            : redisConnectUnixWithTimeout(m_options.unixSocket.c_str(), ctv);
-    std::unique_ptr<redisContext, ContextDeleter> ctx(raw);
-    if (!ctx)
-        throw IoError("cannot allocate a Redis context");
-    const std::string where = m_options.describe();
-    if (ctx->err) {
-        const std::string why = ctx->errstr;
-        if (why.find("timed out") != std::string::npos || why.find("temporarily") != std::string::npos)
-            throw TimeoutError("Redis at " + where + " unreachable: connect timed out");
-        throw IoError("Redis at " + where + " unreachable: " + why);
+    std::string host = m_options.host;
+    int port = m_options.port;
+    if (m_options.viaSentinel())
+        std::tie(host, port) = primaryFromSentinels();
+    const std::string where = m_options.viaSentinel()
+                                  ? m_options.describe() + " (primary " + host + ":" + std::to_string(port) + ")"
+                                  : m_options.describe();
+    try {
+        m_stream->open(m_options, host, port);
+    } catch (const TimeoutError& e) {
+        throw TimeoutError("Redis at " + where + " unreachable: " + e.what());
+    } catch (const ConfigError& e) {
+        throw ConfigError("Redis at " + where + ": " + e.what(), e.field());
+    } catch (const IoError& e) {
+        throw IoError("Redis at " + where + " unreachable: " + e.what());
     }
-    // hiredis 0.14 opens its socket without SOCK_CLOEXEC: a process this one starts (idemctl run's
-    // CMD) would inherit the connection. (A fork from another thread between socket() and here
-    // still could; hiredis offers no way to pass the flag at creation.)
-    if (const int flags = ::fcntl(ctx->fd, F_GETFD); flags >= 0)
-        ::fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-    if (m_options.commandTimeout.count() > 0)
-        redisSetTimeout(ctx.get(), toTimeval(m_options.commandTimeout));
-    if (m_options.unixSocket.empty())
-        redisEnableKeepAlive(ctx.get());
-    m_ctx = std::move(ctx);
-    m_fd = m_ctx->fd;
+    m_stream->setTimeout(m_options.commandTimeout);
+    m_reader.reset(redisReaderCreate());
+    m_connected = true;
+    m_answered = false;
+    m_endpoint = m_options.unixSocket.empty() ? host + ":" + std::to_string(port) : m_options.unixSocket;
 
     auto handshake = [this, &where](std::initializer_list<std::string_view> args, const char* step) {
         ReplyPtr r = command(args);
@@ -121,6 +150,7 @@ void Connection::connect()
                 throw ConfigError(msg, "url");
             throw ReplyError(msg);
         }
+        return r;
     };
     if (!m_options.password.empty()) {
         if (m_options.user.empty())
@@ -132,11 +162,27 @@ void Connection::connect()
         const std::string db = std::to_string(m_options.db);
         handshake({"SELECT", db}, "selecting the database");
     }
+    if (m_options.password.empty() && m_options.db == 0 && !m_options.viaSentinel()) {
+        // one round trip that finds here, with a clear error, what the first command would: a TLS
+        // port hangs up on plaintext, and a TLS 1.3 server refuses a client certificate only
+        // after the handshake seemed done
+        handshake({"PING"}, "the first command");
+    }
+    m_answered = true; // a server that hangs up from now on is gone, not a TLS port
+    if (m_options.viaSentinel()) {
+        // a sentinel can name a node that is still (or already) a replica while a failover runs
+        const ReplyPtr role = handshake({"ROLE"}, "asking its role");
+        if (reply::str(reply::element(role.get(), 0)) != "master") {
+            dropContext();
+            throw IoError("Redis at " + where + ": the node the sentinels named is a " +
+                          reply::str(reply::element(role.get(), 0)) + " (failing over)");
+        }
+    }
 }
 
 void Connection::ensureConnected()
 {
-    if (m_ctx)
+    if (m_connected)
         return;
     const auto now = std::chrono::steady_clock::now();
     if (now < m_nextAttempt) {
@@ -162,21 +208,39 @@ void Connection::ensureConnected()
     }
 }
 
+// Called from a catch block: the connection is unusable after an I/O or protocol error. The
+// caught error is rethrown as its own kind with where it happened.
 void Connection::fail(const char* what)
 {
-    const int err = m_ctx ? m_ctx->err : 0;
-    const std::string text = m_ctx ? std::string(m_ctx->errstr) : std::string("no connection");
-    dropContext(); // a hiredis context is unusable after an I/O or protocol error
-    const std::string msg = "Redis at " + m_options.describe() + ": " + what + ": " + text;
-    if (err == REDIS_ERR_IO && (text.find("temporarily unavailable") != std::string::npos ||
-                                text.find("timed out") != std::string::npos))
-        throw TimeoutError("Redis at " + m_options.describe() + ": no reply within " +
-                           std::to_string(m_options.commandTimeout.count()) + " ms");
-    if (err == REDIS_ERR_EOF)
-        throw ClosedError(msg);
-    if (err == REDIS_ERR_PROTOCOL)
-        throw ProtoError(msg);
-    throw IoError(msg);
+    const std::string where = "Redis at " + (m_endpoint.empty() ? m_options.describe() : m_options.describe() +
+                                                 (m_options.viaSentinel() ? " (primary " + m_endpoint + ")" : ""));
+    const bool inHandshake = !m_answered;
+    const bool tls = m_stream->tls();
+    dropContext();
+    try {
+        throw;
+    } catch (const TimeoutError&) {
+        throw TimeoutError(where + ": no reply within " + std::to_string(m_options.commandTimeout.count()) + " ms");
+    } catch (const ClosedError& e) {
+        // a server that hangs up before its first answer most likely speaks TLS and took the
+        // plaintext request for a broken handshake; over TLS, it refused this client's certificate
+        // (TLS 1.3 tells after the handshake, and the reset can overtake the alert)
+        if (inHandshake && !tls)
+            throw ConfigError(where + ": the server closed the connection before its first answer (a TLS port? "
+                                      "use rediss://)",
+                              "url");
+        if (inHandshake)
+            throw ConfigError(where + ": the server closed the TLS session before its first answer: it requires "
+                                      "a client certificate, or refused this one (--tls-cert and --tls-key)",
+                              "tls-cert");
+        throw ClosedError(where + ": " + what + ": " + e.what());
+    } catch (const ConfigError&) {
+        throw;
+    } catch (const ProtoError& e) {
+        throw ProtoError(where + ": " + what + ": " + e.what());
+    } catch (const IoError& e) {
+        throw IoError(where + ": " + what + ": " + e.what());
+    }
 }
 
 ReplyPtr Connection::command(std::initializer_list<std::string_view> args)
@@ -197,41 +261,62 @@ ReplyPtr Connection::command(std::span<const std::string_view> args)
     return commandFormatted(m_out);
 }
 
-// Puts a formatted request on the wire. hiredis would copy it into its output buffer first, and
-// free that buffer and make a new one after every write (a sixth of a request's client
-// instructions); when that buffer is empty - always, the way a Connection uses hiredis - the
-// request goes to the socket as it is, with the timeout and the errors hiredis would have given.
 void Connection::send(std::string_view resp, const char* what)
 {
-    redisContext* c = m_ctx.get();
-    if (sdslen(c->obuf) > 0) {
-        if (redisAppendFormattedCommand(c, resp.data(), resp.size()) != REDIS_OK)
-            fail(what);
-        return;
+    try {
+        m_stream->write(resp);
+    } catch (const Error&) {
+        fail(what);
     }
-    while (!resp.empty()) {
-        const ssize_t n = ::send(c->fd, resp.data(), resp.size(), MSG_NOSIGNAL);
-        if (n > 0) {
-            resp.remove_prefix(static_cast<std::size_t>(n));
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else {
-            // as hiredis reports a failed write (SO_SNDTIMEO ran out: "Resource temporarily unavailable")
-            c->err = REDIS_ERR_IO;
-            std::snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? std::strerror(errno) : "short write");
-            fail(what);
+}
+
+// The next reply: what the reader holds already, else what the socket brings.
+ReplyPtr Connection::receive(const char* what)
+{
+    void* raw = nullptr;
+    try {
+        while (true) {
+            if (redisReaderGetReply(m_reader.get(), &raw) != REDIS_OK)
+                throw ProtoError(m_reader->errstr[0] ? m_reader->errstr : "protocol error");
+            if (raw)
+                break;
+            char buffer[16 * 1024];
+            const std::size_t n = m_stream->read(buffer, sizeof buffer);
+            if (redisReaderFeed(m_reader.get(), buffer, n) != REDIS_OK)
+                throw ProtoError(m_reader->errstr[0] ? m_reader->errstr : "protocol error");
         }
+    } catch (const Error&) {
+        fail(what);
     }
+    return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+// A primary demoted to a replica answers writes with -READONLY: through Sentinel, the next call
+// asks again who the primary is. (The call that got it fails closed: its write did not happen.)
+void Connection::afterReply(const redisReply* r)
+{
+    if (m_options.viaSentinel() && startsWith(r, "READONLY"))
+        dropContext();
+}
+
+void Connection::afterReplies(const std::vector<ReplyPtr>& replies)
+{
+    if (!m_options.viaSentinel())
+        return;
+    for (const auto& r : replies)
+        if (startsWith(r.get(), "READONLY")) {
+            dropContext();
+            return;
+        }
 }
 
 ReplyPtr Connection::commandFormatted(std::string_view resp)
 {
     ensureConnected();
     send(resp, "command failed");
-    void* raw = nullptr;
-    if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
-        fail("command failed");
-    return ReplyPtr(static_cast<redisReply*>(raw));
+    ReplyPtr r = receive("command failed");
+    afterReply(r.get());
+    return r;
 }
 
 ReplyPtr Connection::checked(std::initializer_list<std::string_view> args)
@@ -258,12 +343,9 @@ std::vector<ReplyPtr> Connection::pipelineFormatted(std::string_view resp, std::
     send(resp, "pipeline write failed");
     std::vector<ReplyPtr> replies;
     replies.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        void* raw = nullptr;
-        if (redisGetReply(m_ctx.get(), &raw) != REDIS_OK || !raw)
-            fail("pipeline read failed");
-        replies.emplace_back(static_cast<redisReply*>(raw));
-    }
+    for (std::size_t i = 0; i < count; ++i)
+        replies.push_back(receive("pipeline read failed"));
+    afterReplies(replies);
     return replies;
 }
 

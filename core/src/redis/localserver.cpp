@@ -85,13 +85,22 @@ LocalServer::~LocalServer()
     }
 }
 
-std::string LocalServer::url() const { return "redis://127.0.0.1:" + std::to_string(m_port) + "/0"; }
+std::string LocalServer::url() const
+{
+    return (m_options.tls.cert.empty() ? "redis://127.0.0.1:" : "rediss://127.0.0.1:") + std::to_string(m_port) + "/0";
+}
 
 ConnectionOptions LocalServer::connectionOptions() const
 {
     ConnectionOptions o;
     o.host = "127.0.0.1";
     o.port = m_port;
+    if (!m_options.tls.cert.empty()) {
+        o.tls.enabled = true;
+        o.tls.caFile = m_options.tls.ca;
+        o.tls.certFile = m_options.tls.clientCert;
+        o.tls.keyFile = m_options.tls.clientKey;
+    }
     return o;
 }
 
@@ -105,6 +114,10 @@ void LocalServer::spawn()
                                      "--save", "",
                                      "--daemonize", "no",
                                      "--protected-mode", "yes"};
+    if (const LocalServerTls& t = m_options.tls; !t.cert.empty()) // TLS on the port, no plaintext
+        args.insert(args.end(), {"--port", "0", "--tls-port", std::to_string(m_port), "--tls-cert-file", t.cert,
+                                 "--tls-key-file", t.key, "--tls-ca-cert-file", t.ca, "--tls-auth-clients",
+                                 t.authClients ? "yes" : "no"});
     args.insert(args.end(), m_options.extraArgs.begin(), m_options.extraArgs.end());
     std::vector<char*> argv;
     for (auto& a : args)
@@ -168,6 +181,7 @@ void LocalServer::start()
 void LocalServer::waitReady()
 {
     ConnectionOptions o = connectionOptions();
+    o.tls.insecure = true; // it answers: whether its certificate verifies is for its clients to find out
     o.connectTimeout = Millis(200);
     o.commandTimeout = Millis(1000);
     const auto deadline = std::chrono::steady_clock::now() + m_options.startTimeout;
@@ -201,6 +215,10 @@ void LocalServer::waitReady()
                 lastError = std::string(reply::errorText(r.get()));
             }
             if (lastError.starts_with("NOAUTH"))
+                return; // a password was configured through extraArgs: it answers, that is enough
+        } catch (const ConfigError& e) {
+            lastError = e.what();
+            if (lastError.find("NOAUTH") != std::string::npos)
                 return; // a password was configured through extraArgs: it answers, that is enough
         } catch (const Error& e) {
             lastError = e.what();

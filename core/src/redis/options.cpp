@@ -64,21 +64,71 @@ ConnectionOptions ConnectionOptions::fromUrl(std::string_view rawUrl)
     return parseUrl(rawUrl, url);
 }
 
+namespace {
+
+// host[:port] or [v6]:port, the port defaulting to `defaultPort`
+void parseHostPort(std::string_view hostport, std::string& host, int& port, int defaultPort, std::string_view url)
+{
+    port = defaultPort;
+    if (hostport.starts_with("[")) { // [::1]:6379
+        const auto close = hostport.find(']');
+        if (close == std::string_view::npos)
+            throw UsageError("bad URL '" + std::string(url) + "': unclosed '[' in host");
+        host = std::string(hostport.substr(1, close - 1));
+        hostport = hostport.substr(close + 1);
+        if (!hostport.empty()) {
+            if (hostport.front() != ':')
+                throw UsageError("bad URL '" + std::string(url) + "': junk after ']'");
+            port = parseInt(hostport.substr(1), 1, 65535, "port", url);
+        }
+    } else {
+        const auto colon = hostport.rfind(':');
+        if (colon != std::string_view::npos) {
+            port = parseInt(hostport.substr(colon + 1), 1, 65535, "port", url);
+            hostport = hostport.substr(0, colon);
+        }
+        host = std::string(hostport);
+    }
+    if (host.empty())
+        throw UsageError("bad URL '" + std::string(url) + "': no host");
+}
+
+} // namespace
+
 ConnectionOptions ConnectionOptions::parseUrl(std::string_view input, std::string_view url)
 {
     ConnectionOptions o;
     std::string_view rest;
-    bool isUnix = false;
+    bool isUnix = false, isSentinel = false;
     if (input.starts_with("redis://")) {
         rest = input.substr(8);
+    } else if (input.starts_with("rediss://")) {
+        rest = input.substr(9);
+        o.tls.enabled = true;
     } else if (input.starts_with("unix://")) {
         rest = input.substr(7);
         isUnix = true;
-    } else if (input.starts_with("rediss://")) {
-        throw UsageError("bad URL '" + std::string(url) + "': TLS (rediss://) is not supported by this build");
+    } else if (input.starts_with("redis-sentinel://")) {
+        rest = input.substr(17);
+        isSentinel = true;
+    } else if (input.starts_with("rediss-sentinel://")) {
+        rest = input.substr(18);
+        isSentinel = true;
+        o.tls.enabled = true;
     } else {
         throw UsageError("bad URL '" + std::string(url) +
-                         "': expected redis://[user:password@]host[:port][/db] or unix:///path");
+                         "': expected redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://");
+    }
+
+    if (isSentinel) { // the master's name is the fragment
+        const auto hash = rest.rfind('#');
+        if (hash == std::string_view::npos || hash + 1 == rest.size())
+            throw UsageError("bad URL '" + std::string(url) + "': a Sentinel URL ends with #MASTER, the name the "
+                             "sentinels know the primary by");
+        o.sentinel.master = percentDecode(rest.substr(hash + 1), url);
+        rest = rest.substr(0, hash);
+    } else if (rest.find('#') != std::string_view::npos && !isUnix) {
+        throw UsageError("bad URL '" + std::string(url) + "': '#MASTER' belongs to redis-sentinel:// URLs");
     }
 
     // credentials: everything before the last '@' that precedes the path
@@ -112,33 +162,29 @@ ConnectionOptions ConnectionOptions::parseUrl(std::string_view input, std::strin
     }
 
     auto slash = rest.find('/');
-    auto hostport = rest.substr(0, slash);
+    auto hosts = rest.substr(0, slash);
     if (slash != std::string_view::npos) {
         auto db = rest.substr(slash + 1);
         if (!db.empty())
             o.db = parseInt(db, 0, 1 << 20, "database", url);
     }
-    if (hostport.starts_with("[")) { // [::1]:6379
-        auto close = hostport.find(']');
-        if (close == std::string_view::npos)
-            throw UsageError("bad URL '" + std::string(url) + "': unclosed '[' in host");
-        o.host = std::string(hostport.substr(1, close - 1));
-        hostport = hostport.substr(close + 1);
-        if (!hostport.empty()) {
-            if (hostport.front() != ':')
-                throw UsageError("bad URL '" + std::string(url) + "': junk after ']'");
-            o.port = parseInt(hostport.substr(1), 1, 65535, "port", url);
+    if (isSentinel) {
+        while (true) {
+            const auto comma = hosts.find(',');
+            SentinelOptions::Node n;
+            parseHostPort(hosts.substr(0, comma), n.host, n.port, 26379, url);
+            o.sentinel.nodes.push_back(std::move(n));
+            if (comma == std::string_view::npos)
+                break;
+            hosts = hosts.substr(comma + 1);
         }
-    } else {
-        auto colon = hostport.rfind(':');
-        if (colon != std::string_view::npos) {
-            o.port = parseInt(hostport.substr(colon + 1), 1, 65535, "port", url);
-            hostport = hostport.substr(0, colon);
-        }
-        o.host = std::string(hostport);
+        o.host = o.sentinel.nodes.front().host; // until a sentinel names the primary
+        o.port = 0;
+        return o;
     }
-    if (o.host.empty())
-        throw UsageError("bad URL '" + std::string(url) + "': no host");
+    if (hosts.find(',') != std::string_view::npos)
+        throw UsageError("bad URL '" + std::string(url) + "': several hosts belong to redis-sentinel:// URLs");
+    parseHostPort(hosts, o.host, o.port, 6379, url);
     return o;
 }
 
@@ -147,9 +193,17 @@ std::string ConnectionOptions::describe() const
     const std::string who = user.empty() ? std::string() : user + "@"; // never the password
     if (!unixSocket.empty())
         return "unix://" + who + unixSocket + (db ? "?db=" + std::to_string(db) : std::string());
-    const bool v6 = host.find(':') != std::string::npos;
-    return "redis://" + who + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" +
-           std::to_string(db);
+    const auto hostPort = [](const std::string& h, int p) {
+        return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(p);
+    };
+    if (viaSentinel()) {
+        std::string nodes;
+        for (const auto& n : sentinel.nodes)
+            nodes += (nodes.empty() ? "" : ",") + hostPort(n.host, n.port);
+        return std::string(tls.enabled ? "rediss-sentinel://" : "redis-sentinel://") + who + nodes + "/" +
+               std::to_string(db) + "#" + sentinel.master;
+    }
+    return std::string(tls.enabled ? "rediss://" : "redis://") + who + hostPort(host, port) + "/" + std::to_string(db);
 }
 
 } // namespace idem

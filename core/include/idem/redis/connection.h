@@ -4,6 +4,7 @@
 #include "idem/redis/reply.h"
 
 #include <atomic>
+#include <utility>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -12,17 +13,22 @@
 #include <string_view>
 #include <vector>
 
-struct redisContext;
+struct redisReader;
 
 namespace idem {
 
-struct ContextDeleter {
-    void operator()(redisContext* c) const noexcept;
+class Stream;
+
+struct ReaderDeleter {
+    void operator()(redisReader* r) const noexcept;
 };
 
-// One blocking connection to Redis (hiredis redisContext). Not thread-safe: use one per thread,
-// or borrow from a ConnectionPool. A broken connection reconnects on the next call, with backoff;
-// while backing off, calls fail fast with ClosedError instead of waiting (fail closed).
+// One blocking connection to Redis: a socket (TLS when the options ask) of idem's own, hiredis'
+// reader for the replies. Not thread-safe: use one per thread, or borrow from a ConnectionPool. A
+// broken connection reconnects on the next call, with backoff; while backing off, calls fail fast
+// with ClosedError instead of waiting (fail closed). Through Sentinel, every connect asks the
+// sentinels for the primary and checks it with ROLE; a -READONLY reply (the node was demoted)
+// drops the connection, so the next call finds the new primary.
 class Connection {
 public:
     explicit Connection(ConnectionOptions options);
@@ -48,25 +54,36 @@ public:
     // Shuts the socket down so that a blocked readReply() returns (thread-safe).
     void interrupt();
 
-    bool isConnected() const { return static_cast<bool>(m_ctx); }
-    void connect();    // throws IoError/ReplyError; no backoff
+    bool isConnected() const { return m_connected; }
+    void connect();    // throws IoError/ConfigError/ReplyError; no backoff
     void disconnect(); // drop the socket; the next call reconnects
     const ConnectionOptions& options() const { return m_options; }
+    // Where the connection goes now: "host:port" (through Sentinel, the primary it found), or
+    // the socket path; empty when not connected.
+    std::string endpoint() const;
+    bool tls() const;
 
 private:
     void ensureConnected();
     void dropContext();
     [[noreturn]] void fail(const char* what);
     void send(std::string_view resp, const char* what);
+    ReplyPtr receive(const char* what);
+    void afterReplies(const std::vector<ReplyPtr>& replies);
+    void afterReply(const redisReply* r);
+    std::pair<std::string, int> primaryFromSentinels();
 
     ConnectionOptions m_options;
-    std::unique_ptr<redisContext, ContextDeleter> m_ctx;
+    std::unique_ptr<Stream> m_stream;
+    std::unique_ptr<redisReader, ReaderDeleter> m_reader;
+    bool m_connected = false;
+    bool m_answered = false; // the handshake is over (a hang-up before it means a TLS port)
+    std::string m_endpoint;
     std::chrono::steady_clock::time_point m_nextAttempt{};
     std::chrono::milliseconds m_backoff{0};
     std::string m_lastError;
     bool m_lastPermanent = false; // the last connect failed with a ConfigError (m_lastField)
     std::string m_lastField;
-    std::atomic<int> m_fd{-1}; // for interrupt()
     std::string m_out;         // the request being encoded (reused: no allocation per command)
 };
 

@@ -8,6 +8,15 @@
 
 namespace idem {
 
+// A server that speaks TLS on its port (and no plaintext): its certificate and key, the CA that
+// verifies clients' certificates, whether it asks clients for one, and the client's own files
+// connectionOptions() hands out (readiness is checked over TLS with them).
+struct LocalServerTls {
+    std::string cert, key, ca;
+    bool authClients = false;
+    std::string clientCert, clientKey; // when authClients
+};
+
 struct LocalServerOptions {
     std::string executable = "redis-server"; // looked up in PATH
     std::vector<std::string> extraArgs;      // e.g. {"--appendonly", "yes"}
@@ -17,6 +26,7 @@ struct LocalServerOptions {
     // PR_SET_PDEATHSIG): start it from a thread that lives as long as it should. Off for a
     // server that must outlive its starter (the ctest fixture).
     bool dieWithParent = true;
+    LocalServerTls tls; // cert set: TLS only
 };
 
 // A private redis-server on a free loopback port in its own directory: the embedded default of

@@ -1,0 +1,64 @@
+#pragma once
+
+#include "idem/redis/options.h"
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+struct ssl_st;
+
+namespace idem {
+
+// One connected byte stream to a server: TCP or a unix socket, with TLS on top when the options
+// ask for it, so plaintext and TLS share every line above this one (hiredis only parses replies).
+// Blocking with timeouts (SO_RCVTIMEO / SO_SNDTIMEO); close-on-exec; interrupt() from any thread
+// ends a call blocked in it. Throws TimeoutError, ClosedError, IoError, or ConfigError for what
+// retrying cannot fix (a certificate refused, a key file unreadable, TLS spoken to a plaintext
+// port). Internal to idem::core.
+class Stream {
+public:
+    Stream();
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    // Connects to host:port (or o.unixSocket) within o.connectTimeout and, with o.tls, handshakes.
+    void open(const ConnectionOptions& o, const std::string& host, int port);
+    void close();
+    bool isOpen() const { return m_fd >= 0; }
+    bool tls() const { return m_ssl != nullptr; }
+
+    void setTimeout(Millis timeout); // for each read and write; 0: wait for ever
+    void write(std::string_view data);
+    // What is there now, at least one byte: waits up to the timeout for it.
+    std::size_t read(char* buffer, std::size_t capacity);
+    // Ends a blocked read or write (thread-safe).
+    void interrupt();
+
+    const std::string& peer() const { return m_peer; } // "host:port" or the socket path
+
+private:
+    [[noreturn]] void failIo(const char* what, int err);
+    [[noreturn]] void failTls(const char* what, int sslError);
+
+    int m_fd = -1;
+    std::atomic<int> m_interruptFd{-1};
+    ssl_st* m_ssl = nullptr;
+    std::shared_ptr<void> m_context; // the SSL_CTX the session came from
+    std::string m_peer;
+    std::string m_serverName; // the name a TLS session verified
+    Millis m_timeout{0};
+};
+
+// Why a TLS handshake or session failed, in words, with the setting to change (empty if the cause
+// may pass: a reset, a timeout). From the thread's OpenSSL error queue and the verify result.
+struct TlsFailure {
+    std::string why;
+    std::string field;
+};
+TlsFailure describeTlsFailure(ssl_st* ssl, int sslError, const std::string& serverName);
+
+} // namespace idem
