@@ -1,9 +1,14 @@
 #include "testsupport.h"
 
+#include "idem/errors.h"
 #include "idem/monitor/monitor.h"
 #include "idem/engine/store.h"
 
 #include <QProcess>
+#include <cstdlib>
+#include <QThread>
+#include <QElapsedTimer>
+#include <filesystem>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <atomic>
@@ -191,6 +196,134 @@ idem::LocalServerOptions TestCerts::serverOptions(const char* server, bool authC
         o.tls.clientKey = path("client.key");
     }
     return o;
+}
+
+LocalSentinelSet::LocalSentinelSet(int replicas)
+{
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/idem-sentinels-XXXXXX";
+    if (!::mkdtemp(tmpl.data()))
+        qFatal("cannot make a directory for the sentinels");
+    m_dir = tmpl;
+    const std::vector<std::string> fast = {"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+                                           "--appendonly", "no"};
+    idem::LocalServerOptions po;
+    po.extraArgs = fast;
+    m_nodes.push_back(std::make_unique<idem::LocalServer>(po));
+    const int primaryPort = m_nodes.front()->port();
+    for (int i = 0; i < replicas; ++i) {
+        idem::LocalServerOptions ro;
+        ro.extraArgs = fast;
+        ro.extraArgs.insert(ro.extraArgs.end(), {"--replicaof", "127.0.0.1", std::to_string(primaryPort)});
+        m_nodes.push_back(std::make_unique<idem::LocalServer>(ro));
+    }
+    for (int i = 0; i < 3; ++i) {
+        idem::LocalServerOptions so;
+        so.dir = m_dir + "/sentinel-" + std::to_string(i);
+        std::filesystem::create_directories(so.dir);
+        std::ofstream(so.dir + "/sentinel.conf")
+            << "sentinel monitor mymaster 127.0.0.1 " << primaryPort << " 2\n"
+            << "sentinel down-after-milliseconds mymaster 1000\n"
+            << "sentinel failover-timeout mymaster 3000\n"
+            << "sentinel parallel-syncs mymaster 1\n";
+        so.configFile = "sentinel.conf";
+        so.extraArgs = {"--sentinel"};
+        m_sentinels.push_back(std::make_unique<idem::LocalServer>(so));
+    }
+    waitForReplicas(replicas);
+    // the sentinels find the replicas and each other through the primary (hello messages every 2 s)
+    QElapsedTimer t;
+    t.start();
+    for (auto& s : m_sentinels) {
+        idem::Connection c(s->connectionOptions());
+        while (true) {
+            const auto known = c.command({"SENTINEL", "replicas", "mymaster"});
+            const auto peers = c.command({"SENTINEL", "sentinels", "mymaster"});
+            if (static_cast<int>(idem::reply::arraySize(known.get())) >= replicas &&
+                idem::reply::arraySize(peers.get()) >= 2)
+                break;
+            if (t.elapsed() > 30000)
+                qFatal("the sentinels did not find each other and the replicas within 30 s");
+            QThread::msleep(100);
+        }
+    }
+}
+
+LocalSentinelSet::~LocalSentinelSet()
+{
+    m_sentinels.clear();
+    m_nodes.clear();
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir, ec);
+}
+
+std::string LocalSentinelSet::url() const
+{
+    std::string nodes;
+    for (const auto& s : m_sentinels)
+        nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(s->port());
+    return "redis-sentinel://" + nodes + "/0#mymaster";
+}
+
+idem::ConnectionOptions LocalSentinelSet::options() const { return idem::ConnectionOptions::fromUrl(url()); }
+
+int LocalSentinelSet::primary()
+{
+    for (auto& s : m_sentinels) {
+        try {
+            idem::Connection c(s->connectionOptions());
+            const auto r = c.command({"SENTINEL", "get-master-addr-by-name", "mymaster"});
+            const int port = std::atoi(idem::reply::str(idem::reply::element(r.get(), 1)).c_str());
+            for (std::size_t i = 0; i < m_nodes.size(); ++i)
+                if (m_nodes[i]->port() == port)
+                    return static_cast<int>(i);
+            return -1;
+        } catch (const idem::Error&) {
+        }
+    }
+    return -1;
+}
+
+int LocalSentinelSet::waitForNewPrimary(int previous, int timeoutMs)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < timeoutMs) {
+        const int now = primary();
+        if (now >= 0 && now != previous) {
+            try {
+                idem::Connection c(node(now).connectionOptions());
+                if (idem::reply::str(idem::reply::element(c.checked({"ROLE"}).get(), 0)) == "master")
+                    return now;
+            } catch (const idem::Error&) {
+            }
+        }
+        QThread::msleep(100);
+    }
+    qFatal("no new primary within %d ms", timeoutMs);
+    return -1;
+}
+
+void LocalSentinelSet::waitForReplicas(int replicas, int timeoutMs)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < timeoutMs) {
+        try {
+            const int p = primary() >= 0 ? primary() : 0;
+            idem::Connection c(node(p).connectionOptions());
+            const std::string info = idem::reply::str(c.checked({"INFO", "replication"}).get());
+            int online = 0;
+            for (std::size_t at = info.find("state=online"); at != std::string::npos;
+                 at = info.find("state=online", at + 1))
+                ++online;
+            if (online >= replicas)
+                return;
+        } catch (const idem::Error&) {
+        }
+        QThread::msleep(100);
+    }
+    qFatal("the replicas did not come online within %d ms", timeoutMs);
 }
 
 } // namespace idemtest

@@ -39,6 +39,30 @@ private:
     std::vector<std::unique_ptr<idem::LocalServer>> m_nodes;
 };
 
+// A Sentinel-managed primary on loopback: node 0 starts as the primary of `replicas` more, and
+// three sentinels watch it as "mymaster" (down after 1 s), ready when every replica is in sync
+// and every sentinel knows the replicas and the other sentinels.
+class LocalSentinelSet {
+public:
+    explicit LocalSentinelSet(int replicas = 1);
+    ~LocalSentinelSet();
+    idem::LocalServer& node(int i) { return *m_nodes.at(static_cast<std::size_t>(i)); }
+    idem::LocalServer& sentinel(int i) { return *m_sentinels.at(static_cast<std::size_t>(i)); }
+    int nodes() const { return static_cast<int>(m_nodes.size()); }
+    std::string url() const; // redis-sentinel://127.0.0.1:s1,...#mymaster
+    idem::ConnectionOptions options() const;
+    // the node the sentinels name as primary now (-1: none of ours)
+    int primary();
+    // waits until the sentinels name another node than `previous` and it answers ROLE as master
+    int waitForNewPrimary(int previous, int timeoutMs = 30000);
+    // waits until the primary has `replicas` replicas online and in sync
+    void waitForReplicas(int replicas, int timeoutMs = 30000);
+
+private:
+    std::string m_dir;
+    std::vector<std::unique_ptr<idem::LocalServer>> m_nodes, m_sentinels;
+};
+
 // Certificates made by the openssl command line for this test process, once: a CA, a server
 // certificate for localhost and 127.0.0.1 signed by it, a client certificate signed by it, and
 // what must fail: a server certificate signed by another CA, an expired one, one for another name.

@@ -43,9 +43,14 @@ options:
                        exit code), release (forget it: the next delivery runs CMD again),
                        retryable (keep FAILED; next run retries), terminal (duplicates get exit 79)
   --max-response SIZE  cap of the stored result (default 512KiB)
+  --min-replicas N     the lock and the result must reach N replicas (WAIT, same round trip): a
+                       lock fewer acknowledge is released and CMD not run (69); a result fewer
+                       acknowledge before the lease ends exits 70
+  --replica-timeout DUR  how long each WAIT waits (default 1s)
 
 Exit codes: CMD's own; 64 usage; 65 payload mismatch; 69 store unavailable (CMD not run);
-70 CMD ran but its result was not stored; 75 in progress; 79 terminal failure stored.
+70 CMD ran but its result was not stored (or not replicated); 75 in progress; 79 terminal
+failure stored.
 )";
 
 std::string base64(std::string_view in)
@@ -237,7 +242,10 @@ Child runChild(const std::vector<std::string>& cmd, std::size_t cap, const std::
 
 int cmdRun(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--key", "--lease", "--ttl", "--payload-file", "--wait", "--on-failure", "--max-response"}, {});
+    Args args(argv,
+              {"--key", "--lease", "--ttl", "--payload-file", "--wait", "--on-failure", "--max-response",
+               "--min-replicas", "--replica-timeout"},
+              {});
     if (args.flag("--help")) {
         std::fputs(kRunHelp, stdout);
         return Ok;
@@ -259,6 +267,12 @@ int cmdRun(const std::vector<std::string>& argv)
         so.retention = so.failureRetention = idem::parseDuration(*v);
     if (auto v = args.value("--max-response"))
         so.maxResponseBytes = idem::parseSize(*v);
+    so.minReplicas = number<int>(args.value("--min-replicas"), 0, 0, 100, "--min-replicas");
+    if (auto v = args.value("--replica-timeout")) {
+        if (so.minReplicas == 0)
+            throw UsageFailure{"--replica-timeout needs --min-replicas N"};
+        so.replicaTimeout = idem::parseDuration(*v);
+    }
     if (so.lease.count() < 10)
         throw UsageFailure{"--lease must be at least 10ms"};
     if (so.retention.count() < 1)
@@ -349,6 +363,9 @@ int cmdRun(const std::vector<std::string>& argv)
                      o.error.c_str());
         return TerminalFailure;
     case idem::OutcomeKind::LeaseLost:
+        std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
+        return NotStored;
+    case idem::OutcomeKind::NotReplicated:
         std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
         return NotStored;
     case idem::OutcomeKind::StoreUnavailable:

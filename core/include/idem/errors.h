@@ -25,6 +25,12 @@ class ClosedError : public IoError {
 public:
     using IoError::IoError;
 };
+// A write was acknowledged by fewer replicas than StoreOptions::minReplicas asked for: a failover
+// could lose it. An acquire that gets this has released its lock again (the work must not run).
+class NotReplicatedError : public IoError {
+public:
+    using IoError::IoError;
+};
 
 // Retrying cannot fix it: wrong credentials, a missing permission, a certificate refused or not
 // matching the host, a plaintext client on a TLS port (or the reverse), a node that is not what

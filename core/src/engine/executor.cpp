@@ -17,6 +17,7 @@ std::string_view nameOf(OutcomeKind k)
     case OutcomeKind::PayloadMismatch: return "payload_mismatch";
     case OutcomeKind::Failed: return "failed";
     case OutcomeKind::LeaseLost: return "lease_lost";
+    case OutcomeKind::NotReplicated: return "not_replicated";
     case OutcomeKind::StoreUnavailable: break;
     }
     return "store_unavailable";
@@ -118,12 +119,28 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
     }
 
     std::string lastError;
-    for (int attempt = 0; attempt < std::max(1, options.completeAttempts); ++attempt) {
+    // The work's result is good while its lease lasts. Where a failover is expected (through
+    // Sentinel, or with minReplicas), a completion that could not be stored, or that fewer replicas
+    // than asked acknowledged, is tried again until then (the same token: a repeat is a no-op on
+    // the record): the next try reaches the new primary, which a replicated acquire made this
+    // ticket's owner. Elsewhere, completeAttempts tries.
+    const auto leaseEnds = sentAt + lease;
+    const bool untilLeaseEnds = m_store.options().minReplicas > 0 || m_store.pool().options().viaSentinel();
+    bool notReplicated = false;
+    for (int attempt = 0; attempt < std::max(1, options.completeAttempts) ||
+                          (untilLeaseEnds && std::chrono::steady_clock::now() < leaseEnds);
+         ++attempt) {
         if (attempt > 0)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
         try {
             const OwnerResult r = result.ok ? m_store.complete(ticket, result.response, options.retention)
                                             : m_store.fail(ticket, result.policy, result.error);
+            if (r.status == OwnerStatus::NotReplicated) {
+                notReplicated = true;
+                lastError = "acknowledged by " + std::to_string(std::max<std::int64_t>(0, r.replicas)) + " of " +
+                            std::to_string(m_store.options().minReplicas) + " replica(s)";
+                continue;
+            }
             if (r.status == OwnerStatus::LeaseLost) {
                 out.kind = OutcomeKind::LeaseLost;
                 out.error = "lease lost: the record is now " + r.currentState +
@@ -142,6 +159,12 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
         } catch (const Error& e) {
             lastError = e.what();
         }
+    }
+    if (notReplicated) {
+        out.kind = OutcomeKind::NotReplicated;
+        out.response = std::move(result.response);
+        out.error = "the result is stored on the primary but not replicated: " + lastError;
+        return out;
     }
     out.kind = OutcomeKind::StoreUnavailable;
     out.error = "the work ran but its outcome could not be stored: " + lastError;

@@ -99,11 +99,19 @@ ReplyPtr runScript(Connection& c, const Script& s, const std::vector<std::string
 }
 
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
-                                         const std::vector<std::size_t>& ends)
+                                         const std::vector<std::size_t>& ends, std::string_view trailer)
 {
-    std::vector<ReplyPtr> replies = c.pipelineFormatted(resp, ends.size());
+    const std::size_t extra = trailer.empty() ? 0 : 1;
+    std::vector<ReplyPtr> replies;
+    if (extra) {
+        thread_local std::string out;
+        out.assign(resp).append(trailer);
+        replies = c.pipelineFormatted(out, ends.size() + 1);
+    } else {
+        replies = c.pipelineFormatted(resp, ends.size());
+    }
     std::vector<std::size_t> again;
-    for (std::size_t i = 0; i < replies.size(); ++i)
+    for (std::size_t i = 0; i < ends.size(); ++i)
         if (isNoScript(replies[i].get()))
             again.push_back(i);
     if (again.empty())
@@ -113,10 +121,24 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::st
     std::string retry;
     for (auto i : again)
         retry.append(resp::callAt(resp, ends, i));
-    auto second = c.pipelineFormatted(retry, again.size());
+    retry.append(trailer);
+    auto second = c.pipelineFormatted(retry, again.size() + extra);
     for (std::size_t k = 0; k < again.size(); ++k)
         replies[again[k]] = std::move(second[k]);
+    if (extra)
+        replies.back() = std::move(second.back());
     return replies;
+}
+
+std::string waitCommand(int replicas, Millis timeout)
+{
+    std::string out;
+    resp::Writer w(out);
+    w.array(3);
+    w.bulk("WAIT");
+    w.bulk(static_cast<long long>(replicas));
+    w.bulk(static_cast<long long>(timeout.count()));
+    return out;
 }
 
 void resp::evalshaHead(Writer& w, const Script& s, std::size_t keys, std::size_t args)

@@ -7,6 +7,7 @@
 #include "redis/router.h"
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <charconv>
 #include <hiredis/hiredis.h>
@@ -208,6 +209,21 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         ends.push_back(buf.size());
     }
 
+    // With minReplicas, every pipeline ends with WAIT: its answer says how many replicas have the
+    // acquires (the same round trip). Fewer than asked: the locks are released and nothing runs.
+    const std::string trailer = m_options.minReplicas > 0 ? waitCommand(m_options.minReplicas, m_options.replicaTimeout)
+                                                          : std::string();
+    std::int64_t fewestAcks = std::numeric_limits<std::int64_t>::max();
+    const auto takeAck = [&](std::vector<ReplyPtr>& rs, Connection& c) {
+        if (!trailer.empty()) {
+            const redisReply* w = rs.back().get();
+            const std::int64_t acks = reply::isError(w) ? std::int64_t(-1) : reply::integer(w);
+            fewestAcks = std::min(fewestAcks, acks);
+            rs.pop_back();
+            if (acks < m_options.minReplicas)
+                c.checkPrimary(); // a replaced primary without its replicas: go to the new one
+        }
+    };
     // Where each call goes: on a cluster, the node serving its slot (calls to one node pipelined
     // together, one round trip per node); elsewhere, all of them down the connection in hand.
     const std::size_t calls = callEnds.size();
@@ -215,7 +231,8 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     const auto callKey = [&](std::size_t c) { return recordKey(requests[order[c == 0 ? 0 : callEnds[c - 1]]].id); };
     std::vector<ReplyPtr> replies;
     if (!cluster) {
-        replies = runScriptPipelined(**conn, s, buf, ends);
+        replies = runScriptPipelined(**conn, s, buf, ends, trailer);
+        takeAck(replies, **conn);
         conn.reset(); // back to the pool before parsing
     } else {
         if (!m_router->mapped())
@@ -241,7 +258,8 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
                 nodeEnds.push_back(nodeCalls.size());
             }
             auto nodeConn = pool->acquire();
-            auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds);
+            auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds, trailer);
+            takeAck(nodeReplies, *nodeConn);
             for (std::size_t k = 0; k < nodeIndex.size(); ++k)
                 replies[nodeIndex[k]] = std::move(nodeReplies[k]);
         }
@@ -252,7 +270,12 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (reply::redirect(replies[c].get()) || isTryAgain(replies[c].get())) {
             const std::string_view text = callText(c);
             const std::vector<std::size_t> one = {text.size()};
-            replies[c] = m_router->routed(callKey(c), [&](Connection& cc) { return std::move(runScriptPipelined(cc, s, text, one).front()); });
+            replies[c] = m_router->routed(callKey(c), [&](Connection& cc) {
+                auto rs = runScriptPipelined(cc, s, text, one, trailer);
+                if (!reply::redirect(rs.front().get()))
+                    takeAck(rs, cc);
+                return std::move(rs.front());
+            });
         }
 
     std::vector<AcquireResult> out(requests.size());
@@ -286,6 +309,24 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             out[i].serverNowMs = serverNowMs;
         }
     }
+    if (!trailer.empty() && fewestAcks < m_options.minReplicas) {
+        // a lock no replica holds can vanish in a failover and the work run twice: give back every
+        // lock this batch took, and run nothing
+        std::size_t released = 0;
+        for (const AcquireResult& a : out)
+            if (a.status == AcquireStatus::Acquired) {
+                try {
+                    fail(a.ticket, FailPolicy::Release, "not replicated");
+                    ++released;
+                } catch (const Error&) {
+                    // its lease runs out by itself
+                }
+            }
+        throw NotReplicatedError("acquire acknowledged by " + std::to_string(std::max<std::int64_t>(0, fewestAcks)) +
+                                 " of the " + std::to_string(m_options.minReplicas) + " replica(s) asked within " +
+                                 std::to_string(m_options.replicaTimeout.count()) + " ms; " +
+                                 std::to_string(released) + " lock(s) released, the work is not run");
+    }
     // a thread that once sent a huge batch does not keep its buffers for ever
     constexpr std::size_t kKeepBytes = 256 * 1024;
     if (buf.capacity() > kKeepBytes || tokens.capacity() > kKeepBytes) {
@@ -297,17 +338,43 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     return out;
 }
 
-OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args)
+OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args,
+                             bool waitForReplicas)
 {
     checkId(t.id);
-    const ReplyPtr r = routedScript(s, t.id, args, Keys::Record);
+    std::int64_t acks = -1;
+    ReplyPtr r;
+    if (waitForReplicas && m_options.minReplicas > 0) {
+        // the script and WAIT in one round trip
+        const std::string rk = recordKey(t.id);
+        const std::string_view key = rk;
+        std::string call;
+        resp::Writer w(call);
+        resp::evalsha(w, s, {&key, 1}, args);
+        const std::vector<std::size_t> one = {call.size()};
+        const std::string trailer = waitCommand(m_options.minReplicas, m_options.replicaTimeout);
+        r = m_router->routed(rk, [&](Connection& c) {
+            auto rs = runScriptPipelined(c, s, call, one, trailer);
+            acks = reply::isError(rs.back().get()) ? -1 : reply::integer(rs.back().get());
+            if (acks < m_options.minReplicas)
+                c.checkPrimary(); // a replaced primary without its replicas: the retry goes to the new one
+            return std::move(rs.front());
+        });
+        if (reply::isError(r.get()))
+            throw ReplyError("script " + std::string(s.name) + ": " + reply::errorMessage(r.get()));
+    } else {
+        r = routedScript(s, t.id, args, Keys::Record);
+    }
     using namespace reply;
     OwnerResult out;
     // done: the owner scripts answer the server time alone, an integer or its digits (the common
     // case, kept cheap for Redis; complete answers 0: it reads no clock); refused: {status,
     // detail, server time or 0}
     if (isInteger(r.get()) || isString(r.get())) {
-        out.status = OwnerStatus::Ok;
+        out.status = waitForReplicas && m_options.minReplicas > 0 && acks < m_options.minReplicas
+                         ? OwnerStatus::NotReplicated
+                         : OwnerStatus::Ok;
+        out.replicas = acks;
         out.serverNowMs = integer(r.get());
         return out;
     }
@@ -331,7 +398,7 @@ OwnerResult Store::complete(const Ticket& t, std::string_view response, std::opt
     if (ret.count() <= 0)
         throw UsageError("retention must be positive");
     const std::string retMs = std::to_string(ret.count());
-    return ownerCall(scripts::complete(), t, {t.token, response, retMs});
+    return ownerCall(scripts::complete(), t, {t.token, response, retMs}, true);
 }
 
 OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view error)

@@ -61,6 +61,21 @@ std::string Connection::endpoint() const { return m_endpoint; }
 
 bool Connection::tls() const { return m_stream->tls(); }
 
+bool Connection::checkPrimary()
+{
+    if (!m_options.viaSentinel() || !m_connected)
+        return true;
+    try {
+        const auto [host, port] = primaryFromSentinels();
+        if (host + ":" + std::to_string(port) == m_endpoint)
+            return true;
+    } catch (const Error&) {
+        return true; // the sentinels cannot say: keep what works
+    }
+    dropContext(); // the next call finds the primary the sentinels name now
+    return false;
+}
+
 // The primary a sentinel names (SENTINEL get-master-addr-by-name), from the first that answers.
 std::pair<std::string, int> Connection::primaryFromSentinels()
 {
@@ -83,7 +98,7 @@ std::pair<std::string, int> Connection::primaryFromSentinels()
                 unknownEverywhere = false;
                 continue;
             }
-            if (reply::arraySize(r.get()) != 2)
+            if (reply::isNil(r.get()) || reply::arraySize(r.get()) != 2)
                 continue; // this sentinel does not know the name
             const std::string host = reply::str(reply::element(r.get(), 0));
             const long long port = std::atoll(reply::str(reply::element(r.get(), 1)).c_str());

@@ -106,14 +106,16 @@ ConnectionOptions LocalServer::connectionOptions() const
 
 void LocalServer::spawn()
 {
-    std::vector<std::string> args = {m_options.executable,
-                                     "--port", std::to_string(m_port),
+    std::vector<std::string> args = {m_options.executable};
+    if (!m_options.configFile.empty())
+        args.push_back(m_options.configFile.front() == '/' ? m_options.configFile : m_dir + "/" + m_options.configFile);
+    args.insert(args.end(), {"--port", std::to_string(m_port),
                                      "--bind", "127.0.0.1",
                                      "--dir", m_dir,
                                      "--logfile", m_dir + "/redis.log",
                                      "--save", "",
                                      "--daemonize", "no",
-                                     "--protected-mode", "yes"};
+                                     "--protected-mode", "yes"});
     if (const LocalServerTls& t = m_options.tls; !t.cert.empty()) // TLS on the port, no plaintext
         args.insert(args.end(), {"--port", "0", "--tls-port", std::to_string(m_port), "--tls-cert-file", t.cert,
                                  "--tls-key-file", t.key, "--tls-ca-cert-file", t.ca, "--tls-auth-clients",

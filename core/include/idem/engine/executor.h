@@ -46,6 +46,9 @@ enum class OutcomeKind {
     Failed,           // the work failed now (its policy was applied), or a terminal failure is stored
     LeaseLost,        // the work ran, but its lease was taken over (or force-failed): result not stored
     StoreUnavailable, // Redis unreachable, timed out, or the key is unusable: the work did not run
+    NotReplicated,    // the work ran and its result is stored on the primary, but fewer replicas than
+                      // StoreOptions::minReplicas acknowledged it before the lease ran out: a
+                      // failover now could lose it (and a redelivery run the work again)
 };
 std::string_view nameOf(OutcomeKind k);
 

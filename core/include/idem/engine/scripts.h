@@ -41,8 +41,12 @@ ReplyPtr runScriptReply(Connection& c, const Script& s, const std::vector<std::s
 void loadScript(Connection& c, const Script& s);
 // Many calls of one script in one round trip, encoded as RESP back to back in `resp`; call i ends
 // at ends[i]. Calls answered NOSCRIPT did not run: the script is loaded and just those are sent
-// again. Error replies are returned as they are.
+// again. Error replies are returned as they are. `trailer`, when not empty, is one more command
+// (formatted) sent after the calls in the same round trip (WAIT), and again after a retry; its
+// latest reply comes last.
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
-                                         const std::vector<std::size_t>& ends);
+                                         const std::vector<std::size_t>& ends, std::string_view trailer = {});
+// "WAIT <replicas> <timeout ms>", formatted: the trailer that makes writes wait for replicas.
+std::string waitCommand(int replicas, Millis timeout);
 
 } // namespace idem

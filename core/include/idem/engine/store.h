@@ -34,6 +34,12 @@ struct StoreOptions {
     Millis failureRetention{24LL * 3'600'000}; // how long FAILED records are kept
     std::size_t maxResponseBytes = 512 * 1024;
     std::size_t maxIdBytes = 1024;
+    // Writes that survive a failover: acquire and complete wait (WAIT, in the same round trip) for
+    // this many replicas to have them. An acquire fewer acknowledge is released and throws
+    // NotReplicatedError (the work must not run); a completion fewer acknowledge answers
+    // OwnerStatus::NotReplicated (stored on the primary, not yet on enough replicas).
+    int minReplicas = 0;
+    Millis replicaTimeout{1000};
 };
 
 // Ownership of one id, handed out by acquire.
@@ -71,11 +77,16 @@ struct AcquireResult {
     std::int64_t serverNowMs = 0;
 };
 
-enum class OwnerStatus { Ok, LeaseLost };
+enum class OwnerStatus {
+    Ok,
+    LeaseLost,
+    NotReplicated, // complete: stored on the primary, acknowledged by fewer than minReplicas replicas
+};
 struct OwnerResult {
     OwnerStatus status = OwnerStatus::LeaseLost;
     std::string currentState; // when LeaseLost: the record's state now, or "missing"
     std::int64_t leaseUntilMs = 0; // renew: the new lease deadline (server clock)
+    std::int64_t replicas = -1;    // complete with minReplicas: how many replicas acknowledged it
     // The server's clock (ms) when the script read it; 0 from complete, which reads none (the
     // record's TTL, counted from then, tells when it completed)
     std::int64_t serverNowMs = 0;
@@ -133,7 +144,8 @@ public:
 
 private:
     void checkId(std::string_view id) const;
-    OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args);
+    OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args,
+                          bool waitForReplicas = false);
     std::optional<KeyRead> readKey(Connection& c, const std::string& key, std::int64_t& nowMs, ReplyPtr& redirect);
 
     // One script on the id's keys, routed (to the node serving its slot on a Redis Cluster); an

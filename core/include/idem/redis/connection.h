@@ -62,6 +62,10 @@ public:
     // the socket path; empty when not connected.
     std::string endpoint() const;
     bool tls() const;
+    // Through Sentinel: asks the sentinels whether this connection's node is still the primary
+    // and drops the connection when it is not (a primary the sentinels replaced keeps answering
+    // until it is demoted; writes to it are lost). Returns whether it still is. Elsewhere: true.
+    bool checkPrimary();
 
 private:
     void ensureConnected();

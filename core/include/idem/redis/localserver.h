@@ -27,6 +27,9 @@ struct LocalServerOptions {
     // server that must outlive its starter (the ctest fixture).
     bool dieWithParent = true;
     LocalServerTls tls; // cert set: TLS only
+    // A configuration file, given before every other argument (a sentinel keeps its state in it);
+    // relative to `dir` when it is not absolute.
+    std::string configFile;
 };
 
 // A private redis-server on a free loopback port in its own directory: the embedded default of

@@ -1,0 +1,273 @@
+// Sentinel on real servers: a primary, a replica and three sentinels (redis-server --sentinel).
+// The primary is found through the sentinels; across SENTINEL FAILOVER and across the primary
+// being killed, execute() and idemctl run go on on the new primary without a restart, no id runs
+// twice and none is lost, with writes that reach a replica before they count (minReplicas).
+#include "idem/engine/executor.h"
+#include "idem/errors.h"
+#include "testsupport.h"
+
+#include <QtTest>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+using idem::OutcomeKind;
+
+namespace {
+
+idem::ConnectionOptions quick(idem::ConnectionOptions o)
+{
+    o.connectTimeout = idem::Millis(500);
+    o.commandTimeout = idem::Millis(1500);
+    o.reconnectMin = idem::Millis(20);
+    o.reconnectMax = idem::Millis(200);
+    return o;
+}
+
+// Deliveries of fresh ids from `threads` workers for as long as `during` runs on the main thread
+// (and a little after): each id delivered until it is executed or replayed (StoreUnavailable,
+// InProgress and NotReplicated are redelivered, as a broker would); every run of the work counted.
+struct Load {
+    std::map<std::string, int> runs;
+    std::map<std::string, QStringList> history; // what each delivery of an id answered
+    std::mutex mutex;
+    std::atomic<int> ids{0}, unavailable{0}, notReplicated{0};
+
+    void go(idem::Executor& ex, const std::string& prefix, int threads, const std::function<void()>& during)
+    {
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> workers;
+        for (int w = 0; w < threads; ++w)
+            workers.emplace_back([&] {
+                while (!stop) {
+                    const std::string id = prefix + std::to_string(ids++);
+                    QElapsedTimer t;
+                    t.start();
+                    while (t.elapsed() < 60000) {
+                        const auto o = ex.execute(id, "", [&](const idem::WorkContext&) {
+                            std::lock_guard lock(mutex);
+                            ++runs[id];
+                            return idem::WorkResult::success("done " + id);
+                        });
+                        {
+                            std::lock_guard lock(mutex);
+                            history[id] << QString::fromUtf8(idem::nameOf(o.kind).data()) +
+                                               (o.error.empty() ? QString() : u" ("_qs + QString::fromStdString(o.error) + u")"_qs);
+                        }
+                        if (o.kind == OutcomeKind::Executed || o.kind == OutcomeKind::Replayed)
+                            break;
+                        unavailable += o.kind == OutcomeKind::StoreUnavailable ? 1 : 0;
+                        notReplicated += o.kind == OutcomeKind::NotReplicated ? 1 : 0;
+                        QThread::msleep(30);
+                    }
+                    QThread::msleep(5);
+                }
+            });
+        during();
+        QThread::msleep(500);
+        stop = true;
+        for (auto& w : workers)
+            w.join();
+    }
+    // every id ran exactly once
+    QString check(const std::string& prefix)
+    {
+        QStringList problems;
+        for (int i = 0; i < ids; ++i) {
+            const std::string id = prefix + std::to_string(i);
+            if (runs[id] != 1)
+                problems << QString::fromStdString(id) + u" ran "_qs + QString::number(runs[id]) + u" time(s): "_qs +
+                                history[id].join(u", "_qs);
+        }
+        return problems.join(u"; "_qs);
+    }
+};
+
+} // namespace
+
+class TestSentinel : public QObject {
+    Q_OBJECT
+
+private slots:
+    void discoversThePrimary()
+    {
+        idemtest::LocalSentinelSet set(1);
+        const auto o = quick(set.options());
+        idem::Connection c(o);
+        c.connect();
+        QCOMPARE(c.endpoint(), "127.0.0.1:" + std::to_string(set.node(0).port()));
+        idem::ConnectionPool pool(o, 2);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = "sen"});
+        idem::Executor ex(store);
+        QCOMPARE(ex.execute("a", "", [](auto&) { return idem::WorkResult::success("x"); }).kind, OutcomeKind::Executed);
+        // a master name no sentinel knows, and sentinels that are all down, said in words
+        idem::ConnectionOptions unknown = o;
+        unknown.sentinel.master = "nobody";
+        idem::Connection u(unknown);
+        try {
+            u.connect();
+            QFAIL("connected to a master nobody knows");
+        } catch (const idem::ConfigError& e) {
+            QCOMPARE(e.field(), std::string("sentinel"));
+        }
+        idem::ConnectionOptions down = o;
+        down.sentinel.nodes = {{"127.0.0.1", idem::freeLoopbackPort()}};
+        QVERIFY_THROWS_EXCEPTION(idem::IoError, idem::Connection(down).connect());
+    }
+
+    void executeAcrossSentinelFailover()
+    {
+        idemtest::LocalSentinelSet set(1);
+        idem::ConnectionPool pool(quick(set.options()), 4);
+        idem::StoreOptions so{.keyNamespace = "sfo", .lease = idem::Millis(8000)};
+        so.minReplicas = 1;
+        so.replicaTimeout = idem::Millis(500);
+        idem::Store store(pool, so);
+        idem::Executor ex(store);
+        Load load;
+        load.go(ex, "f-", 4, [&] {
+            QThread::msleep(300);
+            idem::Connection s(set.sentinel(0).connectionOptions());
+            QCOMPARE(idem::reply::str(s.checked({"SENTINEL", "FAILOVER", "mymaster"}).get()), std::string("OK"));
+            QCOMPARE(set.waitForNewPrimary(0), 1);
+        });
+        const QString problems = load.check("f-");
+        QVERIFY2(problems.isEmpty(), qPrintable(problems));
+        // the calls went on, on the new primary, without a new pool or store
+        idem::Connection c(quick(set.options()));
+        c.connect();
+        QCOMPARE(c.endpoint(), "127.0.0.1:" + std::to_string(set.node(1).port()));
+        QCOMPARE(ex.execute("f-0", "", [](auto&) { return idem::WorkResult::success("again"); }).kind,
+                 OutcomeKind::Replayed);
+        qInfo("failover: %d ids, %d store-unavailable answers redelivered, %d not replicated", load.ids.load(),
+              load.unavailable.load(), load.notReplicated.load());
+        QVERIFY(load.unavailable > 0); // the load did span the failover
+    }
+
+    void executeAndIdemctlAcrossAKilledPrimary()
+    {
+        idemtest::LocalSentinelSet set(1);
+        idem::ConnectionPool pool(quick(set.options()), 4);
+        idem::StoreOptions so{.keyNamespace = "kill", .lease = idem::Millis(15000)};
+        so.minReplicas = 1;
+        so.replicaTimeout = idem::Millis(500);
+        idem::Store store(pool, so);
+        idem::Executor ex(store);
+        QTemporaryDir dir;
+        const QString ledger = dir.filePath(u"ledger"_qs);
+        std::atomic<bool> cliDone{false};
+        QStringList cliProblems;
+        Load load;
+        load.go(ex, "k-", 4, [&] {
+            // idemctl run deliveries beside the library's, each its own process
+            std::thread cli([&] {
+                for (int i = 0; i < 15; ++i) {
+                    const QString id = u"cli-"_qs + QString::number(i);
+                    QElapsedTimer t;
+                    t.start();
+                    int rc = -1;
+                    while (t.elapsed() < 60000) {
+                        rc = idemtest::runIdemctl({u"--url"_qs, QString::fromStdString(set.url()), u"--namespace"_qs,
+                                                   u"kill"_qs, u"run"_qs, u"--key"_qs, id, u"--min-replicas"_qs, u"1"_qs,
+                                                   u"--replica-timeout"_qs, u"500ms"_qs, u"--lease"_qs, u"15s"_qs,
+                                                   u"--"_qs, u"sh"_qs, u"-c"_qs, u"echo $0 >> \"$1\""_qs, id, ledger},
+                                                  60000)
+                                 .exitCode;
+                        if (rc == 0)
+                            break;
+                        if (rc != 69 && rc != 75 && rc != 70)
+                            cliProblems << id + u": exit "_qs + QString::number(rc);
+                        QThread::msleep(100);
+                    }
+                    if (rc != 0)
+                        cliProblems << id + u" never ran";
+                }
+                cliDone = true;
+            });
+            QThread::msleep(400);
+            set.node(0).kill(); // the primary dies; the sentinels promote the replica
+            QCOMPARE(set.waitForNewPrimary(0), 1);
+            // the old primary comes back and is made a replica of the new one: WAIT 1 is met again
+            set.node(0).start();
+            set.waitForReplicas(1);
+            cli.join();
+        });
+        const QString problems = load.check("k-");
+        QVERIFY2(problems.isEmpty(), qPrintable(problems));
+        QVERIFY2(cliProblems.isEmpty(), qPrintable(cliProblems.join(u"; "_qs)));
+        QFile f(ledger);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QMap<QString, int> ran;
+        for (const QByteArray& line : f.readAll().split('\n'))
+            if (!line.isEmpty())
+                ++ran[QString::fromUtf8(line)];
+        QCOMPARE(ran.size(), 15);
+        for (auto it = ran.begin(); it != ran.end(); ++it)
+            QVERIFY2(it.value() == 1, qPrintable(it.key() + u" ran "_qs + QString::number(it.value())));
+        qInfo("killed primary: %d ids, %d store-unavailable answers redelivered, %d not replicated",
+              load.ids.load(), load.unavailable.load(), load.notReplicated.load());
+        QVERIFY(load.unavailable > 0); // the load did span the outage
+    }
+
+    // minReplicas with the replica frozen: the lock is not acknowledged, so it is released and the
+    // work does not run; thawed, it runs once
+    void minReplicasWithAFrozenReplica()
+    {
+        idem::LocalServer primary;
+        idem::LocalServerOptions ro;
+        ro.extraArgs = {"--replicaof", "127.0.0.1", std::to_string(primary.port())};
+        idem::LocalServer replica(ro);
+        {
+            idem::Connection c(primary.connectionOptions());
+            QTRY_VERIFY_WITH_TIMEOUT(idem::reply::str(c.checked({"INFO", "replication"}).get()).find("state=online") !=
+                                         std::string::npos,
+                                     10000);
+        }
+        idem::ConnectionPool pool(quick(primary.connectionOptions()), 2);
+        idem::StoreOptions so{.keyNamespace = "frozen", .lease = idem::Millis(3000)};
+        so.minReplicas = 1;
+        so.replicaTimeout = idem::Millis(300);
+        idem::Store store(pool, so);
+        idem::Executor ex(store);
+        int runs = 0;
+        const auto work = [&](const idem::WorkContext&) {
+            ++runs;
+            return idem::WorkResult::success("ok");
+        };
+        replica.pause();
+        const auto refused = ex.execute("z", "", work);
+        QCOMPARE(refused.kind, OutcomeKind::StoreUnavailable);
+        QVERIFY2(refused.error.find("acknowledged by 0 of the 1 replica") != std::string::npos, refused.error.c_str());
+        QCOMPARE(runs, 0);
+        QVERIFY(!store.inspect("z")); // the lock was given back
+        QVERIFY_THROWS_EXCEPTION(idem::NotReplicatedError, store.acquire("z2", ""));
+        replica.resume();
+        QElapsedTimer thawed;
+        thawed.start();
+        bool acked = false;
+        while (!acked && thawed.elapsed() < 10000) {
+            try {
+                acked = store.acquire("probe", "").status == idem::AcquireStatus::Acquired;
+            } catch (const idem::NotReplicatedError&) {
+                QThread::msleep(50); // the replica catches up
+            }
+        }
+        QVERIFY(acked);
+        QCOMPARE(ex.execute("z", "", work).kind, OutcomeKind::Executed);
+        QCOMPARE(ex.execute("z", "", work).kind, OutcomeKind::Replayed);
+        QCOMPARE(runs, 1);
+        // idemctl: refused with 69 (CMD not run) while frozen
+        replica.pause();
+        const auto cli = idemtest::runIdemctl({u"--url"_qs, QString::fromStdString(primary.url()), u"run"_qs,
+                                               u"--key"_qs, u"frozen-cli"_qs, u"--min-replicas"_qs, u"1"_qs,
+                                               u"--replica-timeout"_qs, u"200ms"_qs, u"--"_qs, u"echo"_qs, u"ran"_qs});
+        replica.resume();
+        QCOMPARE(cli.exitCode, 69);
+        QVERIFY(cli.out.isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSentinel)
+#include "tst_sentinel.moc"
