@@ -36,63 +36,6 @@ std::string sharedRedisUrl()
     return "redis://127.0.0.1:" + std::to_string(sharedRedis().port) + "/0";
 }
 
-LocalCluster::LocalCluster(int primaries, int replicas)
-{
-    using idem::reply::str;
-    idem::LocalServerOptions opts;
-    opts.extraArgs = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "3000"};
-    for (int i = 0; i < primaries + replicas; ++i)
-        m_nodes.push_back(std::make_unique<idem::LocalServer>(opts));
-    std::vector<std::unique_ptr<idem::Connection>> c;
-    for (int i = 0; i < size(); ++i)
-        c.push_back(std::make_unique<idem::Connection>(node(i)));
-    for (int i = 0; i < primaries; ++i) {
-        const int first = idem::ScanCoverage::kSlots * i / primaries;
-        const int last = idem::ScanCoverage::kSlots * (i + 1) / primaries - 1;
-        c[i]->checked({"CLUSTER", "ADDSLOTSRANGE", std::to_string(first), std::to_string(last)});
-    }
-    for (int i = 1; i < size(); ++i)
-        c[0]->checked({"CLUSTER", "MEET", "127.0.0.1", std::to_string(m_nodes[i]->port())});
-    const auto waitFor = [&](const char* what, auto&& done) {
-        for (int tries = 0; tries < 300; ++tries) {
-            if (done())
-                return;
-            QThread::msleep(50);
-        }
-        qFatal("LocalCluster: %s did not happen in 15 s", what);
-    };
-    const std::string everyone = "cluster_known_nodes:" + std::to_string(size()) + "\r";
-    waitFor("every node meeting every other", [&] {
-        for (auto& conn : c)
-            if (str(conn->checked({"CLUSTER", "INFO"}).get()).find(everyone) == std::string::npos)
-                return false;
-        return true;
-    });
-    for (int i = 0; i < replicas; ++i) {
-        const std::string primaryId = str(c[i % primaries]->checked({"CLUSTER", "MYID"}).get());
-        c[primaries + i]->checked({"CLUSTER", "REPLICATE", primaryId});
-    }
-    waitFor("cluster_state:ok on every node, replicas known as such", [&] {
-        for (auto& conn : c) {
-            if (str(conn->checked({"CLUSTER", "INFO"}).get()).find("cluster_state:ok") == std::string::npos)
-                return false;
-            const std::string nodes = str(conn->checked({"CLUSTER", "NODES"}).get());
-            int slaves = 0;
-            for (std::size_t p = nodes.find("slave"); p != std::string::npos; p = nodes.find("slave", p + 1))
-                ++slaves;
-            if (slaves != replicas)
-                return false;
-        }
-        return true;
-    });
-}
-
-LocalCluster::~LocalCluster() = default;
-
-idem::ConnectionOptions LocalCluster::node(int i) const { return m_nodes.at(static_cast<std::size_t>(i))->connectionOptions(); }
-
-std::string LocalCluster::url(int i) const { return m_nodes.at(static_cast<std::size_t>(i))->url(); }
-
 std::string uniqueNamespace(const char* prefix)
 {
     static std::atomic<int> counter{0};
@@ -324,6 +267,55 @@ void LocalSentinelSet::waitForReplicas(int replicas, int timeoutMs)
         QThread::msleep(100);
     }
     qFatal("the replicas did not come online within %d ms", timeoutMs);
+}
+
+void DeliveryLoad::go(idem::Executor& ex, const std::string& prefix, int threads, const std::function<void()>& during)
+{
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> workers;
+    for (int w = 0; w < threads; ++w)
+        workers.emplace_back([&] {
+            while (!stop) {
+                const std::string id = prefix + std::to_string(ids++);
+                QElapsedTimer t;
+                t.start();
+                while (t.elapsed() < 60000) {
+                    const auto o = ex.execute(id, "", [&](const idem::WorkContext&) {
+                        std::lock_guard lock(mutex);
+                        ++runs[id];
+                        return idem::WorkResult::success("done " + id);
+                    });
+                    {
+                        std::lock_guard lock(mutex);
+                        history[id] << QString::fromUtf8(idem::nameOf(o.kind).data()) +
+                                           (o.error.empty() ? QString() : u" ("_qs + QString::fromStdString(o.error) + u")"_qs);
+                    }
+                    if (o.kind == idem::OutcomeKind::Executed || o.kind == idem::OutcomeKind::Replayed)
+                        break;
+                    unavailable += o.kind == idem::OutcomeKind::StoreUnavailable ? 1 : 0;
+                    notReplicated += o.kind == idem::OutcomeKind::NotReplicated ? 1 : 0;
+                    QThread::msleep(30);
+                }
+                QThread::msleep(5);
+            }
+        });
+    during();
+    QThread::msleep(500);
+    stop = true;
+    for (auto& w : workers)
+        w.join();
+}
+
+QString DeliveryLoad::check(const std::string& prefix)
+{
+    QStringList problems;
+    for (int i = 0; i < ids; ++i) {
+        const std::string id = prefix + std::to_string(i);
+        if (runs[id] != 1)
+            problems << QString::fromStdString(id) + u" ran "_qs + QString::number(runs[id]) + u" time(s): "_qs +
+                            history[id].join(u", "_qs);
+    }
+    return problems.join(u"; "_qs);
 }
 
 } // namespace idemtest

@@ -1,13 +1,20 @@
 #pragma once
 
 #include "idem/redis/connection.h"
+#include "idem/redis/localcluster.h"
 #include "idem/redis/localserver.h"
 #include "idem/redis/options.h"
+
+#include "idem/engine/executor.h"
 
 #include <QByteArray>
 #include <QString>
 #include <QStringList>
+#include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,20 +31,9 @@ long long commandCalls(idem::Connection& c, const std::string& command);
 // The idemctl binary under test.
 QString idemctlPath();
 
-// A Redis Cluster of private redis-servers on loopback: `primaries` nodes splitting the 16384
-// hash slots evenly, then `replicas` more, each replicating one primary in turn; ready (every node
-// sees cluster_state:ok and all the others) when the constructor returns.
-class LocalCluster {
-public:
-    LocalCluster(int primaries, int replicas = 0);
-    ~LocalCluster();
-    int size() const { return static_cast<int>(m_nodes.size()); }
-    idem::ConnectionOptions node(int i) const;
-    std::string url(int i) const;
-
-private:
-    std::vector<std::unique_ptr<idem::LocalServer>> m_nodes;
-};
+// A Redis Cluster of private redis-servers on loopback (idem::LocalCluster, Qt-free, shared with
+// the benchmarks).
+using LocalCluster = idem::LocalCluster;
 
 // A Sentinel-managed primary on loopback: node 0 starts as the primary of `replicas` more, and
 // three sentinels watch it as "mymaster" (down after 1 s), ready when every replica is in sync
@@ -78,6 +74,21 @@ public:
 private:
     TestCerts();
     std::string m_dir;
+};
+
+// Deliveries of fresh ids from `threads` workers for as long as `during` runs on the calling
+// thread (and a little after): each id delivered until it is executed or replayed
+// (StoreUnavailable, InProgress and NotReplicated are redelivered, as a broker would); every run
+// of the work counted.
+struct DeliveryLoad {
+    std::map<std::string, int> runs;
+    std::map<std::string, QStringList> history; // what each delivery of an id answered
+    std::mutex mutex;
+    std::atomic<int> ids{0}, unavailable{0}, notReplicated{0};
+
+    void go(idem::Executor& ex, const std::string& prefix, int threads, const std::function<void()>& during);
+    // "" when every id ran exactly once; else which did not, with what each delivery answered
+    QString check(const std::string& prefix);
 };
 
 struct ProcessResult {

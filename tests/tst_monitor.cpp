@@ -311,7 +311,8 @@ private slots:
                      cov.warning().c_str());
         }
 
-        // why it matters: records on every primary, and node 0's SCAN lists its own only
+        // why it matters: records on every primary, and node 0's SCAN lists its own only; idemctl
+        // (the Scanner) reads every primary
         const std::string ns = "cov";
         std::vector<std::unique_ptr<idem::ConnectionPool>> pools;
         std::vector<std::unique_ptr<idem::Store>> stores;
@@ -338,9 +339,8 @@ private slots:
                                     QStringLiteral("--namespace"), QString::fromStdString(ns)};
         auto stats = idemtest::runIdemctl(common + QStringList{QStringLiteral("stats"), QStringLiteral("--json")});
         QCOMPARE(stats.exitCode, 0);
-        QCOMPARE(QJsonDocument::fromJson(stats.out).object().value(QStringLiteral("total")).toInt(), onNode0);
-        QVERIFY2(stats.err.contains("warning: Redis Cluster: this node holds 5461 of 16384 hash slots"),
-                 stats.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(stats.out).object().value(QStringLiteral("total")).toInt(), 60);
+        QVERIFY2(!stats.err.contains("warning"), stats.err.constData());
         // the standalone fixture: no warning
         auto plain = idemtest::runIdemctl({QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
                                            QStringLiteral("stats")});

@@ -26,65 +26,6 @@ idem::ConnectionOptions quick(idem::ConnectionOptions o)
     return o;
 }
 
-// Deliveries of fresh ids from `threads` workers for as long as `during` runs on the main thread
-// (and a little after): each id delivered until it is executed or replayed (StoreUnavailable,
-// InProgress and NotReplicated are redelivered, as a broker would); every run of the work counted.
-struct Load {
-    std::map<std::string, int> runs;
-    std::map<std::string, QStringList> history; // what each delivery of an id answered
-    std::mutex mutex;
-    std::atomic<int> ids{0}, unavailable{0}, notReplicated{0};
-
-    void go(idem::Executor& ex, const std::string& prefix, int threads, const std::function<void()>& during)
-    {
-        std::atomic<bool> stop{false};
-        std::vector<std::thread> workers;
-        for (int w = 0; w < threads; ++w)
-            workers.emplace_back([&] {
-                while (!stop) {
-                    const std::string id = prefix + std::to_string(ids++);
-                    QElapsedTimer t;
-                    t.start();
-                    while (t.elapsed() < 60000) {
-                        const auto o = ex.execute(id, "", [&](const idem::WorkContext&) {
-                            std::lock_guard lock(mutex);
-                            ++runs[id];
-                            return idem::WorkResult::success("done " + id);
-                        });
-                        {
-                            std::lock_guard lock(mutex);
-                            history[id] << QString::fromUtf8(idem::nameOf(o.kind).data()) +
-                                               (o.error.empty() ? QString() : u" ("_qs + QString::fromStdString(o.error) + u")"_qs);
-                        }
-                        if (o.kind == OutcomeKind::Executed || o.kind == OutcomeKind::Replayed)
-                            break;
-                        unavailable += o.kind == OutcomeKind::StoreUnavailable ? 1 : 0;
-                        notReplicated += o.kind == OutcomeKind::NotReplicated ? 1 : 0;
-                        QThread::msleep(30);
-                    }
-                    QThread::msleep(5);
-                }
-            });
-        during();
-        QThread::msleep(500);
-        stop = true;
-        for (auto& w : workers)
-            w.join();
-    }
-    // every id ran exactly once
-    QString check(const std::string& prefix)
-    {
-        QStringList problems;
-        for (int i = 0; i < ids; ++i) {
-            const std::string id = prefix + std::to_string(i);
-            if (runs[id] != 1)
-                problems << QString::fromStdString(id) + u" ran "_qs + QString::number(runs[id]) + u" time(s): "_qs +
-                                history[id].join(u", "_qs);
-        }
-        return problems.join(u"; "_qs);
-    }
-};
-
 } // namespace
 
 class TestSentinel : public QObject {
@@ -126,7 +67,7 @@ private slots:
         so.replicaTimeout = idem::Millis(500);
         idem::Store store(pool, so);
         idem::Executor ex(store);
-        Load load;
+        idemtest::DeliveryLoad load;
         load.go(ex, "f-", 4, [&] {
             QThread::msleep(300);
             idem::Connection s(set.sentinel(0).connectionOptions());
@@ -159,7 +100,7 @@ private slots:
         const QString ledger = dir.filePath(u"ledger"_qs);
         std::atomic<bool> cliDone{false};
         QStringList cliProblems;
-        Load load;
+        idemtest::DeliveryLoad load;
         load.go(ex, "k-", 4, [&] {
             // idemctl run deliveries beside the library's, each its own process
             std::thread cli([&] {

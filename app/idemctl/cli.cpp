@@ -155,6 +155,8 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
     j["format"] = idem::nameOf(r.format);
     j["library"] = idem::libraryOf(r.format);
     j["type"] = r.keyType;
+    if (!r.node.empty())
+        j["node"] = r.node;
     j["ttl_ms"] = r.ttlMs;
     j["stale"] = r.stale;
     if (r.stale)

@@ -3,7 +3,7 @@
 
 #include "idem/duration.h"
 #include "idem/engine/store.h"
-#include "idem/monitor/monitor.h"
+#include "idem/monitor/scanner.h"
 
 #include <cstdio>
 #include <ctime>
@@ -31,13 +31,13 @@ struct Session {
         o.format = g.format;
         return o;
     }
-    // A key of another library's, unlinked only if it is still what `seen` read.
+    // A key of another library's, unlinked only if it is still what `seen` read (on a cluster,
+    // on the primary serving its slot).
     bool unlinkIfUnchanged(const idem::Record& seen)
     {
         idem::MonitorOptions o;
         o.keyNamespace = g.keyNamespace;
-        auto conn = pool.acquire();
-        return idem::Monitor(*conn, o).unlinkIfUnchanged(seen);
+        return idem::Scanner(g.connection, o).unlinkIfUnchanged({seen}) == 1;
     }
 };
 

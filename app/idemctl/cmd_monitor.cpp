@@ -2,7 +2,7 @@
 #include "cli.h"
 
 #include "idem/duration.h"
-#include "idem/monitor/monitor.h"
+#include "idem/monitor/scanner.h"
 
 #include <cstdio>
 #include <map>
@@ -14,10 +14,8 @@ namespace {
 
 struct Scan {
     Global g;
-    idem::Connection conn;
-    idem::Monitor monitor;
-    Scan(const Args& args, const Global& global)
-        : g(global), conn(g.connection), monitor(conn, options(args, g))
+    idem::Scanner scanner;
+    Scan(const Args& args, const Global& global) : g(global), scanner(g.connection, options(args, g), scannerOptions(args))
     {
     }
     static idem::MonitorOptions options(const Args& args, const Global& g)
@@ -42,19 +40,34 @@ struct Scan {
         o.format = g.format;
         return o;
     }
-    // Every record, page by page (SCAN with a bounded COUNT). SCAN walks this one server: on a
-    // cluster of several primaries, say first (on stderr) that the others' keys are not included.
-    template <typename F> void each(F&& f)
+    static idem::ScannerOptions scannerOptions(const Args& args)
     {
-        if (const std::string w = idem::scanCoverage(conn).warning(); !w.empty())
-            std::fprintf(stderr, "idemctl: warning: %s\n", w.c_str());
-        std::string cursor = "0";
-        do {
-            idem::ScanPage page = monitor.scanPage(cursor);
-            for (auto& r : page.records)
-                f(r, page.serverNowMs);
-            cursor = page.cursor;
-        } while (cursor != "0");
+        idem::ScannerOptions o;
+        if (auto r = args.value("--read-from")) {
+            if (*r == "replica" || *r == "replicas")
+                o.readFrom = idem::ReadFrom::Replicas;
+            else if (*r != "primary" && *r != "primaries")
+                throw UsageFailure{"--read-from must be primary or replica"};
+        }
+        return o;
+    }
+    // Every record, page by page (SCAN with a bounded COUNT; on a Redis Cluster every shard, in
+    // parallel). `restarted(shard)` is called before a shard's records are read again from the
+    // start (its node failed over): what was counted of it is to be forgotten.
+    template <typename F, typename R> void each(F&& f, R&& restarted)
+    {
+        scanner.open();
+        while (!scanner.done()) {
+            idem::ScanStep step = scanner.next();
+            for (const auto& note : step.notes)
+                std::fprintf(stderr, "idemctl: %s\n", note.c_str());
+            for (auto& p : step.pages) {
+                if (p.restarted)
+                    restarted(p.shard);
+                for (auto& r : p.page.records)
+                    f(r, p.page.serverNowMs, p.shard);
+            }
+        }
     }
 };
 
@@ -92,14 +105,17 @@ std::string printable(const std::string& s, std::size_t width)
 
 int cmdList(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl"}, {"--json", "--stale"});
+    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from"},
+              {"--json", "--stale"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl list [--state S] [--stale] [--pattern GLOB] [--count N] [--stale-after DUR] [--json]\n\n"
-                  "Lists the records under the namespace (SCAN MATCH NS:* COUNT 500, never KEYS; give\n"
+        std::puts("usage: idemctl list [--state S] [--stale] [--pattern GLOB] [--count N] [--stale-after DUR]\n"
+                  "                   [--read-from primary|replica] [--json]\n\n"
+                  "Lists the records under the namespace (SCAN MATCH NS:* COUNT 500, never KEYS; on a Redis\n"
+                  "Cluster every primary in parallel, or one replica of each with --read-from replica; give\n"
                   "--pattern to read other libraries' keys, e.g. 'myfunction#*' for Powertools), with\n"
                   "their state, the library that wrote them and their TTL. S: started, stale, blocked (no\n"
                   "lease), completed, failed, expired, malformed, foreign, unknown, no-ttl.\n"
-                  "--json prints one JSON object per key with key, id, state, format, library, type, ttl_ms\n"
+                  "--json prints one JSON object per key with key, id, state, format, library, type, node, ttl_ms\n"
                   "(-1: no TTL), stale, blocked, reason, expires_ms, partial, lease_remaining_ms, age_ms,\n"
                   "owner, fence, attempt. --stale-after: when a record with no lease counts as stale\n"
                   "(default 15m). --writer-ttl: the TTL node-idempotency or express-idempotency give their\n"
@@ -111,12 +127,12 @@ int cmdList(const std::vector<std::string>& argv)
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
     const auto filter = filterFrom(args);
     Scan scan(args, globalFrom(args));
-    scan.conn.connect(); // a clear error before any output
+    scan.scanner.open(); // a clear error before any output
     const bool json = args.flag("--json");
     if (!json)
         std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");
     std::size_t n = 0;
-    scan.each([&](const idem::Record& r, std::int64_t now) {
+    scan.each([&](const idem::Record& r, std::int64_t now, int) {
         if (!idem::matches(r, filter))
             return;
         ++n;
@@ -129,6 +145,8 @@ int cmdList(const std::vector<std::string>& argv)
         std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", printable(r.id, 40).c_str(),
                     std::string(idem::nameOf(r.state)).c_str(), std::string(idem::nameOf(r.format)).c_str(),
                     r.stale ? "yes" : "", ttl.c_str(), printable(note, 60).c_str());
+    }, [](int shard) {
+        std::fprintf(stderr, "idemctl: the records of slots from %d are listed again from the start\n", shard);
     });
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
@@ -137,9 +155,9 @@ int cmdList(const std::vector<std::string>& argv)
 
 int cmdStats(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--pattern", "--count", "--stale-after", "--writer-ttl"}, {"--json"});
+    Args args(argv, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from"}, {"--json"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl stats [--pattern GLOB] [--json]\n\nCounts the records by state: total, "
+        std::puts("usage: idemctl stats [--pattern GLOB] [--read-from primary|replica] [--json]\n\nCounts the records by state: total, "
                   "started (stale and no-lease ones included), stale,\nblocked (no lease: only the TTL ends "
                   "them), completed, failed, expired, malformed, foreign,\nunknown, and no_ttl (keys that "
                   "never expire).");
@@ -148,8 +166,12 @@ int cmdStats(const std::vector<std::string>& argv)
     if (!args.positional().empty())
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
     Scan scan(args, globalFrom(args));
+    std::map<int, idem::Stats> byShard; // a shard read again after a failover is counted again
+    scan.each([&](const idem::Record& r, std::int64_t, int shard) { byShard[shard].add(r); },
+              [&](int shard) { byShard.erase(shard); });
     idem::Stats s;
-    scan.each([&](const idem::Record& r, std::int64_t) { s.add(r); });
+    for (const auto& [shard, part] : byShard)
+        s.merge(part);
     if (args.flag("--json")) {
         nlohmann::json j = {{"total", s.total},     {"started", s.started},     {"stale", s.stale},
                             {"blocked", s.blocked}, {"completed", s.completed}, {"failed", s.failed},
@@ -167,7 +189,7 @@ int cmdStats(const std::vector<std::string>& argv)
 
 int cmdPurgeMany(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl", "--reason", "--by"},
+    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl", "--reason", "--by", "--read-from"},
               {"--stale", "--dry-run", "--yes", "--json"});
     if (args.flag("--help"))
         return cmdPurge({"--help"});
@@ -189,14 +211,14 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     auto flush = [&] {
         if (batch.empty())
             return;
-        const auto n = scan.monitor.unlinkIfUnchanged(batch);
+        const auto n = scan.scanner.unlinkIfUnchanged(batch);
         removed += n;
         changed += batch.size() - n;
         batch.clear();
     };
     idem::Stats byState;
     std::map<std::string, std::size_t> byFormat;
-    scan.each([&](const idem::Record& r, std::int64_t) {
+    scan.each([&](const idem::Record& r, std::int64_t, int) {
         if (!idem::matches(r, filter))
             return;
         ++matched;
@@ -212,7 +234,7 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
             if (batch.size() >= 500)
                 flush();
         }
-    });
+    }, [](int) {}); // a key read twice is unlinked once: the guard finds it gone
     flush();
     std::string formats;
     for (const auto& [name, n] : byFormat)

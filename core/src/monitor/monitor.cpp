@@ -116,6 +116,21 @@ void Stats::add(const Record& r)
     noTtl += r.ttlMs == -1 ? 1 : 0;
 }
 
+void Stats::merge(const Stats& o)
+{
+    total += o.total;
+    started += o.started;
+    stale += o.stale;
+    blocked += o.blocked;
+    completed += o.completed;
+    failed += o.failed;
+    expired += o.expired;
+    malformed += o.malformed;
+    foreign += o.foreign;
+    unknown += o.unknown;
+    noTtl += o.noTtl;
+}
+
 std::string Stats::summary() const
 {
     std::string out;
@@ -156,7 +171,7 @@ bool Monitor::isMetaKey(std::string_view key) const
     return key.ends_with("}:meta") && !idFromKey(key.substr(0, key.size() - 5), m_options.keyNamespace).empty();
 }
 
-ScanPage Monitor::scanPage(const std::string& cursor)
+ScanPage Monitor::scanPage(const std::string& cursor, std::vector<Redirected>* redirected)
 {
     const std::string count = std::to_string(m_options.scanCount);
     const std::string pat = pattern();
@@ -172,7 +187,7 @@ ScanPage Monitor::scanPage(const std::string& cursor)
             keys.push_back(std::move(k));
     }
     page.keysSeen = reply::arraySize(list);
-    page.records = classify(keys, &page.serverNowMs);
+    page.records = classify(keys, &page.serverNowMs, redirected);
     return page;
 }
 
@@ -187,23 +202,33 @@ DecodeOptions Monitor::decodeOptions(std::int64_t nowMs) const
     return o;
 }
 
-std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs)
+std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs,
+                                     std::vector<Redirected>* redirected, bool asking)
 {
     const std::vector<std::string_view>& hashFields = hashFieldsToRead();
     const std::string lastByte = std::to_string(m_options.prefixBytes - 1);
+    // After an ASK redirect every command goes after its own ASKING; replies are found through
+    // `at`, which skips ASKING's +OK.
+    const std::size_t step = asking ? 2 : 1;
+    const auto add = [&](std::vector<std::vector<std::string_view>>& cmds, std::vector<std::string_view> cmd) {
+        if (asking)
+            cmds.push_back({"ASKING"});
+        cmds.push_back(std::move(cmd));
+    };
     // per key: PTTL, HMGET (a hash's small fields; WRONGTYPE otherwise), GETRANGE (a string's
     // first bytes, all of it when shorter; WRONGTYPE otherwise)
     std::vector<std::vector<std::string_view>> cmds;
-    cmds.reserve(1 + keys.size() * 3);
+    cmds.reserve(1 + keys.size() * 3 * step);
     cmds.push_back({"TIME"});
     for (const auto& k : keys) {
-        cmds.push_back({"PTTL", k});
+        add(cmds, {"PTTL", k});
         std::vector<std::string_view> hm = {"HMGET", k};
         hm.insert(hm.end(), hashFields.begin(), hashFields.end());
-        cmds.push_back(std::move(hm));
-        cmds.push_back({"GETRANGE", k, "0", lastByte});
+        add(cmds, std::move(hm));
+        add(cmds, {"GETRANGE", k, "0", lastByte});
     }
     auto replies = m_connection.pipeline(cmds);
+    const auto at = [&](std::size_t logical) { return replies[logical * step].get(); }; // TIME is 0
     const DecodeOptions o = decodeOptions(m_options.asOfMs > 0 ? m_options.asOfMs : nowFromTime(replies[0].get()));
     if (serverNowMs)
         *serverNowMs = o.nowMs;
@@ -215,9 +240,14 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     std::vector<std::string> companions(keys.size());
     const std::string tailFrom = "-" + std::to_string(m_options.prefixBytes);
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        const redisReply* pttl = replies[1 + 3 * i].get();
-        const redisReply* hm = replies[2 + 3 * i].get();
-        const redisReply* head = replies[3 + 3 * i].get();
+        const redisReply* pttl = at(1 + 3 * i);
+        const redisReply* hm = at(2 + 3 * i);
+        const redisReply* head = at(3 + 3 * i);
+        if (auto to = reply::redirect(pttl)) { // a cluster node that no longer serves the key
+            if (redirected)
+                redirected->push_back({keys[i], to->address, to->ask});
+            continue;
+        }
         const std::int64_t ttl = reply::integer(pttl);
         if (ttl == -2)
             continue; // expired or deleted since SCAN returned it
@@ -249,14 +279,20 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     if (!second.empty()) {
         std::vector<std::vector<std::string_view>> c2;
         for (const auto& [i, what] : second)
-            c2.push_back(what == More::Type     ? std::vector<std::string_view>{"TYPE", keys[i]}
-                         : what == More::Length ? std::vector<std::string_view>{"STRLEN", keys[i]}
-                         : what == More::Tail   ? std::vector<std::string_view>{"GETRANGE", keys[i], tailFrom, "-1"}
-                                                : std::vector<std::string_view>{"EXISTS", companions[i]});
+            add(c2, what == More::Type     ? std::vector<std::string_view>{"TYPE", keys[i]}
+                    : what == More::Length ? std::vector<std::string_view>{"STRLEN", keys[i]}
+                    : what == More::Tail   ? std::vector<std::string_view>{"GETRANGE", keys[i], tailFrom, "-1"}
+                                           : std::vector<std::string_view>{"EXISTS", companions[i]});
         const auto more = m_connection.pipeline(c2);
         for (std::size_t m = 0; m < second.size(); ++m) {
             auto& in = reads[second[m].first];
-            const redisReply* r = more[m].get();
+            if (!in)
+                continue; // gone or moved since the first round trip (TYPE said so for another entry)
+            const redisReply* r = more[m * step + step - 1].get();
+            if (reply::redirect(r)) { // moved between the round trips: the next pass reads it there
+                in.reset();
+                continue;
+            }
             switch (second[m].second) {
             case More::Type:
                 in->type = reply::str(r);
@@ -292,8 +328,17 @@ bool Monitor::unlinkIfUnchanged(const Record& seen)
 
 std::size_t Monitor::unlinkIfUnchanged(const std::vector<Record>& seen)
 {
+    const UnlinkResult r = unlinkEach(seen);
+    if (!r.redirected.empty())
+        throw ReplyError("unlink: " + seen[r.redirected.front()].key + " is served by another cluster node now");
+    return r.unlinked;
+}
+
+UnlinkResult Monitor::unlinkEach(const std::vector<Record>& seen)
+{
+    UnlinkResult result;
     if (seen.empty())
-        return 0;
+        return result;
     for (const auto& r : seen)
         if (r.keyType.empty())
             throw UsageError("unlinkIfUnchanged needs a record read by the monitor");
@@ -304,13 +349,17 @@ std::size_t Monitor::unlinkIfUnchanged(const std::vector<Record>& seen)
         writeUnlinkCall(w, r);
         ends.push_back(calls.size());
     }
-    std::size_t n = 0;
-    for (const auto& r : runScriptPipelined(m_connection, scripts::unlinkIf(), calls, ends)) {
-        if (reply::isError(r.get()))
-            throw ReplyError("unlink: " + std::string(reply::errorText(r.get())));
-        n += reply::integer(r.get()) == 1 ? 1 : 0;
+    const auto replies = runScriptPipelined(m_connection, scripts::unlinkIf(), calls, ends);
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+        const redisReply* r = replies[i].get();
+        if (reply::redirect(r))
+            result.redirected.push_back(i);
+        else if (reply::isError(r))
+            throw ReplyError("unlink: " + std::string(reply::errorText(r)));
+        else
+            result.unlinked += reply::integer(r) == 1 ? 1 : 0;
     }
-    return n;
+    return result;
 }
 
 } // namespace idem

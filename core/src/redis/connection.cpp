@@ -177,7 +177,9 @@ void Connection::connect()
         const std::string db = std::to_string(m_options.db);
         handshake({"SELECT", db}, "selecting the database");
     }
-    if (m_options.password.empty() && m_options.db == 0 && !m_options.viaSentinel()) {
+    if (m_options.readOnly)
+        handshake({"READONLY"}, "READONLY (reads from a replica)");
+    if (m_options.password.empty() && m_options.db == 0 && !m_options.viaSentinel() && !m_options.readOnly) {
         // one round trip that finds here, with a clear error, what the first command would: a TLS
         // port hangs up on plaintext, and a TLS 1.3 server refuses a client certificate only
         // after the handshake seemed done

@@ -53,6 +53,38 @@ bool clusterEnabled(Connection& c)
     return !reply::isError(r.get()) && reply::view(r.get()).find("cluster_enabled:1") != std::string_view::npos;
 }
 
+std::vector<ClusterShard> clusterShards(Connection& c)
+{
+    // CLUSTER SLOTS: [start, end, [host, port, id, ...], [replica host, port, id, ...]...] per range
+    const ReplyPtr r = c.checked({"CLUSTER", "SLOTS"});
+    const auto address = [&](const redisReply* node) {
+        std::string host = reply::str(reply::element(node, 0));
+        if (host.empty() || host == "?") // the node that answered, known by the address we used
+            host = c.options().host;
+        return host + ":" + std::to_string(reply::integer(reply::element(node, 1)));
+    };
+    std::vector<ClusterShard> shards;
+    for (std::size_t i = 0; i < reply::arraySize(r.get()); ++i) {
+        const redisReply* range = reply::element(r.get(), i);
+        if (reply::arraySize(range) < 3)
+            continue;
+        const auto first = std::clamp<std::int64_t>(reply::integer(reply::element(range, 0)), 0, 16383);
+        const auto last = std::clamp<std::int64_t>(reply::integer(reply::element(range, 1)), first, 16383);
+        const std::string primary = address(reply::element(range, 2));
+        auto shard = std::find_if(shards.begin(), shards.end(), [&](const ClusterShard& s) { return s.primary == primary; });
+        if (shard == shards.end()) {
+            shard = shards.insert(shards.end(), ClusterShard{static_cast<int>(first), 0, {}, primary, {}});
+            for (std::size_t n = 3; n < reply::arraySize(range); ++n)
+                shard->replicas.push_back(address(reply::element(range, n)));
+        }
+        shard->firstSlot = std::min(shard->firstSlot, static_cast<int>(first));
+        shard->slotCount += static_cast<int>(last - first + 1);
+        shard->ranges.emplace_back(static_cast<int>(first), static_cast<int>(last));
+    }
+    std::sort(shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.firstSlot < b.firstSlot; });
+    return shards;
+}
+
 ClusterRouter::ClusterRouter(ConnectionPool& seed) : m_seed(seed) { m_node.fill(-1); }
 
 bool ClusterRouter::clusterMode(Connection& c)
@@ -137,6 +169,28 @@ void ClusterRouter::refresh(Connection& c)
     m_addresses = std::move(addresses);
 }
 
+void ClusterRouter::refreshAvoiding(const std::string& failed)
+{
+    std::vector<ConnectionPool*> others;
+    if (addressOf(m_seed.options()) != failed)
+        others.push_back(&m_seed);
+    {
+        std::shared_lock lock(m_mutex);
+        for (auto& [address, pool] : m_pools)
+            if (address != failed)
+                others.push_back(pool.get());
+    }
+    for (ConnectionPool* pool : others) {
+        try {
+            auto conn = pool->acquire();
+            refresh(*conn);
+            return;
+        } catch (const IoError&) {
+            // that one is down too: the next
+        }
+    }
+}
+
 ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*call)(void*, Connection&))
 {
     constexpr int kMaxRedirects = 5, kMaxTryAgain = 8;
@@ -150,9 +204,17 @@ ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*c
                                    : knownCluster() ? poolForSlot(hashSlot(key))
                                                     : m_seed;
             auto conn = pool.acquire();
-            if (!askAt.empty())
-                conn->checked({"ASKING"});
-            r = call(run, *conn);
+            try {
+                if (!askAt.empty())
+                    conn->checked({"ASKING"});
+                r = call(run, *conn);
+            } catch (const IoError&) {
+                // a node that does not answer may be failing over: the call fails closed, and the
+                // map is asked again of another node, so that later calls find the new primary
+                if (knownCluster())
+                    refreshAvoiding(addressOf(pool.options()));
+                throw;
+            }
             to = reply::redirect(r.get());
             if (to && !to->ask && hop < kMaxRedirects)
                 refresh(*conn); // the slot moved: learn the whole map again

@@ -30,6 +30,8 @@ public:
     bool knownCluster() const { return m_mode.load() == 1; }
     bool mapped() const;
     void refresh(Connection& c); // CLUSTER SLOTS; a refusal leaves the map as it was
+    // The map asked again of any node but `failed` (which did not answer), e.g. after a failover.
+    void refreshAvoiding(const std::string& failed);
 
     ConnectionPool& poolAt(const std::string& address);
     ConnectionPool& poolForSlot(std::uint16_t slot);

@@ -75,6 +75,7 @@ struct Record {
     std::size_t guardBytes = 0;
     std::string guardSha1;
     std::vector<std::pair<std::string, std::string>> fields; // everything read, in order
+    std::string node; // the server it was read from, "host:port" (set by the Scanner)
 };
 
 // What a reader fetched for one key; decode() turns it into a Record.

@@ -35,6 +35,20 @@ struct ScanPage {
     std::int64_t serverNowMs = 0;
 };
 
+// A key a Redis Cluster node redirected (MOVED: its slot is served elsewhere now; ASK: it is
+// being migrated and already on the other node): where to read it instead.
+struct Redirected {
+    std::string key;
+    std::string address; // "host:port"
+    bool ask = false;
+};
+
+// What one pipelined unlink of many records did.
+struct UnlinkResult {
+    std::size_t unlinked = 0;
+    std::vector<std::size_t> redirected; // indexes of the records whose node no longer serves them
+};
+
 // Which part of the keyspace a SCAN on one connection sees. SCAN walks one server: on a Redis
 // Cluster with more than one primary, the keys the other primaries hold never show up.
 struct ScanCoverage {
@@ -63,6 +77,7 @@ struct Stats {
     std::size_t total = 0, started = 0, stale = 0, blocked = 0, completed = 0, failed = 0, expired = 0,
                 malformed = 0, foreign = 0, unknown = 0, noTtl = 0;
     void add(const Record& r);
+    void merge(const Stats& other);
     // "started 3 (stale 1), completed 2, foreign 1": the non-zero counts
     std::string summary() const;
 };
@@ -74,14 +89,21 @@ struct Stats {
 class Monitor {
 public:
     Monitor(Connection& connection, MonitorOptions options);
-    ScanPage scanPage(const std::string& cursor);
-    // Classifies these keys now (keyspace notifications, refresh of visible rows).
-    std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr);
+    // (On a cluster node, keys it redirects are left out of the page and listed in `redirected`
+    // when given.)
+    ScanPage scanPage(const std::string& cursor, std::vector<Redirected>* redirected = nullptr);
+    // Classifies these keys now (keyspace notifications, refresh of visible rows). Keys the node
+    // redirects are left out, and listed in `redirected` when given. `asking`: every command goes
+    // after ASKING (keys an ASK redirect sent here).
+    std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr,
+                                 std::vector<Redirected>* redirected = nullptr, bool asking = false);
     // Unlinks the record if it still is what `seen` describes (state, owner, lease; or a string's
     // length and the SHA1 of its first bytes). Returns false if it changed or is gone.
     bool unlinkIfUnchanged(const Record& seen);
     // Many unlinkIfUnchanged in one pipelined round trip; returns how many were unlinked.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
+    // The same, telling which records the node redirected instead of throwing for them.
+    UnlinkResult unlinkEach(const std::vector<Record>& seen);
 
     const MonitorOptions& options() const { return m_options; }
     DecodeOptions decodeOptions(std::int64_t nowMs) const;

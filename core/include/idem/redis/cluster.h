@@ -3,7 +3,9 @@
 #include "idem/redis/connection.h"
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem {
 
@@ -12,5 +14,16 @@ std::uint16_t hashSlot(std::string_view key);
 // Whether the server runs in cluster mode (INFO cluster); a server whose INFO is refused counts
 // as standalone.
 bool clusterEnabled(Connection& c);
+
+// A primary and its replicas, serving some hash slots (CLUSTER SLOTS, grouped by primary).
+struct ClusterShard {
+    int firstSlot = 0; // its lowest slot: what names the shard across a failover
+    int slotCount = 0; // how many it serves
+    std::vector<std::pair<int, int>> ranges; // first and last slot of each range it serves
+    std::string primary;               // "host:port"
+    std::vector<std::string> replicas; // "host:port", as the cluster lists them
+};
+// The shards of a cluster, by first slot. Throws ReplyError when CLUSTER SLOTS is refused.
+std::vector<ClusterShard> clusterShards(Connection& c);
 
 } // namespace idem

@@ -41,6 +41,9 @@ struct ConnectionOptions {
     std::string password;   // empty = no AUTH
     TlsOptions tls;
     SentinelOptions sentinel; // when it has nodes, host/port are the primary it last named
+    // After connecting, READONLY: a cluster replica then answers reads of its primary's slots
+    // instead of redirecting them (what a monitor reading from replicas needs).
+    bool readOnly = false;
     Millis connectTimeout{1000};
     Millis commandTimeout{2000};
     // Reconnect backoff: after a failed connect, calls fail fast until the backoff has passed;

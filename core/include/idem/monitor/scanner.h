@@ -1,0 +1,109 @@
+#pragma once
+
+#include "idem/monitor/monitor.h"
+#include "idem/redis/cluster.h"
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace idem {
+
+// Where a scan reads on a Redis Cluster: the primaries, or one replica of each (a console then
+// adds no load to the primaries; what it shows lags by the replication delay).
+enum class ReadFrom { Primaries, Replicas };
+
+struct ScannerOptions {
+    ReadFrom readFrom = ReadFrom::Primaries;
+    // How long a cluster shard may stay unreachable (its primary failing over) before the scan
+    // gives up with its error.
+    Millis failoverWait{30000};
+};
+
+// One shard's page of a step.
+struct ShardPage {
+    std::string node;       // "host:port" it was read from
+    int shard = 0;          // the shard's first hash slot (0 on one server)
+    bool restarted = false; // its node changed (a failover): the shard is read again from the start
+    ScanPage page;
+};
+
+// One step of a whole scan: a page from every shard not finished yet.
+struct ScanStep {
+    std::vector<ShardPage> pages;
+    std::vector<std::string> notes; // what happened to the topology, one line each
+    std::size_t records() const;
+};
+
+// Scans a whole store: one server (or a Sentinel-managed primary), or every shard of a Redis
+// Cluster, given any node's address. On a cluster each step reads one page (SCAN with the same
+// COUNT) of every shard in parallel, one connection per node. Keys a node redirects (a slot
+// migrating) are read on the node the redirect names; a shard whose node fails is read again from
+// the start on the node that serves it after the failover; topology changes are followed, never
+// fatal, up to ScannerOptions::failoverWait of a shard being unreachable. Not thread-safe.
+class Scanner {
+public:
+    Scanner(ConnectionOptions seed, MonitorOptions options, ScannerOptions scanner = {});
+    ~Scanner();
+    Scanner(const Scanner&) = delete;
+    Scanner& operator=(const Scanner&) = delete;
+
+    // Connects and learns the topology (done by the first step otherwise). Throws IoError,
+    // ConfigError.
+    void open();
+    ScanStep next();
+    bool done() const;
+    void restart(); // a new pass from the start (the topology asked again)
+
+    bool cluster() const { return m_cluster; }
+    // the nodes read from, "host:port" (one server: its endpoint once connected)
+    std::vector<std::string> nodes() const;
+    // "one server" / "3 primaries" / "3 replicas (of 3 primaries)": for titles and messages
+    std::string describe() const;
+
+    // Classifies keys now (keyspace notifications, refresh of visible rows), each on the node
+    // that serves its slot.
+    std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr);
+    // Unlinks each record that is still what was read (Monitor::unlinkIfUnchanged), on the
+    // primary serving its slot now. Returns how many were unlinked.
+    std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
+
+    const MonitorOptions& options() const { return m_options; }
+    Monitor& seedMonitor(); // the monitor of the seed's connection (its options, its decoding)
+
+private:
+    struct Node {
+        std::unique_ptr<Connection> connection;
+        std::unique_ptr<Monitor> monitor;
+    };
+    struct Shard {
+        ClusterShard topology;
+        std::string readAt;    // the node this scan reads it from
+        std::string cursor = "0";
+        bool finished = false;
+        bool restarted = false;
+        std::chrono::steady_clock::time_point failingSince{};
+        std::string lastError;
+    };
+    Node& node(const std::string& address, bool readOnly);
+    void learnTopology(std::vector<std::string>* notes);
+    std::string readAddress(const ClusterShard& s) const;
+    const Shard* shardOfSlot(int slot) const;
+    void readRedirected(std::vector<Redirected> redirected, ShardPage& into);
+
+    ConnectionOptions m_seedOptions;
+    MonitorOptions m_options;
+    ScannerOptions m_scanner;
+    Node m_seed;
+    bool m_open = false;
+    bool m_cluster = false;
+    std::vector<Shard> m_shards;
+    std::array<std::int16_t, 16384> m_slotShard{}; // index into m_shards; -1: no shard serves it
+    std::map<std::string, Node, std::less<>> m_nodes; // "host:port" (+ " ro" for READONLY ones)
+    std::vector<std::string> m_pendingNotes;          // learned outside a step, told by the next
+};
+
+} // namespace idem
