@@ -6,6 +6,8 @@
 //   4. the console loading them: longest stall of the GUI thread, resident memory;
 //   5. sorting all rows, re-sorting after new keys, a pass that ends with scattered keys gone;
 //      how many rows the once-a-second countdown repaints.
+#include "scaledata.h"
+
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
 #include "mainwindow.h"
@@ -50,53 +52,6 @@ qint64 statusKb(const char* field)
         if (line.startsWith(field))
             return line.mid(static_cast<qsizetype>(std::strlen(field))).trimmed().split(' ').first().toLongLong();
     return -1;
-}
-
-void load(idem::Connection& c, int n)
-{
-    const qint64 nowMs = QDateTime::currentMSecsSinceEpoch();
-    const std::string now = std::to_string(nowMs), live = std::to_string(nowMs + 600'000),
-                      gone = std::to_string(nowMs - 60'000);
-    std::vector<std::vector<std::string>> cmds;
-    auto flush = [&] {
-        std::vector<std::vector<std::string_view>> views;
-        views.reserve(cmds.size());
-        for (const auto& cmd : cmds)
-            views.emplace_back(cmd.begin(), cmd.end());
-        c.pipeline(views);
-        cmds.clear();
-    };
-    for (int i = 0; i < n; ++i) {
-        const std::string key = "scale:{order-" + std::to_string(i) + "}";
-        const std::string token = "0123456789abcdef0123456789abcdef", fence = std::to_string(1795000000000000LL + i);
-        const int kind = i % 100;
-        if (kind < 60)
-            cmds.push_back({"HSET", key, "state", "COMPLETED", "token", token, "fence", fence, "started_ms", now,
-                            "lease_until_ms", now, "finished_ms", now, "response",
-                            R"({"charged":true,"amount":1999,"currency":"EUR"})"});
-        else if (kind < 70)
-            cmds.push_back({"HSET", key, "state", "STARTED", "token", token, "fence", fence, "started_ms", now,
-                            "lease_until_ms", live});
-        else if (kind < 75)
-            cmds.push_back({"HSET", key, "state", "STARTED", "token", token, "fence", fence, "started_ms", now,
-                            "lease_until_ms", gone});
-        else if (kind < 85)
-            cmds.push_back({"HSET", key, "state", "FAILED", "token", token, "fence", fence, "started_ms", now,
-                            "failure", kind % 2 ? "terminal" : "retryable", "error", "declined", "finished_ms", now});
-        else if (kind < 95)
-            cmds.push_back({"SET", key, R"({"status":"COMPLETED","response_body":"ok","started_at":1790000000})"});
-        else if (kind < 98)
-            cmds.push_back({"SET", key, "PROCESSING"});
-        else if (kind < 99)
-            cmds.push_back({"SET", key, R"({"status":)"});
-        else
-            cmds.push_back({"RPUSH", key, "x"});
-        if (kind != 99) // one key in a hundred has no TTL
-            cmds.push_back({"PEXPIRE", key, "86400000"});
-        if (cmds.size() >= 10'000)
-            flush();
-    }
-    flush();
 }
 
 double timeRedisCliScan(int port, long* count)
@@ -153,7 +108,7 @@ int main(int argc, char** argv)
         idem::Connection c(server.connectionOptions());
         QElapsedTimer t;
         t.start();
-        load(c, keys);
+        idembench::loadScaleData(keys, [&](std::string_view) -> idem::Connection& { return c; });
         std::printf("idem-console-bench: %d keys loaded into a private redis-server in %.1f s\n\n", keys,
                     t.elapsed() / 1000.0);
 

@@ -18,6 +18,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -36,7 +37,31 @@ struct Config {
     std::string pin = "none"; // none | split | same
     std::string load;         // fresh | duplicates | batch: only send that load (see --help)
     std::string keyNamespace = "bench-load";
+    bool tls = false; // the private server on TLS only; redis-benchmark --tls as the reference
 };
+
+// --tls: a CA and a server certificate for 127.0.0.1 in a fresh directory (openssl command line)
+std::string makeCertificates()
+{
+    char dirTemplate[] = "/tmp/idem-bench-tls-XXXXXX";
+    const char* dir = ::mkdtemp(dirTemplate);
+    if (!dir)
+        throw idem::Error("cannot make a directory for the TLS certificates");
+    const std::string d = dir;
+    const std::string quiet = " >/dev/null 2>&1";
+    const std::string cmds[] = {
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > '" + d + "/server.ext'",
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout '" + d + "/ca.key' -out '" + d +
+            "/ca.pem' -days 2 -subj /CN=idem-bench-ca" + quiet,
+        "openssl req -newkey rsa:2048 -nodes -keyout '" + d + "/server.key' -out '" + d +
+            "/server.csr' -subj /CN=localhost" + quiet,
+        "openssl x509 -req -in '" + d + "/server.csr' -CA '" + d + "/ca.pem' -CAkey '" + d +
+            "/ca.key' -CAcreateserial -out '" + d + "/server.pem' -days 2 -extfile '" + d + "/server.ext'" + quiet};
+    for (const auto& c : cmds)
+        if (std::system(c.c_str()) != 0)
+            throw idem::Error("making the TLS certificates failed (is openssl installed?): " + c);
+    return d;
+}
 
 // --load: the requests alone, nothing measured here; tools/server-instructions.sh counts what
 // redis-server executes for them. Ids are load-<i> (batch: loadb-<i>) in the namespace given, so
@@ -147,6 +172,8 @@ double redisBenchmark(const idem::ConnectionOptions& o, const std::string& sha, 
 {
     std::string cmd = "redis-benchmark -h " + o.host + " -p " + std::to_string(o.port) + " -c 1 -n " +
                       std::to_string(n) + " -r 1000000 --csv";
+    if (o.tls.enabled)
+        cmd += " --tls --cacert '" + o.tls.caFile + "'";
     if (!o.password.empty())
         cmd += " -a '" + o.password + "'";
     if (pipeline > 1)
@@ -253,15 +280,18 @@ int main(int argc, char** argv)
                 std::fprintf(stderr, "idem-bench: --load takes fresh, duplicates or batch\n");
                 return 64;
             }
+        } else if (a == "--tls") {
+            cfg.tls = true;
         } else if (a == "--namespace" && i + 1 < argc) {
             cfg.keyNamespace = argv[++i];
         } else if (a == "--help") {
             std::puts("usage: idem-bench [--url redis://host:port/db] [--requests N] [--rounds R]\n"
-                      "                  [--pin none|split|same]\n"
+                      "                  [--pin none|split|same] [--tls]\n"
                       "       idem-bench --url URL --load fresh|duplicates|batch [--requests N] [--namespace NS]\n\n"
                       "Without --url it starts a private redis-server. --pin places that server and this\n"
                       "process (with the redis-benchmark runs it starts): none = the scheduler decides\n"
-                      "(default), split = one CPU each, same = both on one CPU.\n"
+                      "(default), split = one CPU each, same = both on one CPU. --tls: the private server\n"
+                      "takes TLS only (certificates made with openssl), and redis-benchmark runs with --tls.\n"
                       "Needs redis-benchmark (redis-tools).\n\n"
                       "--load sends one kind of load and measures nothing: N execute() of new ids load-0..,\n"
                       "the same N again (duplicates; after fresh), or N ids in batches of 16 (loadb-0..).\n"
@@ -284,15 +314,35 @@ int main(int argc, char** argv)
             return 1;
         }
     }
+    if (!cfg.url.empty() && cfg.tls) {
+        std::fprintf(stderr, "idem-bench: --tls makes a private TLS server; with --url give rediss://\n");
+        return 64;
+    }
     if (!cfg.url.empty() && cfg.pin != "none") {
         std::fprintf(stderr, "idem-bench: --pin places the private server; with --url use taskset\n");
         return 64;
     }
     try {
+        std::string certs; // --tls: removed at the end
+        struct RemoveDir {
+            std::string& dir;
+            ~RemoveDir()
+            {
+                if (!dir.empty())
+                    std::filesystem::remove_all(dir);
+            }
+        } removeCerts{certs};
         std::unique_ptr<idem::LocalServer> server;
         idem::ConnectionOptions o;
         if (cfg.url.empty()) {
-            server = std::make_unique<idem::LocalServer>();
+            idem::LocalServerOptions so;
+            if (cfg.tls) {
+                certs = makeCertificates();
+                so.tls.cert = certs + "/server.pem";
+                so.tls.key = certs + "/server.key";
+                so.tls.ca = certs + "/ca.pem";
+            }
+            server = std::make_unique<idem::LocalServer>(so); // (its options carry the CA)
             o = server->connectionOptions();
             if (cfg.pin != "none" && !pinCpus(server->pid(), cfg.pin == "same"))
                 throw idem::Error("cannot pin to CPUs (--pin " + cfg.pin + ")");
