@@ -56,9 +56,34 @@ Scanner::Node& Scanner::node(const std::string& address, bool readOnly)
         Node n;
         n.connection = std::make_unique<Connection>(optionsAt(m_seedOptions, address, readOnly));
         n.monitor = std::make_unique<Monitor>(*n.connection, m_options);
+        std::lock_guard lock(m_nodesMutex);
         at = m_nodes.emplace(name, std::move(n)).first;
     }
     return at->second;
+}
+
+ConnectionOptions Scanner::optionsFor(const std::string& address) const
+{
+    return m_cluster ? optionsAt(m_seedOptions, address, m_scanner.readFrom == ReadFrom::Replicas) : m_seedOptions;
+}
+
+void Scanner::interrupt()
+{
+    m_seed.connection->interrupt();
+    std::lock_guard lock(m_nodesMutex);
+    for (auto& [name, n] : m_nodes)
+        n.connection->interrupt();
+}
+
+std::int64_t Scanner::keyCount()
+{
+    open();
+    if (!m_cluster)
+        return reply::integer(m_seed.connection->checked({"DBSIZE"}).get());
+    std::int64_t n = 0;
+    for (const auto& s : m_shards)
+        n += reply::integer(node(s.readAt, s.readAt != s.topology.primary).connection->checked({"DBSIZE"}).get());
+    return n;
 }
 
 void Scanner::open()

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,13 @@ public:
     // primary serving its slot now. Returns how many were unlinked.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
 
+    // How many keys the nodes read from hold (DBSIZE of each, O(1)): a progress estimate.
+    std::int64_t keyCount();
+    // The connection options for a node ("host:port"): the seed's, at that address.
+    ConnectionOptions optionsFor(const std::string& address) const;
+    // Ends calls blocked on any of the scanner's connections (thread-safe).
+    void interrupt();
+
     const MonitorOptions& options() const { return m_options; }
     Monitor& seedMonitor(); // the monitor of the seed's connection (its options, its decoding)
 
@@ -103,6 +111,7 @@ private:
     std::vector<Shard> m_shards;
     std::array<std::int16_t, 16384> m_slotShard{}; // index into m_shards; -1: no shard serves it
     std::map<std::string, Node, std::less<>> m_nodes; // "host:port" (+ " ro" for READONLY ones)
+    mutable std::mutex m_nodesMutex;                  // m_nodes' shape, for interrupt()
     std::vector<std::string> m_pendingNotes;          // learned outside a step, told by the next
 };
 
