@@ -98,7 +98,7 @@ private slots:
     {
         QProcess slow;
         slow.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("slow"), s("--"), s("sh"),
-                                                                 s("-c"), s("sleep 1; echo slow-result")});
+                                                                 s("-c"), s("sleep 4; echo slow-result")});
         QVERIFY(slow.waitForStarted());
         QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("slow")}).exitCode == 0, 5000);
         auto busy = run(s("slow"), {s("echo"), s("dup")});
@@ -237,8 +237,9 @@ private slots:
 
         // a stuck run is force-failed by an operator
         QProcess stuck;
+        // (long enough for the inspect and force-fail processes after it, under a sanitizer too)
         stuck.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("stuck"), s("--"),
-                                                                  s("sleep"), s("1")});
+                                                                  s("sleep"), s("4")});
         QVERIFY(stuck.waitForStarted());
         QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("stuck")}).exitCode == 0, 5000);
         auto ff = ctl({s("force-fail"), s("stuck"), s("--reason"), s("host died"), s("--terminal")});
