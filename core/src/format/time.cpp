@@ -118,7 +118,7 @@ std::optional<std::int64_t> fromNumber(std::string_view s, Unit unit, std::strin
     std::string_view w = whole;
     while (w.size() > 1 && w.front() == '0')
         w.remove_prefix(1);
-    if (w.size() > 16) // beyond any time in µs before year 9999
+    if (w.size() > 18) // beyond any time before year 9999, even in µs (253402300799999999)
         return refuse(why, "a time past year 9999: " + shown(s));
     std::int64_t v = 0;
     std::from_chars(w.data(), w.data() + w.size(), v);
