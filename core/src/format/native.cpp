@@ -66,11 +66,15 @@ std::optional<Record> decode(const Input& x, bool claimed)
     if (!r.createdMs)
         r.createdMs = r.startedMs;
     r.leaseUntilMs = getTime("lease_until_ms", timefield::Unit::Millis); // renewals and later attempts
-    if (const auto lease = getInt("lease_ms"); !r.leaseUntilMs && lease && r.startedMs && *lease < timefield::kMaxMs)
+    if (const auto lease = getInt("lease_ms"); !r.leaseUntilMs && lease && r.startedMs && *lease <= timefield::kMaxMs)
         r.leaseUntilMs = std::min(*r.startedMs + *lease, timefield::kMaxMs); // a first attempt: from its fence
     r.finishedMs = getTime("finished_ms", timefield::Unit::Millis); // FAILED records
-    if (const auto retention = getInt("retention_ms"); !r.finishedMs && retention && in.ttlMs >= 0 && x.o.nowMs > 0)
-        r.finishedMs = x.o.nowMs + in.ttlMs - *retention; // COMPLETED: its TTL is the retention since then
+    // COMPLETED: its TTL is the retention since then. A TTL longer than the retention (changed by
+    // hand), or numbers that make no time, leave it unknown rather than wrap around.
+    if (const auto retention = getInt("retention_ms"); !r.finishedMs && retention && in.ttlMs >= 0 && x.o.nowMs > 0 &&
+                                                        in.ttlMs <= *retention && *retention - in.ttlMs <= x.o.nowMs &&
+                                                        x.o.nowMs - (*retention - in.ttlMs) <= timefield::kMaxMs)
+        r.finishedMs = x.o.nowMs - (*retention - in.ttlMs);
     r.attempt = getInt("attempt").value_or(1); // the first attempt does not write it
     if (const std::string* v = get(in, "token"))
         r.owner = *v;
@@ -105,6 +109,7 @@ std::optional<Record> decode(const Input& x, bool claimed)
         r.state = RecordState::Malformed;
         r.reason = "STARTED without a lease deadline";
     }
+    r.terminal = r.terminal && r.state == RecordState::Failed; // a malformed record is no failure
     settleStarted(r, x.o);
     return r;
 }
