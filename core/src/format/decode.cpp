@@ -90,6 +90,12 @@ std::optional<std::int64_t> timeMember(const json::Object& j, std::string_view n
     return t;
 }
 
+bool unread(const json::Object& j, std::string_view name)
+{
+    const json::Member* m = j.find(name);
+    return m ? m->cut : j.cut;
+}
+
 std::string rawMember(const Input& in, const json::Member& m)
 {
     const std::string& text = m.fromTail ? in.in.tail : in.in.value;
@@ -124,7 +130,10 @@ std::optional<std::int64_t> startFromTtl(const Input& in)
 {
     if (in.o.writerTtlMs <= 0 || in.in.ttlMs < 0 || in.o.nowMs <= 0 || in.in.ttlMs > in.o.writerTtlMs)
         return std::nullopt;
-    return in.o.nowMs - (in.o.writerTtlMs - in.in.ttlMs);
+    const std::int64_t start = in.o.nowMs - (in.o.writerTtlMs - in.in.ttlMs);
+    if (start < 0 || start > timefield::kMaxMs) // a writer's TTL longer than the clock has run: unknown
+        return std::nullopt;
+    return start;
 }
 
 } // namespace format

@@ -106,6 +106,13 @@ std::optional<Record> decodeAs(RecordFormat f, const Input& x, bool claimed)
             r.reason = "past its expiration: " + std::string(lib) + " treats it as absent and runs the next call";
         } else if (*status == "INPROGRESS") {
             r.state = RecordState::Started;
+            if (!r.leaseUntilMs && unread(j, "in_progress_expiration")) {
+                // a large record whose deadline, if it has one, was not read: not known to be stale
+                r.state = RecordState::Unknown;
+                r.partial = true;
+                r.reason = "its in_progress_expiration (if any) lies beyond what was read";
+                return r;
+            }
             if (!r.leaseUntilMs) {
                 // no Lambda context: this version takes it over at the next call, even if it runs
                 r.stale = true;

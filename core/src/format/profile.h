@@ -50,6 +50,9 @@ void settleStarted(Record& r, const DecodeOptions& o);
 // cannot be a time sets *why (the record is then malformed).
 std::optional<std::int64_t> timeMember(const json::Object& j, std::string_view name, timefield::Unit unit,
                                        std::string* why);
+// The member was not read: it is cut, or it is absent from a value read only in part (its middle
+// was never read). A lease that was not read is unknown: never "no lease", never stale.
+bool unread(const json::Object& j, std::string_view name);
 // The member's bytes as written (nested objects as JSON text); empty when cut.
 std::string rawMember(const Input& in, const json::Member& m);
 // Every member as a field: strings decoded, the rest as written; a cut member says so.

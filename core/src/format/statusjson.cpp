@@ -121,6 +121,13 @@ std::optional<Record> decodeJson(const Input& x, bool claimed)
         r.reason = "unknown status " + quoted(*status);
         return r;
     }
+    if (*st == RecordState::Started && unread(j, "lock_expiry")) {
+        // a large record whose lease, if it has one, was not read: not known to be stale
+        r.state = RecordState::Unknown;
+        r.partial = true;
+        r.reason = "its lock_expiry (if any) lies beyond what was read";
+        return r;
+    }
     std::string bad;
     r.startedMs = timeMember(j, "started_at", timefield::Unit::Guess, &bad);
     r.leaseUntilMs = timeMember(j, "lock_expiry", timefield::Unit::Guess, &bad);
