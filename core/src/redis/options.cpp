@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 
+#include <cctype>
 #include <charconv>
 #include <string>
 
@@ -21,8 +22,9 @@ std::string percentDecode(std::string_view s, std::string_view url)
         int value = 0;
         if (i + 2 >= s.size())
             throw UsageError("bad URL '" + std::string(url) + "': truncated %-escape");
+        // two hex digits (from_chars alone would take "%-1" as -1)
         auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
-        if (ec != std::errc() || p != s.data() + i + 3)
+        if (!std::isxdigit(static_cast<unsigned char>(s[i + 1])) || ec != std::errc() || p != s.data() + i + 3)
             throw UsageError("bad URL '" + std::string(url) + "': invalid %-escape");
         out.push_back(static_cast<char>(value));
         i += 2;
@@ -53,6 +55,26 @@ std::string redacted(std::string_view url)
     if (colon == std::string::npos || colon > at)
         return u;
     return u.substr(0, colon + 1) + "***" + u.substr(at);
+}
+
+// A user name as a URL holds it: what would end the credentials or start the path escaped, so
+// describe() reads back as the same user.
+std::string percentEncode(std::string_view s)
+{
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u >= 0x7f || c == '%' || c == ':' || c == '@' || c == '/' || c == '?' || c == '#' ||
+            c == '[' || c == ']') {
+            out.push_back('%');
+            out.push_back(hex[u >> 4]);
+            out.push_back(hex[u & 15]);
+        } else {
+            out.push_back(c);
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -91,6 +113,11 @@ void parseHostPort(std::string_view hostport, std::string& host, int& port, int 
     }
     if (host.empty())
         throw UsageError("bad URL '" + std::string(url) + "': no host");
+    // a name or an address: nothing that would end it in a URL, no control bytes or spaces
+    for (const char c : host)
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '[' || c == ']' || c == '@' || c == '/' ||
+            c == '?' || c == '#' || c == ',')
+            throw UsageError("bad URL '" + std::string(url) + "': the host has a character no host name has");
 }
 
 } // namespace
@@ -190,7 +217,7 @@ ConnectionOptions ConnectionOptions::parseUrl(std::string_view input, std::strin
 
 std::string ConnectionOptions::describe() const
 {
-    const std::string who = user.empty() ? std::string() : user + "@"; // never the password
+    const std::string who = user.empty() ? std::string() : percentEncode(user) + "@"; // never the password
     if (!unixSocket.empty())
         return "unix://" + who + unixSocket + (db ? "?db=" + std::to_string(db) : std::string());
     const auto hostPort = [](const std::string& h, int p) {

@@ -59,7 +59,9 @@ struct ConnectionOptions {
     //   the data nodes
     // Throws UsageError with a one-line reason on anything else.
     static ConnectionOptions fromUrl(std::string_view url);
-    // The URL without the password, for messages, titles and remembered connections.
+    // The URL without the password, for messages, titles and remembered connections; it parses back
+    // to the same options (the user %-escaped where a URL needs it). fromUrl refuses a host with
+    // spaces, control bytes or URL delimiters, and a '%' that is not followed by two hex digits.
     std::string describe() const;
     bool viaSentinel() const { return !sentinel.nodes.empty(); }
 
