@@ -19,6 +19,8 @@ namespace idem {
 
 std::vector<ReplayEvent> parseEventLog(std::istream& in)
 {
+    constexpr int kMaxDepth = 256;
+    constexpr double kMaxAtMs = 253'402'300'799'999; // 9999-12-31T23:59:59.999Z
     std::vector<ReplayEvent> out;
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
@@ -27,7 +29,12 @@ std::vector<ReplayEvent> parseEventLog(std::istream& in)
         const auto where = "event log line " + std::to_string(n) + ": ";
         nlohmann::json j;
         try {
-            j = nlohmann::json::parse(line);
+            // nesting bounded: the parser is iterative, but dump() (the payload's text) recurses
+            j = nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+                if (depth > kMaxDepth)
+                    throw UsageError(where + "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+                return true;
+            });
         } catch (const nlohmann::json::exception& e) {
             throw UsageError(where + "not JSON (" + std::string(e.what()).substr(0, 120) + ")");
         }
@@ -42,7 +49,12 @@ std::vector<ReplayEvent> parseEventLog(std::istream& in)
         if (j.contains("at_ms")) {
             if (!j["at_ms"].is_number())
                 throw UsageError(where + "\"at_ms\" must be a number");
-            ev.atMs = static_cast<std::int64_t>(j["at_ms"].get<double>());
+            // a time in ms (0 to year 9999): beyond, the conversion is undefined and the
+            // schedule's differences overflow
+            const double at = j["at_ms"].get<double>();
+            if (!(at >= 0 && at <= kMaxAtMs))
+                throw UsageError(where + "\"at_ms\" must be a time in ms, 0 to 253402300799999 (year 9999)");
+            ev.atMs = static_cast<std::int64_t>(at);
         }
         out.push_back(std::move(ev));
     }

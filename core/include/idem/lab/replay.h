@@ -15,8 +15,9 @@ struct ReplayEvent {
     std::int64_t atMs = 0;
 };
 
-// An event log as JSON lines: {"id": "...", "payload": <any JSON>, "at_ms": <number>}. Blank lines
-// are skipped; anything else throws UsageError naming the line.
+// An event log as JSON lines: {"id": "...", "payload": <any JSON>, "at_ms": <number>}, at_ms a time
+// in ms (0 to year 9999), nesting up to 256 levels. Blank lines are skipped; anything else throws
+// UsageError naming the line.
 std::vector<ReplayEvent> parseEventLog(std::istream& in);
 
 struct ReplayOptions {
