@@ -10,6 +10,9 @@ namespace {
 void acquired(AcquireResult& out, std::string_view id, std::string_view token, std::int64_t fence,
               std::int64_t attempt, std::int64_t leaseUntilMs)
 {
+    if (fence < 1 || attempt < 1)
+        throw ProtoError("acquire script answered fence " + std::to_string(fence) + ", attempt " +
+                         std::to_string(attempt) + ": no owner has those");
     out.status = AcquireStatus::Acquired;
     out.ticket.id = std::string(id);
     out.ticket.token = std::string(token);

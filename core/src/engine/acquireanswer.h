@@ -25,11 +25,12 @@ public:
         separator();
         return w;
     }
+    // a number the script wrote: digits only (none of its numbers is negative)
     std::int64_t number()
     {
         std::int64_t v = 0;
         const auto [next, ec] = std::from_chars(m_p, m_end, v);
-        m_ok = m_ok && ec == std::errc() && next != m_p;
+        m_ok = m_ok && ec == std::errc() && next != m_p && *m_p != '-';
         m_p = next;
         separator();
         return v;
@@ -71,7 +72,8 @@ private:
 };
 
 // An id acquired fresh: the script answered its fence alone, which is the server's clock (µs), and
-// wrote the lease as running from that millisecond.
+// wrote the lease as running from that millisecond. A fence below 1 is no answer of the script's
+// (ProtoError): an owner never gets a fence the sink could not tell from "none".
 void acquiredFresh(AcquireResult& out, std::int64_t fence, std::string_view id, std::string_view token,
                    std::int64_t leaseMs);
 // One id's answer: the rest of the line `in` reads (for one id, after the server time).
