@@ -172,6 +172,9 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration("-5s"));
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration(""));
         QCOMPARE(idem::formatDuration(idem::Millis(90061000)), std::string("1d1h1m1s"));
+        QCOMPARE(idem::parseDuration("1d1h1m1s").count(), 90061000); // what formatDuration prints reads back
+        QCOMPARE(idem::parseDuration("1h30m").count(), 5400000);
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration("30m1h")); // largest first
         QCOMPARE(idem::parseSize("512KiB"), std::size_t(524288));
         QCOMPARE(idem::parseSize("100"), std::size_t(100));
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseSize("lots"));

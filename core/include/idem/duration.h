@@ -8,7 +8,8 @@ namespace idem {
 
 using Millis = std::chrono::milliseconds;
 
-// "250ms", "30s", "5m", "2h", "1d", or a plain number of seconds. Throws UsageError otherwise.
+// "250ms", "30s", "5m", "2h", "1d", a plain number of seconds, or whole units largest first as
+// formatDuration prints them ("1d1h1m1s", "1h30m"). Throws UsageError otherwise.
 Millis parseDuration(std::string_view text);
 // 90061000 ms -> "1d1h1m1s"; below a second "250ms".
 std::string formatDuration(Millis d);

@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 namespace idem {
 
@@ -30,27 +32,43 @@ double parseWithUnits(std::string_view text, const Unit (&units)[N], double plai
             return parseNumber(text, text.substr(0, text.size() - u.suffix.size()), what) * u.factor;
     return parseNumber(text, text, what) * plainFactor;
 }
-} // namespace
 
-Millis parseDuration(std::string_view text)
+
+// "1d2h3m4s", "1h30m", "2s500ms": whole numbers, each with its unit, largest first (what
+// formatDuration prints); nullopt for anything else, a single number and unit included.
+std::optional<double> compound(std::string_view text)
 {
-    static constexpr Unit units[] = {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000},
-                                     {"d", 86'400'000}};
-    const double ms = parseWithUnits(text, units, 1000, "duration (use e.g. 500ms, 30s, 5m, 2h, 1d)");
-    if (ms > 1e15)
-        throw UsageError("duration '" + std::string(text) + "' is too long");
-    return Millis(static_cast<Millis::rep>(std::llround(ms)));
+    static constexpr Unit units[] = {{"d", 86'400'000}, {"h", 3'600'000}, {"ms", 1}, {"m", 60'000}, {"s", 1000}};
+    static constexpr int rank[] = {0, 1, 4, 2, 3}; // the order they may follow each other in
+    double total = 0;
+    int pieces = 0, next = 0;
+    while (!text.empty()) {
+        std::size_t digits = 0;
+        while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
+            ++digits;
+        std::int64_t n = 0;
+        if (digits == 0 || digits > 15 || std::from_chars(text.data(), text.data() + digits, n).ec != std::errc())
+            return std::nullopt;
+        text.remove_prefix(digits);
+        int u = 0;
+        while (u < 5 && !text.starts_with(units[u].suffix))
+            ++u;
+        if (u == 5 || rank[u] < next)
+            return std::nullopt;
+        next = rank[u] + 1;
+        total += static_cast<double>(n) * units[u].factor;
+        text.remove_prefix(units[u].suffix.size());
+        ++pieces;
+    }
+    return pieces >= 2 ? std::optional(total) : std::nullopt;
 }
 
-std::string formatDuration(Millis d)
+std::string formatMagnitude(std::uint64_t ms)
 {
-    auto ms = d.count();
-    if (ms < 0)
-        return "-" + formatDuration(Millis(-ms));
     if (ms < 1000)
         return std::to_string(ms) + "ms";
     std::string out;
-    const long long parts[] = {86'400'000, 3'600'000, 60'000, 1000};
+    const std::uint64_t parts[] = {86'400'000, 3'600'000, 60'000, 1000};
     const char* names[] = {"d", "h", "m", "s"};
     for (int i = 0; i < 4; ++i) {
         if (ms >= parts[i]) {
@@ -59,6 +77,27 @@ std::string formatDuration(Millis d)
         }
     }
     return out;
+}
+} // namespace
+
+Millis parseDuration(std::string_view text)
+{
+    static constexpr Unit units[] = {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000},
+                                     {"d", 86'400'000}};
+    const auto parts = compound(text);
+    const double ms = parts ? *parts : parseWithUnits(text, units, 1000, "duration (use e.g. 500ms, 30s, 5m, 2h, 1d, 1h30m)");
+    if (ms > 1e15)
+        throw UsageError("duration '" + std::string(text) + "' is too long");
+    return Millis(static_cast<Millis::rep>(std::llround(ms)));
+}
+
+std::string formatDuration(Millis d)
+{
+    const auto ms = d.count();
+    // the magnitude in unsigned arithmetic: -ms overflows for the most negative count
+    if (ms < 0)
+        return "-" + formatMagnitude(0 - static_cast<std::uint64_t>(ms));
+    return formatMagnitude(static_cast<std::uint64_t>(ms));
 }
 
 std::size_t parseSize(std::string_view text)
