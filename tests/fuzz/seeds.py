@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of each fuzz target into corpus/<target>/seed-*: the records the real
+libraries wrote (tests/data/peers/*.json), the hand-written shapes of the demo seeds, idem's own
+records, the regressions named in the issues, and typical URLs, event logs, server replies and
+durations. Run it from anywhere; it rewrites only seed-* files (found-* inputs, kept forever, are
+the fuzzers' own). Every file stays under 64 KiB."""
+import base64
+import glob
+import hashlib
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, "corpus")
+MAX_MS = 253402300799999
+PREFIX = 8192  # what a monitor scan reads of a string: its first and last 8 KiB
+
+FORMATS = ["idem", "powertools", "powertools-python", "node-idempotency", "express-idempotency",
+           "idempotent-request", "camel", "json", "plain"]
+TYPES = ["string", "hash", "list", "set", "zset", "stream"]
+
+
+def i64(v):
+    return struct.pack("<q", v)
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+written = {}
+
+
+def put(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    assert len(data) <= 64 * 1024, (target, name, len(data))
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+    written.setdefault(target, 0)
+    written[target] += 1
+
+
+def record(fmt, typ, key, value=b"", tail=b"", fields=None, ttl=-2, now=0, stale_after=15 * 60000,
+           writer_ttl=0, total=None, companion=False, ns="idempotency"):
+    """fuzz_record's input: see the comment at the top of fuzz_record.cpp."""
+    profile = 0 if fmt is None else FORMATS.index(fmt) + 1
+    flags = TYPES.index(typ) | (8 if companion else 0) | (0x10 if total is not None else 0)
+    extra = (total - len(value)) if total is not None else 1
+    head = bytes([profile, flags]) + i64(ttl) + u64(now) + u64(stale_after) + u64(writer_ttl) + u64(extra - 1)
+    enc = lambda s: s.encode() if isinstance(s, str) else s
+    if typ == "hash":
+        body = b"\x1e".join(enc(k) + b"\x1e" + enc(v) for k, v in fields)
+    else:
+        body = enc(value)
+    return head + enc(key) + b"\x1f" + enc(ns) + b"\x1f" + body + b"\x1f" + enc(tail)
+
+
+def peers():
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "data", "peers", "*.json"))):
+        doc = json.load(open(path))
+        profile = doc["profile"]
+        fmt = {"camel-redis": "camel"}.get(profile, profile)
+        writer_ttl = 24 * 3600000 if fmt in ("node-idempotency", "express-idempotency") else 0
+        for n, r in enumerate(doc["records"]):
+            value = r["value"] if isinstance(r["value"], str) else ""
+            if "value_base64" in r and isinstance(r["value_base64"], str):
+                value = base64.b64decode(r["value_base64"])
+            key = r["key"]
+            if "key_base64" in r:
+                key = base64.b64decode(r["key_base64"])
+            total = None
+            tail = b""
+            if "elided" in r:
+                e = r["elided"]
+                full = value.replace(e["marker"], e["char"] * e["count"]).encode()
+                value, tail, total = full[:PREFIX], full[-PREFIX:], len(full)
+            now = r.get("captured_at_ms", 0)
+            for fmt_or_none in (None, fmt):
+                name = "peer-%s-%d%s" % (profile, n, "" if fmt_or_none is None else "-as-" + fmt)
+                put("record", name, record(fmt_or_none, r["type"], key, value, tail, ttl=r.get("pttl_ms", -2),
+                                           now=now, writer_ttl=writer_ttl, total=total))
+            if r["type"] == "string" and isinstance(value, (str, bytes)):
+                v = value.encode() if isinstance(value, str) else value
+                put("json", "peer-%s-%d" % (profile, n), bytes([len(v) // 2 % 256]) + v)
+
+
+def shapes():
+    now = 1795431450953
+    past, soon = now // 1000 - 1200, now // 1000 + 600
+    hand = {
+        "processing": '{"status":"PROCESSING","started_at":%d,"lock_expiry":%d}' % (past, soon),
+        "pending": '{"status":"PENDING","started_at":%d}' % (now // 1000),
+        "completed": '{"status":"COMPLETED","response_body":{"charged":true,"amount":1999,"currency":"EUR"}}',
+        "failed": '{"status":"FAILED","error":"card declined"}',
+        "word-processing": "PROCESSING",
+        "word-completed": "COMPLETED",
+        "broken-json": '{"status":"COMPLETED","response":',
+        "binary": b"\x00\x9f\x92\x96\xff",
+        "iso": '{"status":"STARTED","started_at":"2026-11-23T12:00:00.5+02:00","lock_expiry":"2026-11-23T12:30:00Z"}',
+        # issue #21: a lease far in the future once overflowed, read expired, and purge --stale took it
+        "regression-lock-expiry-far-future": '{"status":"STARTED","lock_expiry":"9999999999999999999999"}',
+        "regression-lock-expiry-number": '{"status":"STARTED","lock_expiry":9999999999999999999999}',
+        "regression-lock-expiry-exponent": '{"status":"STARTED","lock_expiry":1e30}',
+        "regression-lock-expiry-negative": '{"status":"STARTED","lock_expiry":-1}',
+        "regression-started-far-future": '{"status":"STARTED","started_at":"99999999999999999999"}',
+    }
+    for name, value in hand.items():
+        put("record", "shape-" + name, record(None, "string", "idempotency:{weird}", value, ttl=3600000, now=now))
+        v = value.encode() if isinstance(value, str) else value
+        put("json", "shape-" + name, bytes([len(v) // 2]) + v)
+    put("record", "shape-status-hash", record(None, "hash", "idempotency:{h}", fields=[
+        ("status", "PROCESSING"), ("lock_expiry", str(soon)), ("started_at", str(past))], ttl=60000, now=now))
+    put("record", "regression-hash-lock-expiry-far-future", record(None, "hash", "idempotency:{weird}", fields=[
+        ("status", "STARTED"), ("lock_expiry", "9999999999999999999999")], ttl=60000, now=now))
+    put("record", "shape-queue", record(None, "list", "idempotency:{queue-by-mistake}", ttl=60000, now=now))
+    # idem's own hashes, as lua/*.lua write them
+    fence = now * 1000 + 123
+    native = {
+        "first": [("state", "STARTED"), ("token", "a" * 32), ("fence", str(fence)), ("lease_ms", "30000")],
+        "later": [("state", "STARTED"), ("fp", "sha256:00"), ("token", "b" * 32), ("fence", str(fence + 1)),
+                  ("attempt", "2"), ("started_ms", str(now)), ("lease_until_ms", str(now + 30000)),
+                  ("created_ms", str(now - 60000))],
+        "completed": [("state", "COMPLETED"), ("token", "a" * 32), ("fence", str(fence)), ("lease_ms", "30000"),
+                      ("response", '{"ok":true}'), ("retention_ms", "86400000")],
+        "failed": [("state", "FAILED"), ("token", "a" * 32), ("fence", str(fence)), ("failure", "terminal"),
+                   ("error", "declined"), ("finished_ms", str(now))],
+        "regression-retention-huge": [("state", "COMPLETED"), ("fence", str(fence)),
+                                      ("retention_ms", "9223372036854775807")],
+    }
+    for name, fields in native.items():
+        put("record", "native-" + name, record(None, "hash", "idempotency:{n}", fields=fields, ttl=86000000, now=now))
+    put("record", "regression-native-ttl-huge", record(None, "hash", "idempotency:{n}", fields=native["completed"],
+                                                       ttl=9223372036854775807, now=now))
+    # the round trip (flags bit 5): stage, fingerprint, terminal, then the numbers and strings
+    for stage in range(6):
+        body = bytes([stage, 1, stage % 2]) + b"".join(u64(hashlib.sha256(b"%d%d" % (stage, k)).digest()[0] * 977 + k)
+                                                        for k in range(10))
+        put("record", "native-roundtrip-%d" % stage, bytes([0, 0x20]) + body +
+            b"\x1f".join([b"0123456789abcdef0123456789abcdef", b"sha256:ab", b'{"ok":1}', b"boom", b"ops", b"stuck"]))
+
+
+def urls():
+    for n, u in enumerate([
+        "redis://127.0.0.1:6379/0", "redis://localhost", "redis://ops:secret@cache:6379/0",
+        "redis://:onlypassword@cache", "redis://user@host:1/15", "redis://[::1]:6380/2",
+        "redis://a%40b:p%3Ass@h", "unix:///run/redis.sock", "unix://ops:pw@/run/redis.sock?db=3",
+        "rediss://ops:secret@cache:6380/0", "redis+sentinel://mymaster@s1:26379,s2:26379/0",
+        "redis://h:0", "redis://h:65536", "redis://u:p@", "redis://%zz@h",
+    ]):
+        put("url", "%02d" % n, u)
+
+
+def eventlogs():
+    put("eventlog", "plain", "".join('{"id":"pay-%d","payload":{"amount":%d},"at_ms":%d}\n' % (i, i * 7, i * 10)
+                                      for i in range(5)))
+    put("eventlog", "mixed", '{"id":7}\n\n{"id":"a","payload":[1,"x",null],"at_ms":5.5}\n{"id":"b","at_ms":0}\n')
+    put("eventlog", "bad-line", '{"id":"a"}\n{oops\n')
+    put("eventlog", "regression-at-ms-huge", '{"id":"a","at_ms":1e300}\n{"id":"b","at_ms":-9.3e18}\n')
+    # nlohmann's dump() of the payload recurses once per level
+    put("eventlog", "regression-deep-payload", '{"id":"a","payload":' + "[" * 30000 + "]" * 30000 + "}\n")
+
+
+def bulk(s):
+    s = s.encode() if isinstance(s, str) else s
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
+def resp():
+    now_us = 1795431450953123
+    replies = {
+        "fresh": bulk(str(now_us)),
+        "acquired": bulk("%d ACQUIRED %d 2 1795431480953 1" % (now_us, now_us)),
+        "duplicate": bulk('%d DUPLICATE %d {"ok":true}' % (now_us, now_us - 5)),
+        "in-progress": bulk("%d IN_PROGRESS 2500 1 %d" % (now_us, now_us - 9)),
+        "failed": bulk("%d FAILED %d card declined" % (now_us, now_us)),
+        "mismatch": bulk("0 MISMATCH COMPLETED sha256:abc"),
+        "unusable": bulk("0 UNUSABLE key holds a list, not an idem record"),
+        "batch": b"*3\r\n" + bulk(str(now_us)) + bulk("ACQUIRED 5 2 99 0") + b":%d\r\n" % now_us,
+        "moved": b"-MOVED 12739 127.0.0.1:7002\r\n",
+        "ask": b"-ASK 3999 10.0.0.1:7001\r\n",
+        "tryagain": b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+        "scan": b"*2\r\n" + bulk("17") + b"*2\r\n" + bulk("idempotency:{a}") + bulk("idempotency:{a}:meta"),
+        "time": b"*2\r\n" + bulk("1795431450") + bulk("953123"),
+        "cluster-slots": b"*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n" + bulk("127.0.0.1") + b":7000\r\n" + bulk("id"),
+        "status-nil-int": b"+OK\r\n$-1\r\n:42\r\n*-1\r\n",
+        "negative-fence": bulk("-5 ACQUIRED -1 -2 -3 0"),
+    }
+    for name, data in replies.items():
+        put("resp", name, bytes([7, 30]) + data)
+
+
+def durations():
+    for n, text in enumerate(["30s", "250ms", "5m", "2h", "1d", "90", "1.5s", "1d1h1m1s", "1h30m", "512KiB",
+                              "1MiB", "10k", "4096", "1e3", "-1s", "nan", ""]):
+        put("duration", "%02d" % n, u64(90061000 + n) + text.encode())
+
+
+if __name__ == "__main__":
+    peers()
+    shapes()
+    urls()
+    eventlogs()
+    resp()
+    durations()
+    for t, n in sorted(written.items()):
+        print("%-9s %d seeds" % (t, n))
