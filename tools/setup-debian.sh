@@ -6,6 +6,7 @@ packages=(
   libhiredis-dev nlohmann-json3-dev libssl-dev openssl
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev qtkeychain-qt6-dev libgl-dev
   redis-server redis-tools
+  clang-14 libclang-rt-14-dev
   xvfb xauth imagemagick
 )
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for all tests: installs dependencies, builds with warnings as errors, runs the Qt Test
 # suite through ctest (a fixture starts a private redis-server), then builds and runs it again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then runs each fuzz target briefly on its corpus
+# (ctest already replayed every corpus input in both builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup-debian.sh
@@ -21,4 +22,10 @@ if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd build-asan && ctest --output-on-failure -j 2)
+fi
+
+if [ "${IDEM_SKIP_FUZZ:-0}" != 1 ]; then
+  seconds=${IDEM_FUZZ_SECONDS:-30}
+  echo "== fuzz: each target ${seconds}s on its corpus (clang, libFuzzer + ASan + UBSan)"
+  bash tools/fuzz.sh all "$seconds"
 fi
