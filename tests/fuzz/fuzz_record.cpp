@@ -113,10 +113,11 @@ void checkDecoded(const KeyRead& in, const DecodeOptions& o, const Record& r)
         } else {
             // the field where the record's own library keeps a lease
             const bool powertools = r.format == RecordFormat::Powertools || r.format == RecordFormat::PowertoolsPython;
-            const bool leaseWritten = in.type == "hash" ? field(in, "lock_expiry") || field(in, "lease_until_ms") ||
-                                                              field(in, "lease_ms")
+            const bool leaseWritten = r.format == RecordFormat::Native ? field(in, "lease_until_ms") || field(in, "lease_ms")
                                       : powertools ? whole(j, "in_progress_expiration") != nullptr
-                                                   : r.format == RecordFormat::StatusJson && j.find("lock_expiry");
+                                      : r.format == RecordFormat::StatusJson
+                                          ? (in.type == "hash" ? field(in, "lock_expiry") != nullptr : j.has("lock_expiry"))
+                                          : false;
             FUZZ_CHECK(!leaseWritten, "stale without a lease although the record has a lease field: " + r.staleWhy);
             const bool hasLeaseField = r.format == RecordFormat::StatusJson || r.format == RecordFormat::Powertools ||
                                        r.format == RecordFormat::PowertoolsPython;

@@ -73,7 +73,8 @@ std::string_view passwordIn(std::string_view url)
 constexpr const char* kMessages =
     "bad URL '': truncated %-escape, invalid %-escape, is not a number from 0 to 65535 1048576, TLS (rediss://) is "
     "not supported by this build, expected redis://[user:password@]host[:port][/db] or unix:///path, unix:// needs "
-    "an absolute socket path, only ?db=N is understood, database, port, unclosed '[' in host, junk after ']', no host";
+    "an absolute socket path, only ?db=N is understood, database, port, unclosed '[' in host, junk after ']', no host, "
+    "the host has a character no host name has";
 
 bool hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
