@@ -151,6 +151,8 @@ def urls():
         "redis://a%40b:p%3Ass@h", "unix:///run/redis.sock", "unix://ops:pw@/run/redis.sock?db=3",
         "rediss://ops:secret@cache:6380/0", "redis+sentinel://mymaster@s1:26379,s2:26379/0",
         "redis://h:0", "redis://h:65536", "redis://u:p@", "redis://%zz@h",
+        # regressions: a sign taken for an escape; a user that describe() must escape
+        "redis://u:%-1@h", "redis://a%3Ab%2Fc:secret@h/1", "unix://a%40b:pw@/run/r.sock",
     ]):
         put("url", "%02d" % n, u)
 
@@ -189,6 +191,9 @@ def resp():
         "cluster-slots": b"*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n" + bulk("127.0.0.1") + b":7000\r\n" + bulk("id"),
         "status-nil-int": b"+OK\r\n$-1\r\n:42\r\n*-1\r\n",
         "negative-fence": bulk("-5 ACQUIRED -1 -2 -3 0"),
+        # left to their owners (docs/fuzzing.md): the monitor's TIME overflow, a lenient redirect
+        "time-overflow": b"*2\r\n" + bulk("9223372036854775807") + bulk("0"),
+        "moved-lenient": b"-MOVED 12abc h:99999abc\r\n-MOVED 1 \r\n",
     }
     for name, data in replies.items():
         put("resp", name, bytes([7, 30]) + data)
