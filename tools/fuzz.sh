@@ -19,7 +19,11 @@ if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_FUZZ=ON \
     -DIDEM_WERROR=ON -DIDEM_BUILD_TESTS=OFF -DIDEM_BUILD_APPS=OFF -DIDEM_BUILD_CONSOLE=OFF >/dev/null
 fi
-cmake --build build-fuzz -j "$(nproc)" >/dev/null
+if ! cmake --build build-fuzz -j "$(nproc)" >build-fuzz/build.log 2>&1; then
+  tail -40 build-fuzz/build.log >&2
+  echo "fuzz: the clang build failed (build-fuzz/build.log)" >&2
+  exit 1
+fi
 
 run() {
   local t=$1 work=build-fuzz/corpus/$1
