@@ -185,6 +185,26 @@ private slots:
         QCOMPARE(r.state, RecordState::Completed);
     }
 
+    // A STARTED record's lease that lies beyond what was read is unknown: never "no lease", never
+    // stale (it would be a purge --stale candidate whatever its real lease; docs/fuzzing.md)
+    void leaseNotReadIsNeverStale()
+    {
+        const std::string pad = ",\"note\":\"" + std::string(1 << 16, 'n') + "\"";
+        const std::string started = "{\"status\":\"STARTED\",\"started_at\":1700000000" + pad +
+                                    ",\"lock_expiry\":9999999999" + pad + "}";
+        auto r = read("idempotency:{big}", started, 30'000, {}, 8192);
+        QCOMPARE(r.state, RecordState::Unknown);
+        QVERIFY(r.partial && !r.stale);
+        const std::string pt = "{\"status\":\"INPROGRESS\",\"expiration\":1795431481" + pad +
+                               ",\"in_progress_expiration\":1795431510951" + pad + "}";
+        r = read("fn#HXoPuS989n9jdP6e7H2ySg==", pt, 30'000, {}, 8192);
+        QCOMPARE(r.state, RecordState::Unknown);
+        QVERIFY(r.partial && !r.stale);
+        // read whole, the same records are what they say
+        QVERIFY(!read("idempotency:{big}", started).stale);
+        QCOMPARE(read("fn#HXoPuS989n9jdP6e7H2ySg==", pt).state, RecordState::Started);
+    }
+
     void noLeaseLibraries()
     {
         idem::DecodeOptions o;
