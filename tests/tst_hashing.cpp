@@ -126,6 +126,11 @@ private slots:
         o = idem::ConnectionOptions::fromUrl("rediss-sentinel://s1#m%20x");
         QVERIFY(o.tls.enabled && o.viaSentinel());
         QCOMPARE(o.sentinel.master, std::string("m x"));
+        // a master's name with what a URL must escape prints back as the same name
+        o = idem::ConnectionOptions::fromUrl("redis-sentinel://s1#50%25off%23a%2Fb");
+        QCOMPARE(o.sentinel.master, std::string("50%off#a/b"));
+        QCOMPARE(o.describe(), std::string("redis-sentinel://s1:26379/0#50%25off%23a%2Fb"));
+        QCOMPARE(idem::ConnectionOptions::fromUrl(o.describe()).sentinel.master, o.sentinel.master);
     }
 
     void badUrls_data()

@@ -57,8 +57,9 @@ std::string redacted(std::string_view url)
     return u.substr(0, colon + 1) + "***" + u.substr(at);
 }
 
-// A user name as a URL holds it: what would end the credentials or start the path escaped, so
-// describe() reads back as the same user.
+// A user name or a Sentinel master's name as a URL holds it: what would end the credentials,
+// start the path or the master's name, or read as an escape is escaped, so describe() reads back
+// as the same user and master.
 std::string percentEncode(std::string_view s)
 {
     static constexpr char hex[] = "0123456789ABCDEF";
@@ -228,7 +229,7 @@ std::string ConnectionOptions::describe() const
         for (const auto& n : sentinel.nodes)
             nodes += (nodes.empty() ? "" : ",") + hostPort(n.host, n.port);
         return std::string(tls.enabled ? "rediss-sentinel://" : "redis-sentinel://") + who + nodes + "/" +
-               std::to_string(db) + "#" + sentinel.master;
+               std::to_string(db) + "#" + percentEncode(sentinel.master);
     }
     return std::string(tls.enabled ? "rediss://" : "redis://") + who + hostPort(host, port) + "/" + std::to_string(db);
 }

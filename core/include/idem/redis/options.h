@@ -60,7 +60,7 @@ struct ConnectionOptions {
     // Throws UsageError with a one-line reason on anything else.
     static ConnectionOptions fromUrl(std::string_view url);
     // The URL without the password, for messages, titles and remembered connections; it parses back
-    // to the same options (the user %-escaped where a URL needs it). fromUrl refuses a host with
+    // to the same options (the user and the master's name %-escaped where a URL needs it). fromUrl refuses a host with
     // spaces, control bytes or URL delimiters, and a '%' that is not followed by two hex digits.
     std::string describe() const;
     bool viaSentinel() const { return !sentinel.nodes.empty(); }
