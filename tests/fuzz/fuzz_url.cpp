@@ -1,7 +1,8 @@
 // Connection URLs as operators and environments hand them over (--url, IDEM_URL, the console's
 // Connect dialog, remembered connections): ConnectionOptions::fromUrl. Every scheme the parser
-// knows (redis://, unix://; rediss:// and sentinel forms when they land) goes through the same
-// properties, so the target needs no change then.
+// knows goes through the same properties: redis://, rediss://, unix://, and
+// redis-sentinel://host1,host2/db#MASTER and rediss-sentinel://, whose master name (after the last
+// '#') is %-decoded like the credentials.
 //
 // Input: the URL.
 #include "fuzzcheck.h"
@@ -15,8 +16,24 @@ namespace {
 
 bool same(const ConnectionOptions& a, const ConnectionOptions& b)
 {
+    if (a.sentinel.nodes.size() != b.sentinel.nodes.size())
+        return false;
+    for (std::size_t i = 0; i < a.sentinel.nodes.size(); ++i)
+        if (a.sentinel.nodes[i].host != b.sentinel.nodes[i].host || a.sentinel.nodes[i].port != b.sentinel.nodes[i].port)
+            return false;
     return a.host == b.host && a.port == b.port && a.unixSocket == b.unixSocket && a.db == b.db && a.user == b.user &&
-           a.password == b.password;
+           a.password == b.password && a.tls.enabled == b.tls.enabled && a.sentinel.master == b.sentinel.master;
+}
+
+bool sentinelScheme(std::string_view url)
+{
+    return url.starts_with("redis-sentinel://") || url.starts_with("rediss-sentinel://");
+}
+
+// What the parser reads as host, credentials and path: a Sentinel URL without its '#MASTER'.
+std::string_view withoutMaster(std::string_view url)
+{
+    return sentinelScheme(url) ? url.substr(0, url.rfind('#')) : url;
 }
 
 std::string encoded(std::string_view s)
@@ -54,9 +71,10 @@ std::string rebuilt(const ConnectionOptions& o)
 }
 
 // The password as the parser would take it: between the first ':' of the credentials and the
-// last '@' before the path.
+// last '@' before the path (of a Sentinel URL, before '#MASTER').
 std::string_view passwordIn(std::string_view url)
 {
+    url = withoutMaster(url);
     const auto scheme = url.find("://");
     if (scheme == std::string_view::npos)
         return {};
@@ -71,10 +89,11 @@ std::string_view passwordIn(std::string_view url)
 
 // What the parser's messages say besides the URL (a password may be one of these words).
 constexpr const char* kMessages =
-    "bad URL '': truncated %-escape, invalid %-escape, is not a number from 0 to 65535 1048576, TLS (rediss://) is "
-    "not supported by this build, expected redis://[user:password@]host[:port][/db] or unix:///path, unix:// needs "
-    "an absolute socket path, only ?db=N is understood, database, port, unclosed '[' in host, junk after ']', no host, "
-    "the host has a character no host name has";
+    "bad URL '': truncated %-escape, invalid %-escape, is not a number from 0 to 65535 1048576, expected redis://, "
+    "rediss://, unix://, redis-sentinel:// or rediss-sentinel://, unix:// needs an absolute socket path, only ?db=N "
+    "is understood, database, port, unclosed '[' in host, junk after ']', no host, the host has a character no host "
+    "name has, a Sentinel URL ends with #MASTER, the name the sentinels know the primary by, '#MASTER' belongs to "
+    "redis-sentinel:// URLs, several hosts belong to redis-sentinel:// URLs";
 
 bool hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
@@ -96,17 +115,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             FUZZ_CHECK(std::string_view(e.what()).find(pw) == std::string_view::npos, e.what());
         return 0;
     }
-    // what was accepted is usable
-    FUZZ_CHECK(o.unixSocket.empty() ? !o.host.empty() && o.port >= 1 && o.port <= 65535 : o.unixSocket.front() == '/');
+    // what was accepted is usable: a socket, a host and port, or sentinels to ask and a master to ask for
+    FUZZ_CHECK(o.tls.enabled == (url.starts_with("rediss://") || url.starts_with("rediss-sentinel://")));
+    FUZZ_CHECK(o.viaSentinel() == sentinelScheme(url));
+    if (!o.unixSocket.empty()) {
+        FUZZ_CHECK(url.starts_with("unix://") && o.unixSocket.front() == '/');
+    } else if (o.viaSentinel()) {
+        FUZZ_CHECK(!o.sentinel.master.empty());
+        for (const auto& n : o.sentinel.nodes)
+            FUZZ_CHECK(!n.host.empty() && n.port >= 1 && n.port <= 65535);
+        FUZZ_CHECK(o.host == o.sentinel.nodes.front().host); // until a sentinel names the primary
+    } else {
+        FUZZ_CHECK(!o.host.empty() && o.port >= 1 && o.port <= 65535);
+    }
     FUZZ_CHECK(o.db >= 0);
-    // a '%' in what the parser decodes is an escape of two hex digits
-    const auto scheme = url.find("://");
-    const std::string_view rest = url.substr(scheme + 3);
+    // a '%' in what the parser decodes (the credentials, a Sentinel URL's master) is an escape of
+    // two hex digits
+    const std::string_view body = withoutMaster(url);
+    const auto scheme = body.find("://");
+    const std::string_view rest = body.substr(scheme + 3);
     const auto at = rest.starts_with('/') ? std::string_view::npos : rest.rfind('@', rest.find('/'));
     if (at != std::string_view::npos)
         for (std::size_t i = 0; i < at; ++i)
             if (rest[i] == '%')
                 FUZZ_CHECK(i + 2 < at && hex(rest[i + 1]) && hex(rest[i + 2]), "a '%' that is no escape was accepted");
+    if (o.viaSentinel()) {
+        const std::string_view master = url.substr(body.size() + 1);
+        for (std::size_t i = 0; i < master.size(); ++i)
+            if (master[i] == '%')
+                FUZZ_CHECK(i + 2 < master.size() && hex(master[i + 1]) && hex(master[i + 2]),
+                           "a '%' in the master's name that is no escape was accepted");
+    }
 
     const std::string shown = o.describe();
     // the description never shows the password: it is the same whatever the password

@@ -153,6 +153,14 @@ def urls():
         "redis://h:0", "redis://h:65536", "redis://u:p@", "redis://%zz@h",
         # regressions: a sign taken for an escape; a user that describe() must escape
         "redis://u:%-1@h", "redis://a%3Ab%2Fc:secret@h/1", "unix://a%40b:pw@/run/r.sock",
+        # TLS and Sentinel forms: accepted, then refused
+        "rediss://cache", "rediss://[::1]:6380/1", "redis-sentinel://s1,s2:26380,[::1]:5/3#orders",
+        "redis-sentinel://svc:s3cret@s1:26379/0#mymaster", "rediss-sentinel://ops:pw@s1,s2#m%20x",
+        "redis-sentinel://u:p#w@h#m", "rediss-sentinel://a%40b@s1/2#m#n",
+        "redis-sentinel://h1,h2", "redis-sentinel://h1,,h2#m", "redis-sentinel://h1:1,h2:x#m", "redis://h:1#m",
+        "redis://h1,h2:1", "rediss-sentinel://s1#", "redis-sentinel://ops:secret@#m",
+        # regression: a master's name that describe() must escape
+        "rediss-sentinel://s1#50%25off", "redis-sentinel://s1#a%23b%2F",
     ]):
         put("url", "%02d" % n, u)
 
