@@ -1,11 +1,16 @@
 // The race lab on a real Redis: what each strategy does to duplicate deliveries, counted by the
 // ledger, over seeded random schedules with crashes and pauses, and in the forced interleaving.
+#include "idem/engine/scripts.h"
+#include "idem/errors.h"
 #include "idem/lab/racelab.h"
 #include "testsupport.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QtTest>
+#include <mutex>
+#include <thread>
 
 namespace {
 idem::Workload small(std::uint64_t seed)
@@ -20,6 +25,94 @@ idem::Workload small(std::uint64_t seed)
     w.redeliverAfter = idem::Millis(120);
     w.keyNamespace = idemtest::uniqueNamespace("lab");
     return w;
+}
+
+// Every command the server runs, in the order it runs them, as MONITOR reports them:
+// 1700000000.123456 [0 127.0.0.1:54321] "GET" "key"
+class ServerLog {
+public:
+    explicit ServerLog(idem::ConnectionOptions o)
+    {
+        o.commandTimeout = idem::Millis(0); // reads until interrupted
+        m_conn = std::make_unique<idem::Connection>(o);
+        m_conn->checked({"MONITOR"});
+        m_thread = std::thread([this] {
+            try {
+                for (;;) {
+                    const auto r = m_conn->readReply();
+                    std::lock_guard lock(m_mutex);
+                    m_lines << QString::fromStdString(idem::reply::str(r.get()));
+                }
+            } catch (const idem::Error&) { // interrupted
+            }
+        });
+    }
+    ~ServerLog()
+    {
+        m_conn->interrupt();
+        m_thread.join();
+    }
+    QStringList lines()
+    {
+        std::lock_guard lock(m_mutex);
+        return m_lines;
+    }
+
+private:
+    std::unique_ptr<idem::Connection> m_conn;
+    std::thread m_thread;
+    std::mutex m_mutex;
+    QStringList m_lines;
+};
+
+// What the server ran on an event's record, in order: "GET", "SET", or for a script "acquire",
+// "complete" or "sink" (the lab's effect, the only other script that names the record).
+QStringList commandsOnRecord(const QStringList& log, const QRegularExpression& recordKey)
+{
+    static const QRegularExpression quoted(QStringLiteral("\"((?:[^\"\\\\]|\\\\.)*)\""));
+    QStringList out;
+    for (const QString& line : log) {
+        QStringList args;
+        for (auto it = quoted.globalMatch(line); it.hasNext();)
+            args << it.next().captured(1);
+        if (args.isEmpty() || !std::any_of(args.begin(), args.end(),
+                                           [&](const QString& a) { return recordKey.match(a).hasMatch(); }))
+            continue;
+        const QString cmd = args.first().toUpper();
+        if (cmd == QLatin1String("EVALSHA")) {
+            const std::string sha = args.value(1).toStdString();
+            out << (sha == idem::scripts::acquire().sha1    ? QStringLiteral("acquire")
+                    : sha == idem::scripts::complete().sha1 ? QStringLiteral("complete")
+                                                            : QStringLiteral("sink"));
+        } else if (cmd == QLatin1String("GET") || cmd == QLatin1String("SET")) {
+            out << cmd;
+        }
+    }
+    return out;
+}
+
+// The command each trace event stands for (none for an aborted EXEC: its SET never ran).
+QString commandOf(idem::Strategy s, idem::TraceKind k)
+{
+    using K = idem::TraceKind;
+    switch (k) {
+    case K::Executed:
+    case K::Fenced: return QStringLiteral("sink");
+    case K::Aborted:
+    case K::Crashed:
+    case K::Paused: return {};
+    case K::Completed:
+    case K::LeaseLost:
+        return s == idem::Strategy::Lua ? QStringLiteral("complete") : s == idem::Strategy::SetNx ? QString() : QStringLiteral("SET");
+    case K::Acquired:
+    case K::TakenOver:
+        return s == idem::Strategy::Lua ? QStringLiteral("acquire") : QStringLiteral("SET");
+    case K::Read:
+    case K::InProgress:
+    case K::Replayed:
+        return s == idem::Strategy::Lua ? QStringLiteral("acquire") : s == idem::Strategy::SetNx ? QStringLiteral("SET") : QStringLiteral("GET");
+    }
+    return {};
 }
 
 void consistent(const idem::RaceResult& r)
@@ -73,6 +166,64 @@ private slots:
             const auto r = idem::runRace(idemtest::sharedRedis(), s, w);
             QVERIFY2(r.doubleExecutions == 0, std::string(idem::nameOf(s)).c_str());
             QCOMPARE(r.executions, 1);
+        }
+    }
+
+    // The forced interleaving is what it says, on the server: A reads, B reads, A writes, B writes.
+    // The server's own log (MONITOR) of the commands on the event's record is the trace's story,
+    // command for command, in the same order.
+    void forcedInterleavingTraceIsInServerOrder_data()
+    {
+        QTest::addColumn<int>("strategy");
+        QTest::addColumn<QStringList>("story"); // worker:kind, as the trace must tell it
+        const auto story = [](const char* s) { return QString::fromLatin1(s).split(u' '); };
+        QTest::newRow("naive") << int(idem::Strategy::Naive)
+                               << story("0:read 1:read 0:executed 0:completed 1:executed 1:completed");
+        QTest::newRow("setnx") << int(idem::Strategy::SetNx) << story("0:acquired 1:replayed 0:executed 0:completed");
+        QTest::newRow("watch") << int(idem::Strategy::Watch)
+                               << story("0:read 1:read 0:acquired 0:executed 0:completed 1:aborted 1:replayed");
+        // B's delivery is given back while A holds the event; its redelivery replays A's result
+        // (whichever worker takes it)
+        QTest::newRow("lua") << int(idem::Strategy::Lua)
+                             << story("0:acquired 1:in_progress 0:executed 0:completed *:replayed");
+    }
+    void forcedInterleavingTraceIsInServerOrder()
+    {
+        QFETCH(int, strategy);
+        QFETCH(QStringList, story);
+        const auto s = static_cast<idem::Strategy>(strategy);
+        idem::LocalServer server;
+        auto w = small(7);
+        w.forcedInterleaving = true;
+        idem::runRace(server.connectionOptions(), s, w); // the scripts are loaded: no NOSCRIPT retries below
+        for (int run = 0; run < 3; ++run) {
+            w.keyNamespace = idemtest::uniqueNamespace("order");
+            idem::RaceResult r;
+            QStringList log;
+            {
+                ServerLog monitor(server.connectionOptions());
+                r = idem::runRace(server.connectionOptions(), s, w);
+                QTest::qWait(100); // the last lines reach the monitor
+                log = monitor.lines();
+            }
+            QStringList told, expected;
+            for (const auto& e : r.trace) {
+                told << QStringLiteral("%1:%2").arg(e.worker).arg(QString::fromUtf8(idem::nameOf(e.kind).data()));
+                if (const QString c = commandOf(s, e.kind); !c.isEmpty())
+                    expected << c;
+                QCOMPARE(e.seq, static_cast<int>(&e - r.trace.data()));
+            }
+            QCOMPARE(told.size(), story.size());
+            for (int i = 0; i < story.size(); ++i)
+                if (!story[i].startsWith(u'*'))
+                    QCOMPARE(told[i], story[i]);
+                else
+                    QVERIFY(told[i].endsWith(story[i].mid(1)));
+            const QRegularExpression recordKey(
+                QStringLiteral("^%1:%2-[0-9a-f]{8}:\\{ev-0\\}$")
+                    .arg(QRegularExpression::escape(QString::fromStdString(w.keyNamespace)),
+                         QString::fromUtf8(idem::nameOf(s).data())));
+            QCOMPARE(commandsOnRecord(log, recordKey), expected);
         }
     }
 

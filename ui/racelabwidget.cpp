@@ -324,6 +324,10 @@ QString RaceLabWidget::explain(const idem::TraceEvent& e, idem::Strategy s, int 
         return tr("%1 tries to complete %2 and is told its lease was lost: nothing is overwritten.").arg(who, id);
     case idem::TraceKind::Completed:
         return tr("%1 records %2 as done.").arg(who, id);
+    case idem::TraceKind::Read:
+        return tr("%1 reads %2 and finds nothing there, so it goes ahead.").arg(who, id);
+    case idem::TraceKind::Aborted:
+        return tr("%1's transaction is refused: %2 changed since it was watched.").arg(who, id);
     }
     return {};
 }

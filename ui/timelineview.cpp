@@ -124,12 +124,14 @@ void TimelineView::paintEvent(QPaintEvent*)
         const auto key = qMakePair(e.worker, id);
         QColor c;
         switch (e.kind) {
+        case idem::TraceKind::Read:
         case idem::TraceKind::Acquired:
         case idem::TraceKind::TakenOver:
             open[key] = e.serverMs;
             c = e.kind == idem::TraceKind::TakenOver ? QColor(142, 68, 173) : QColor(52, 152, 219);
             break;
         case idem::TraceKind::Replayed: c = QColor(39, 174, 96); break;
+        case idem::TraceKind::Aborted: c = QColor(241, 196, 15); break;
         case idem::TraceKind::InProgress: c = QColor(241, 196, 15); break;
         case idem::TraceKind::Crashed: c = QColor(127, 140, 141); break;
         case idem::TraceKind::Paused: c = QColor(230, 126, 34); break;

@@ -6,7 +6,6 @@
 #include "idem/engine/store.h"
 
 #include <algorithm>
-#include <barrier>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -47,6 +46,8 @@ std::string_view nameOf(TraceKind k)
     case TraceKind::Paused: return "paused";
     case TraceKind::Executed: return "executed";
     case TraceKind::Fenced: return "fenced";
+    case TraceKind::Read: return "read";
+    case TraceKind::Aborted: return "aborted";
     case TraceKind::Completed: break;
     }
     return "completed";
@@ -57,7 +58,7 @@ extern const std::string_view sink; // lua/sink.lua, embedded in the lab alone
 }
 
 namespace {
-constexpr std::int64_t kTtlMs = 10 * 60'000; // everything the lab writes expires
+constexpr std::int64_t kTtlMs = kLabTtlMs; // everything the lab writes expires
 
 const Script& sinkScript() // the lab's fenced side effect
 {
@@ -103,7 +104,8 @@ struct Delivery {
 
 class Race {
 public:
-    Race(const ConnectionOptions& c, Strategy s, Workload w) : m_conn(c), m_strategy(s), m_w(std::move(w))
+    Race(const ConnectionOptions& c, Strategy s, Workload w, const std::atomic<bool>* cancel)
+        : m_conn(c), m_strategy(s), m_w(std::move(w)), m_cancel(cancel)
     {
         if (m_w.forcedInterleaving) {
             m_w.events = 1;
@@ -172,9 +174,7 @@ public:
             r.doubleExecutions += n - 1;
         }
         r.lost = m_w.events - static_cast<int>(perEvent.size());
-        std::sort(m_trace.begin(), m_trace.end(),
-                  [](const TraceEvent& a, const TraceEvent& b) { return a.serverMs < b.serverMs; });
-        r.trace = std::move(m_trace);
+        r.trace = std::move(m_trace); // in the order the answers came back (never re-sorted)
         return r;
     }
 
@@ -210,7 +210,7 @@ private:
     void trace(int worker, const std::string& id, TraceKind k, std::int64_t fence = 0)
     {
         std::lock_guard lock(m_mutex);
-        m_trace.push_back(TraceEvent{worker, id, k, serverNow(), fence});
+        m_trace.push_back(TraceEvent{worker, id, k, serverNow(), fence, static_cast<int>(m_trace.size())});
     }
 
     void abort()
@@ -236,7 +236,7 @@ private:
     {
         std::unique_lock lock(m_mutex);
         for (;;) {
-            if (m_aborted)
+            if (m_aborted || (m_cancel && m_cancel->load()))
                 return std::nullopt;
             if (m_queue.empty()) {
                 if (m_outstanding == 0)
@@ -282,25 +282,40 @@ private:
         return executed;
     }
 
-    // Forced interleaving: both workers stop after their read; worker 0 writes first, worker 1
-    // writes after worker 0 has finished.
-    void afterRead(int worker, const Delivery& d)
+    // Forced interleaving: four turns, one after the other - A reads (turn 0), B reads (1), A
+    // writes (2), B writes (3); worker 0 is A, worker 1 is B. A turn begins when the one before it
+    // has its answers and has traced them, so the trace is the order the server ran them in. Only
+    // the two first deliveries take part; redeliveries run freely afterwards.
+    bool inTurns(const Delivery& d) const { return m_w.forcedInterleaving && !d.redelivery; }
+    void waitTurn(int turn)
     {
-        if (!m_w.forcedInterleaving || d.redelivery) // only the two first deliveries take part
-            return;
-        m_readBarrier.arrive_and_wait();
-        if (worker == 1) {
-            std::unique_lock lock(m_mutex);
-            m_cv.wait(lock, [this] { return m_firstDone || m_aborted; });
-        }
+        std::unique_lock lock(m_mutex);
+        m_cv.wait(lock, [&] { return m_turn == turn || m_aborted; });
     }
-    void finished(int worker)
+    void endTurn(int turn)
     {
-        if (m_w.forcedInterleaving && worker == 0) {
-            std::lock_guard lock(m_mutex);
-            m_firstDone = true;
+        std::lock_guard lock(m_mutex);
+        if (m_turn == turn) {
+            ++m_turn;
             m_cv.notify_all();
         }
+    }
+    void beforeRead(int worker, const Delivery& d)
+    {
+        if (inTurns(d))
+            waitTurn(worker);
+    }
+    void afterRead(int worker, const Delivery& d)
+    {
+        if (!inTurns(d))
+            return;
+        endTurn(worker);
+        waitTurn(2 + worker);
+    }
+    void finished(int worker, const Delivery& d)
+    {
+        if (inTurns(d))
+            endTurn(2 + worker);
     }
 
     std::string key(const std::string& id) const { return m_ns + ":{" + id + "}"; }
@@ -325,7 +340,7 @@ private:
             case Strategy::Watch: watch(c, worker, *d, lease, ttl); break;
             case Strategy::Lua: lua(c, store, worker, *d); break;
             }
-            finished(worker);
+            finished(worker, *d);
             done(std::chrono::duration<double, std::milli>(Clock::now() - began).count());
         }
     }
@@ -349,7 +364,6 @@ private:
     // naive and watch, once they believe they own the event: work, effect, then mark it "done"
     void workAndMarkDone(Connection& c, int worker, const Delivery& d, const std::string& ttl)
     {
-        trace(worker, d.id, TraceKind::Acquired);
         if (crashOrPause(worker, d))
             return;
         effect(c, worker, d.id, 0);
@@ -359,25 +373,26 @@ private:
 
     void naive(Connection& c, int worker, const Delivery& d, const std::string& ttl)
     {
+        beforeRead(worker, d);
         const ReplyPtr seen = c.checked({"GET", key(d.id)});
+        const bool absent = reply::isNil(seen.get());
+        trace(worker, d.id, absent ? TraceKind::Read : TraceKind::Replayed);
         afterRead(worker, d);
-        if (!reply::isNil(seen.get())) {
-            trace(worker, d.id, TraceKind::Replayed);
-            return;
-        }
-        workAndMarkDone(c, worker, d, ttl);
+        if (absent)
+            workAndMarkDone(c, worker, d, ttl);
     }
 
     void setnx(Connection& c, int worker, const Delivery& d, const std::string& ttl)
     {
         // no states: the key says "someone took it", for as long as results are kept
+        beforeRead(worker, d);
         const ReplyPtr ok = c.checked({"SET", key(d.id), "1", "NX", "PX", ttl});
+        const bool taken = reply::isNil(ok.get());
+        // taken: "already processed" - or lost, if its owner died
+        trace(worker, d.id, taken ? TraceKind::Replayed : TraceKind::Acquired);
         afterRead(worker, d);
-        if (reply::isNil(ok.get())) {
-            trace(worker, d.id, TraceKind::Replayed); // "already processed" — or lost, if its owner died
+        if (taken)
             return;
-        }
-        trace(worker, d.id, TraceKind::Acquired);
         if (crashOrPause(worker, d))
             return;
         effect(c, worker, d.id, 0);
@@ -388,52 +403,60 @@ private:
     {
         bool first = true;
         for (int attempt = 0;; ++attempt) {
+            if (first)
+                beforeRead(worker, d);
             c.checked({"WATCH", key(d.id)});
             const ReplyPtr v = c.checked({"GET", key(d.id)});
+            const std::string value = reply::isNil(v.get()) ? std::string() : reply::str(v.get());
+            if (value == "done" || value == "processing") {
+                c.checked({"UNWATCH"});
+                trace(worker, d.id, value == "done" ? TraceKind::Replayed : TraceKind::InProgress);
+                if (first)
+                    afterRead(worker, d);
+                if (value == "processing")
+                    redeliver(d); // nack: the broker brings it back later
+                return;
+            }
+            trace(worker, d.id, TraceKind::Read);
             if (first) {
                 afterRead(worker, d);
                 first = false;
-            }
-            const std::string value = reply::isNil(v.get()) ? std::string() : reply::str(v.get());
-            if (value == "done") {
-                c.checked({"UNWATCH"});
-                trace(worker, d.id, TraceKind::Replayed);
-                return;
-            }
-            if (value == "processing") {
-                c.checked({"UNWATCH"});
-                trace(worker, d.id, TraceKind::InProgress);
-                redeliver(d); // nack: the broker brings it back later
-                return;
             }
             c.checked({"MULTI"});
             c.checked({"SET", key(d.id), "processing", "PX", lease});
             const ReplyPtr exec = c.command({"EXEC"});
             if (!reply::isNil(exec.get()) && !reply::isError(exec.get()))
                 break;
+            trace(worker, d.id, TraceKind::Aborted); // the key changed since WATCH: read it again
             if (attempt >= 20) {
                 trace(worker, d.id, TraceKind::InProgress);
                 redeliver(d);
                 return;
             }
         }
+        trace(worker, d.id, TraceKind::Acquired);
         workAndMarkDone(c, worker, d, ttl);
     }
 
     void lua(Connection& c, Store& store, int worker, const Delivery& d)
     {
+        beforeRead(worker, d);
         const AcquireResult a = store.acquire(d.id);
-        afterRead(worker, d);
         switch (a.status) {
-        case AcquireStatus::Duplicate: trace(worker, d.id, TraceKind::Replayed, a.fence); return;
+        case AcquireStatus::Duplicate:
+            trace(worker, d.id, TraceKind::Replayed, a.fence);
+            afterRead(worker, d);
+            return;
         case AcquireStatus::InProgress:
             trace(worker, d.id, TraceKind::InProgress, a.fence);
+            afterRead(worker, d);
             redeliver(d); // nack: the broker brings it back later
             return;
         case AcquireStatus::Acquired: break;
         default: throw Error("race: unexpected acquire answer " + std::string(nameOf(a.status)));
         }
         trace(worker, d.id, a.takeover ? TraceKind::TakenOver : TraceKind::Acquired, a.ticket.fence);
+        afterRead(worker, d);
         if (crashOrPause(worker, d))
             return;
         effect(c, worker, d.id, a.ticket.fence); // refused if a later owner has been at the sink
@@ -446,6 +469,7 @@ private:
     ConnectionOptions m_conn;
     Strategy m_strategy;
     Workload m_w;
+    const std::atomic<bool>* m_cancel;
     std::string m_ns;
     std::int64_t m_serverStartMs = 0;
     Clock::time_point m_start;
@@ -456,17 +480,17 @@ private:
     int m_deliveries = 0;
     int m_fenced = 0;
     bool m_aborted = false;
-    bool m_firstDone = false;
-    std::barrier<> m_readBarrier{2};
+    int m_turn = 0; // forced interleaving: whose turn it is (see waitTurn)
     std::vector<double> m_latencies;
     std::vector<TraceEvent> m_trace;
 };
 
 } // namespace
 
-RaceResult runRace(const ConnectionOptions& connection, Strategy strategy, const Workload& workload)
+RaceResult runRace(const ConnectionOptions& connection, Strategy strategy, const Workload& workload,
+                   const std::atomic<bool>* cancel)
 {
-    Race race(connection, strategy, workload);
+    Race race(connection, strategy, workload, cancel);
     return race.run();
 }
 

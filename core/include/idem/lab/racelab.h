@@ -2,6 +2,7 @@
 
 #include "idem/redis/options.h"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,6 +10,16 @@
 #include <vector>
 
 namespace idem {
+
+// Where the lab writes unless told otherwise: never an operator's namespace. Every key it writes
+// lives under "<kLabNamespace>:" (or the namespace given) and expires after kLabTtlMs.
+inline constexpr std::string_view kLabNamespace = "racelab";
+inline constexpr std::int64_t kLabTtlMs = 10 * 60'000;
+// Whether a key was written by the race lab under its own namespace.
+inline bool isLabKey(std::string_view key)
+{
+    return key.size() > kLabNamespace.size() && key.starts_with(kLabNamespace) && key[kLabNamespace.size()] == ':';
+}
 
 // The race lab: the same duplicate deliveries through four ways of "processing once", on a real
 // Redis, with the executions counted by an independent ledger (a Redis list the side effect
@@ -35,19 +46,38 @@ struct Workload {
     Millis pause{400};
     Millis redeliverAfter{250}; // an unacknowledged delivery comes back this much later
     std::uint64_t seed = 1;
-    bool forcedInterleaving = false; // two workers, one event: A reads, B reads, A writes, B writes
-    std::string keyNamespace = "racelab";
+    // Two workers, one event, in four turns that never overlap: A reads, B reads, A writes (the rest
+    // of its delivery), B writes. Each turn starts when the previous one has had its answer, so the
+    // trace is in the order the server ran the commands.
+    bool forcedInterleaving = false;
+    std::string keyNamespace = std::string(kLabNamespace);
 };
 
-enum class TraceKind { Acquired, InProgress, Replayed, TakenOver, LeaseLost, Crashed, Paused, Executed, Fenced, Completed };
+enum class TraceKind {
+    Acquired,   // the strategy's claim went through (SET NX, EXEC, the acquire script)
+    InProgress,
+    Replayed,   // found it done (or, for setnx, taken) and did not run it
+    TakenOver,
+    LeaseLost,
+    Crashed,
+    Paused,
+    Executed,
+    Fenced,
+    Completed,
+    Read,    // read the event's key and found nothing there (naive's GET, watch's WATCH + GET)
+    Aborted, // watch: EXEC refused because the key changed since WATCH
+};
 std::string_view nameOf(TraceKind k);
 
 struct TraceEvent {
     int worker = 0;
     std::string eventId;
     TraceKind kind = TraceKind::Acquired;
-    std::int64_t serverMs = 0; // server clock (TIME at start + elapsed)
+    // Server clock (TIME at start + elapsed), taken when the answer came back. The trace is in the
+    // order the answers came back (seq); in the forced interleaving that is the server's order.
+    std::int64_t serverMs = 0;
     std::int64_t fence = 0;
+    int seq = 0;
 };
 
 struct RaceResult {
@@ -74,7 +104,9 @@ bool labEffect(Connection& c, std::string_view ns, std::string_view id, std::int
 std::vector<std::pair<std::string, int>> labLedger(Connection& c, std::string_view ns);
 
 // Runs the workload through one strategy against the Redis at `connection`, under a fresh
-// sub-namespace; every key it writes has a TTL. Throws idem::Error when Redis is away.
-RaceResult runRace(const ConnectionOptions& connection, Strategy strategy, const Workload& workload);
+// sub-namespace; every key it writes has a TTL. Throws idem::Error when Redis is away. When
+// `cancel` becomes true, no further delivery starts and the run returns what it has.
+RaceResult runRace(const ConnectionOptions& connection, Strategy strategy, const Workload& workload,
+                   const std::atomic<bool>* cancel = nullptr);
 
 } // namespace idem
