@@ -1,6 +1,7 @@
 // idem-console: the operator console. With no server given, it starts its own redis-server on a
-// free loopback port with demo traffic, and stops it on exit.
+// free loopback port with demo traffic, and stops it on exit. --help and --version need no display.
 #include "mainwindow.h"
+#include "theme.h"
 
 #include "idem/lab/demotraffic.h"
 #include "idem/errors.h"
@@ -11,6 +12,7 @@
 #include <QCommandLineParser>
 #include <QMessageBox>
 #include <QSocketNotifier>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -38,21 +40,59 @@ void quitOnSignals(QApplication& app)
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 }
-} // namespace
 
-int main(int argc, char** argv)
+// Qt's own GUI options (-platform offscreen, -style Fusion, ...): QApplication takes them; the
+// parser that runs before it must not call them unknown. Those that take a value say so.
+const std::pair<const char*, bool> kQtGuiOptions[] = {
+    {"platform", true}, {"platformpluginpath", true}, {"platformtheme", true}, {"plugin", true},
+    {"qwindowgeometry", true}, {"qwindowtitle", true}, {"qwindowicon", true}, {"style", true},
+    {"stylesheet", true}, {"session", true}, {"display", true}, {"reverse", false}, {"widgetcount", false},
+};
+
+QStringList withoutQtGuiOptions(const QStringList& args)
 {
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName(u"idem"_s);
-    QApplication::setApplicationName(u"idem-console"_s);
-    QApplication::setApplicationVersion(u"0.1.0"_s);
+    QStringList out;
+    for (qsizetype i = 0; i < args.size(); ++i) {
+        QString a = args[i];
+        bool skip = false;
+        if (i > 0 && a.startsWith(u'-')) {
+            const QString name = a.mid(a.startsWith(u"--"_s) ? 2 : 1).section(u'=', 0, 0);
+            for (const auto& [qt, takesValue] : kQtGuiOptions)
+                if (name == QLatin1String(qt)) {
+                    skip = true;
+                    if (takesValue && !a.contains(u'='))
+                        ++i;
+                }
+        }
+        if (!skip)
+            out << a;
+    }
+    return out;
+}
 
+bool hasDisplay(const QStringList& args)
+{
+    return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
+           !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") ||
+           std::any_of(args.begin(), args.end(), [](const QString& a) { return a == u"-platform" || a == u"--platform"; });
+}
+
+struct CommandLine {
+    MainWindow::Options options;
+    bool noDemo = false;
+    theme::Palette palette = theme::Palette::System;
+};
+
+// Parses the command line with a QCoreApplication: --help, --version and mistakes are answered
+// (and the process ends) before anything needs a display. Returns an exit code, or -1 to go on.
+int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
+{
     QCommandLineParser parser;
     parser.setApplicationDescription(
         u"Operator console for idem idempotency stores in Redis. Without --url (or IDEM_URL) it "
         "starts a private redis-server with demo traffic and stops it on exit."_s);
-    parser.addHelpOption();
-    parser.addVersionOption();
+    const QCommandLineOption help = parser.addHelpOption();
+    const QCommandLineOption version = parser.addVersionOption();
     const QCommandLineOption url(u"url"_s, u"redis://[user:password@]host:port/db or unix:///path.sock"_s, u"URL"_s);
     const QCommandLineOption ns(u"namespace"_s, u"Key namespace (default: idempotency)"_s, u"NAME"_s,
                                 u"idempotency"_s);
@@ -62,14 +102,25 @@ int main(int argc, char** argv)
                                     "node-idempotency, express-idempotency, idempotent-request, camel, json, plain "
                                     "(default: each key's own)"_s,
                                     u"NAME"_s);
-    const QCommandLineOption readOnly(u"read-only"_s, u"Disable force-fail and purge"_s);
+    const QCommandLineOption readOnly(u"read-only"_s,
+                                      u"Disable force-fail and purge for this session (the toggle cannot undo it)"_s);
     const QCommandLineOption noDemo(u"no-demo"_s, u"Embedded server without demo traffic"_s);
     const QCommandLineOption audit(u"audit-file"_s, u"Where the audit trail is appended"_s, u"FILE"_s);
-    parser.addOptions({url, ns, pattern, format, readOnly, noDemo, audit});
-    parser.process(app);
-    quitOnSignals(app);
+    const QCommandLineOption palette(u"palette"_s,
+                                     u"system (default), light or dark: the desktop's colours, or Fusion in light or "
+                                     "dark colours"_s,
+                                     u"NAME"_s, u"system"_s);
+    parser.addOptions({url, ns, pattern, format, readOnly, noDemo, audit, palette});
+    if (!parser.parse(withoutQtGuiOptions(app.arguments()))) {
+        std::fprintf(stderr, "idem-console: %s See --help.\n", qPrintable(parser.errorText()));
+        return 64;
+    }
+    if (parser.isSet(help) || parser.isSet(u"help-all"_s))
+        parser.showHelp(0); // exits
+    if (parser.isSet(version))
+        parser.showVersion(); // exits
 
-    MainWindow::Options options;
+    MainWindow::Options& options = cl.options;
     options.connection.url = parser.isSet(url) ? parser.value(url) : qEnvironmentVariable("IDEM_URL");
     options.connection.keyNamespace = parser.value(ns);
     options.connection.pattern = parser.value(pattern);
@@ -87,6 +138,40 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "idem-console: --namespace must be non-empty and free of '{' and '}'\n");
         return 64;
     }
+    const auto p = theme::paletteFromString(parser.value(palette));
+    if (!p) {
+        std::fprintf(stderr, "idem-console: --palette must be system, light or dark\n");
+        return 64;
+    }
+    cl.palette = *p;
+    cl.noDemo = parser.isSet(noDemo);
+    return -1;
+}
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QCoreApplication::setOrganizationName(u"idem"_s);
+    QCoreApplication::setApplicationName(u"idem-console"_s);
+    QCoreApplication::setApplicationVersion(u"0.1.0"_s);
+
+    CommandLine cl;
+    QStringList arguments;
+    {
+        QCoreApplication parsing(argc, argv);
+        arguments = parsing.arguments();
+        if (const int rc = parseCommandLine(parsing, cl); rc >= 0)
+            return rc;
+    }
+    if (!hasDisplay(arguments)) {
+        std::fprintf(stderr, "idem-console: no display (DISPLAY and WAYLAND_DISPLAY are unset). Run it on a desktop, "
+                             "or in a terminal try: idemctl list, idemctl stats, idemctl demo\n");
+        return 1;
+    }
+    QApplication app(argc, argv);
+    theme::apply(cl.palette);
+    quitOnSignals(app);
+    MainWindow::Options& options = cl.options;
 
     std::unique_ptr<idem::LocalServer> server;
     std::unique_ptr<idem::DemoTraffic> demo;
@@ -98,7 +183,7 @@ int main(int argc, char** argv)
             options.connection.url = QString::fromStdString(server->url());
             if (options.connection.pattern.isEmpty())
                 options.connection.pattern = u"*"_s; // a private server: every key on it is the demo's
-            if (!parser.isSet(noDemo)) {
+            if (!cl.noDemo) {
                 idem::DemoTrafficOptions dto;
                 dto.keyNamespace = options.connection.keyNamespace.toStdString();
                 demo = std::make_unique<idem::DemoTraffic>(server->connectionOptions(), dto);
