@@ -1,78 +1,263 @@
 #include "countschart.h"
 
-#include <QChart>
-#include <QDateTimeAxis>
-#include <QLineSeries>
-#include <QValueAxis>
+#include <QPainter>
+#include <QPainterPath>
+#include <cmath>
 
 using namespace Qt::StringLiterals;
 
 namespace {
-constexpr int kWindowSeconds = 600;
+constexpr qint64 kWindowMs = 600'000;
+constexpr qint64 kMinSpanMs = 60'000;
+
+const std::array<QColor, CountsChart::SeriesCount> kColors = {QColor(52, 152, 219), QColor(230, 126, 34),
+                                                              QColor(39, 174, 96), QColor(231, 76, 60),
+                                                              QColor(155, 89, 182)};
+const char* const kNames[] = {QT_TRANSLATE_NOOP("CountsChart", "started"), QT_TRANSLATE_NOOP("CountsChart", "stale"),
+                              QT_TRANSLATE_NOOP("CountsChart", "completed"),
+                              QT_TRANSLATE_NOOP("CountsChart", "failed"),
+                              QT_TRANSLATE_NOOP("CountsChart", "malformed")};
+} // namespace
+
+CountsChart::CountsChart(QWidget* parent) : QWidget(parent), m_emptyText(tr("No data yet"))
+{
+    setObjectName(u"countsChart"_s);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
 }
 
-// The chart is handed to the QChartView constructor: setChart() would release (and leak) the
-// default chart the view creates for itself.
-CountsChart::CountsChart(QWidget* parent) : QChartView(new QChart, parent)
+// tall enough for the legend's five lines and the time axis
+QSize CountsChart::sizeHint() const { return {600, (fontMetrics().height() + 2) * 7 + 12}; }
+QSize CountsChart::minimumSizeHint() const { return {200, (fontMetrics().height() + 2) * 6 + 8}; }
+
+void CountsChart::setServer(const QString& server)
 {
-    QChart* chart = this->chart();
-    chart->legend()->setAlignment(Qt::AlignRight);
-    chart->setMargins(QMargins(4, 4, 4, 4));
-    chart->setBackgroundRoundness(0);
-    chart->setTheme(palette().color(QPalette::Window).lightness() < 128 ? QChart::ChartThemeDark
-                                                                         : QChart::ChartThemeLight);
-    auto series = [chart](const QString& name, const QColor& c) {
-        auto* s = new QLineSeries;
-        s->setName(name);
-        QPen pen(c);
-        pen.setWidth(2);
-        s->setPen(pen);
-        chart->addSeries(s);
-        return s;
-    };
-    m_started = series(tr("started"), QColor(52, 152, 219));
-    m_stale = series(tr("stale"), QColor(230, 126, 34));
-    m_completed = series(tr("completed"), QColor(39, 174, 96));
-    m_failed = series(tr("failed"), QColor(192, 57, 43));
-    m_malformed = series(tr("malformed"), QColor(142, 68, 173));
-    m_x = new QDateTimeAxis;
-    m_x->setFormat(u"HH:mm:ss"_s);
-    m_x->setTickCount(5);
-    m_y = new QValueAxis;
-    m_y->setLabelFormat(u"%d"_s);
-    m_y->setRange(0, 10);
-    chart->addAxis(m_x, Qt::AlignBottom);
-    chart->addAxis(m_y, Qt::AlignLeft);
-    for (auto* s : {m_started, m_stale, m_completed, m_failed, m_malformed}) {
-        s->attachAxis(m_x);
-        s->attachAxis(m_y);
-    }
-    const QDateTime now = QDateTime::currentDateTime();
-    m_x->setRange(now.addSecs(-60), now);
-    setRenderHint(QPainter::Antialiasing);
-    setMinimumHeight(150);
+    m_server = server;
+    update();
+}
+
+void CountsChart::setEmptyText(const QString& text)
+{
+    if (text == m_emptyText)
+        return;
+    m_emptyText = text;
+    update();
+}
+
+void CountsChart::trim(QVector<Sample>& h, qint64 nowMs)
+{
+    qsizetype drop = 0;
+    while (drop + 1 < h.size() && h[drop + 1].ms < nowMs - kWindowMs)
+        ++drop;
+    h.remove(0, drop);
+    while (!h.isEmpty() && h.first().outage) // a history starts with data
+        h.removeFirst();
 }
 
 void CountsChart::addSample(const QDateTime& when, const idem::Stats& s)
 {
-    const qreal x = static_cast<qreal>(when.toMSecsSinceEpoch());
-    const qreal cutoff = static_cast<qreal>(when.addSecs(-kWindowSeconds).toMSecsSinceEpoch());
-    qreal top = 10;
-    const std::pair<QLineSeries*, std::size_t> values[] = {{m_started, s.started - s.stale},
-                                                             {m_stale, s.stale},
-                                                             {m_completed, s.completed},
-                                                             {m_failed, s.failed},
-                                                             {m_malformed, s.malformed}};
-    for (const auto& [series, value] : values) {
-        series->append(x, static_cast<qreal>(value));
-        while (series->count() > 2 && series->at(0).x() < cutoff)
-            series->remove(0);
-        for (const QPointF& p : series->points())
-            top = std::max(top, p.y());
+    Sample x;
+    x.ms = when.toMSecsSinceEpoch();
+    x.v = {double(s.started - s.stale), double(s.stale), double(s.completed), double(s.failed), double(s.malformed)};
+    QVector<Sample>& h = history();
+    h.push_back(x);
+    trim(h, x.ms);
+    update();
+}
+
+void CountsChart::addOutage(const QDateTime& when)
+{
+    QVector<Sample>& h = history();
+    if (h.isEmpty())
+        return; // nothing to break: "no data" says it
+    Sample x;
+    x.ms = when.toMSecsSinceEpoch();
+    x.outage = true;
+    if (h.size() >= 2 && h.last().outage && h[h.size() - 2].outage)
+        h.last() = x; // an outage is its first and its latest moment
+    else
+        h.push_back(x);
+    trim(h, x.ms);
+    update();
+}
+
+int CountsChart::sampleCount() const
+{
+    int n = 0;
+    for (const Sample& x : history())
+        n += x.outage ? 0 : 1;
+    return n;
+}
+
+int CountsChart::segmentCount() const
+{
+    int n = 0;
+    bool in = false;
+    for (const Sample& x : history()) {
+        if (!x.outage && !in)
+            ++n;
+        in = !x.outage;
     }
-    QDateTime first = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(m_started->at(0).x()));
-    if (first.secsTo(when) < 60)
-        first = when.addSecs(-60);
-    m_x->setRange(first, when);
-    m_y->setRange(0, top * 1.1);
+    return n;
+}
+
+double CountsChart::lastValue(Series s) const
+{
+    const auto h = history();
+    for (auto it = h.crbegin(); it != h.crend(); ++it)
+        if (!it->outage)
+            return it->v[static_cast<std::size_t>(s)];
+    return -1;
+}
+
+QVector<double> CountsChart::niceTicks(double max, int maxTicks)
+{
+    maxTicks = std::max(1, maxTicks);
+    max = std::max(max, 1.0);
+    double step = 1;
+    for (double magnitude = 1;; magnitude *= 10) {
+        bool found = false;
+        for (const double m : {1.0, 2.0, 5.0})
+            if (std::ceil(max / (m * magnitude)) <= maxTicks) {
+                step = m * magnitude;
+                found = true;
+                break;
+            }
+        if (found)
+            break;
+    }
+    QVector<double> ticks;
+    for (double t = 0; t < max + step; t += step) {
+        ticks.push_back(t);
+        if (t >= max)
+            break;
+    }
+    return ticks;
+}
+
+void CountsChart::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.fillRect(rect(), palette().base());
+    const QFontMetrics fm = fontMetrics();
+    const auto h = history();
+    const QColor text = palette().color(QPalette::Text);
+    const QColor faint = palette().color(QPalette::PlaceholderText);
+    if (sampleCount() == 0) {
+        p.setPen(faint);
+        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, m_emptyText);
+        return;
+    }
+
+    const qint64 now = std::max(h.last().ms, QDateTime::currentMSecsSinceEpoch());
+    const qint64 t1 = now, t0 = std::min(h.first().ms, t1 - kMinSpanMs);
+    double top = 1;
+    for (const Sample& x : h)
+        for (const double v : x.v)
+            top = std::max(top, v);
+    const int lineH = fm.height();
+    const int plotH0 = height() - lineH * 2 - 8;
+    const QVector<double> ticks = niceTicks(top, std::max(1, plotH0 / (lineH * 2)));
+    const double yMax = ticks.last();
+
+    // legend on the right: each series' latest count
+    int legendW = 0;
+    QStringList legend;
+    for (int s = 0; s < SeriesCount; ++s) {
+        const double v = lastValue(static_cast<Series>(s));
+        legend << u"%1 %2"_s.arg(tr(kNames[s])).arg(v < 0 ? u"—"_s : QString::number(qint64(v)));
+        legendW = std::max(legendW, fm.horizontalAdvance(legend.back()));
+    }
+    legendW += 22;
+    const bool legendShown = width() > legendW * 3;
+    int yLabelW = 0;
+    for (const double t : ticks)
+        yLabelW = std::max(yLabelW, fm.horizontalAdvance(QString::number(qint64(t))));
+    const QRectF plot(yLabelW + 10, lineH / 2 + 4, width() - yLabelW - 10 - (legendShown ? legendW + 12 : 8),
+                      height() - lineH / 2 - 4 - lineH - 8);
+    if (plot.width() < 20 || plot.height() < 10)
+        return;
+    const auto x = [&](qint64 ms) { return plot.left() + double(ms - t0) * plot.width() / double(t1 - t0); };
+    const auto y = [&](double v) { return plot.bottom() - v * plot.height() / yMax; };
+
+    // grid and y labels
+    QColor grid = palette().color(QPalette::Mid);
+    grid.setAlpha(90);
+    for (const double t : ticks) {
+        p.setPen(grid);
+        p.drawLine(QPointF(plot.left(), y(t)), QPointF(plot.right(), y(t)));
+        p.setPen(text);
+        p.drawText(QRectF(0, y(t) - lineH / 2.0, yLabelW + 4, lineH), Qt::AlignRight | Qt::AlignVCenter,
+                   QString::number(qint64(t)));
+    }
+    // x labels at a round number of seconds, as many as fit
+    const int labelW = fm.horizontalAdvance(u"00:00:00"_s) + fm.averageCharWidth() * 3;
+    qint64 stepMs = 5'000;
+    for (const qint64 s : {5'000LL, 10'000LL, 15'000LL, 30'000LL, 60'000LL, 120'000LL, 300'000LL, 600'000LL}) {
+        stepMs = s;
+        if (double(s) * plot.width() / double(t1 - t0) >= labelW)
+            break;
+    }
+    for (qint64 t = (t0 / stepMs + 1) * stepMs; t <= t1; t += stepMs) {
+        p.setPen(grid);
+        p.drawLine(QPointF(x(t), plot.top()), QPointF(x(t), plot.bottom()));
+        const double cx = x(t);
+        if (cx - labelW / 2.0 < plot.left() - yLabelW || cx + labelW / 2.0 > width())
+            continue;
+        p.setPen(text);
+        p.drawText(QRectF(cx - labelW / 2.0, plot.bottom() + 3, labelW, lineH), Qt::AlignCenter,
+                   QDateTime::fromMSecsSinceEpoch(t).toString(u"HH:mm:ss"_s));
+    }
+
+    // outages: a hatched band from the last sample before to the first after (or now)
+    for (qsizetype i = 0; i < h.size(); ++i) {
+        if (!h[i].outage)
+            continue;
+        qsizetype j = i;
+        while (j + 1 < h.size() && h[j + 1].outage)
+            ++j;
+        const qint64 from = i > 0 ? h[i - 1].ms : h[i].ms;
+        const qint64 to = j + 1 < h.size() ? h[j + 1].ms : now;
+        const QRectF band(x(from), plot.top(), std::max(2.0, x(to) - x(from)), plot.height());
+        QColor hatch = palette().color(QPalette::Mid);
+        p.fillRect(band, QBrush(hatch, Qt::BDiagPattern));
+        if (band.width() > fm.horizontalAdvance(tr("no connection")) + 8) {
+            p.setPen(faint);
+            p.drawText(band, Qt::AlignCenter, tr("no connection"));
+        }
+        i = j;
+    }
+
+    // the lines, broken at outages
+    for (int s = 0; s < SeriesCount; ++s) {
+        QPen pen(kColors[static_cast<std::size_t>(s)], 2);
+        p.setPen(pen);
+        QPainterPath path;
+        bool open = false;
+        for (const Sample& sample : h) {
+            if (sample.outage) {
+                open = false;
+                continue;
+            }
+            const QPointF pt(x(sample.ms), y(sample.v[static_cast<std::size_t>(s)]));
+            if (open)
+                path.lineTo(pt);
+            else
+                path.moveTo(pt);
+            open = true;
+        }
+        p.drawPath(path);
+    }
+    p.setPen(palette().color(QPalette::Mid));
+    p.drawLine(plot.bottomLeft(), plot.bottomRight());
+
+    if (legendShown) {
+        const double lx = plot.right() + 12;
+        for (int s = 0; s < SeriesCount; ++s) {
+            const double ly = plot.top() + s * (lineH + 2);
+            p.fillRect(QRectF(lx, ly + lineH / 2.0 - 2, 14, 4), kColors[static_cast<std::size_t>(s)]);
+            p.setPen(text);
+            p.drawText(QRectF(lx + 20, ly, legendW, lineH), Qt::AlignLeft | Qt::AlignVCenter, legend[s]);
+        }
+    }
 }

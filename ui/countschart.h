@@ -2,26 +2,55 @@
 
 #include "idem/monitor/monitor.h"
 
-#include <QChartView>
 #include <QDateTime>
+#include <QHash>
+#include <QVector>
+#include <QWidget>
+#include <array>
 
-class QLineSeries;
-class QDateTimeAxis;
-class QValueAxis;
-
-// Counts per state over the last minutes (Qt Charts).
-class CountsChart : public QChartView {
+// Counts per state over the last ten minutes, drawn with the palette's colours and font. Each
+// server has its own history (switching servers never draws a line from one server's count to
+// another's); time without a connection is a gap under a hatched band, and no data is said in
+// words, never drawn as a line at zero. The y axis steps 1, 2 or 5 times a power of ten.
+class CountsChart : public QWidget {
     Q_OBJECT
 public:
+    enum Series { Started, Stale, Completed, Failed, Malformed, SeriesCount };
+
     explicit CountsChart(QWidget* parent = nullptr);
+    // Shows `server`'s history (kept while the console runs) from now on.
+    void setServer(const QString& server);
+    QString server() const { return m_server; }
     void addSample(const QDateTime& when, const idem::Stats& s);
+    void addOutage(const QDateTime& when); // no data at `when`: the lines break here
+    // What the empty chart says ("Not connected", "Connecting…").
+    void setEmptyText(const QString& text);
+
+    // Of the current server: samples with data, and the runs of them between outages.
+    int sampleCount() const;
+    int segmentCount() const;
+    double lastValue(Series s) const; // the latest sample with data; -1 without one
+    // 0 and steps of 1, 2 or 5 times a power of ten, up to the first at or above `max`, at most
+    // `maxTicks` + 1 of them
+    static QVector<double> niceTicks(double max, int maxTicks);
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent*) override;
 
 private:
-    QLineSeries* m_started;
-    QLineSeries* m_stale;
-    QLineSeries* m_completed;
-    QLineSeries* m_failed;
-    QLineSeries* m_malformed;
-    QDateTimeAxis* m_x;
-    QValueAxis* m_y;
+    struct Sample {
+        qint64 ms = 0;
+        bool outage = false;
+        std::array<double, SeriesCount> v{};
+    };
+    QVector<Sample>& history() { return m_history[m_server]; }
+    const QVector<Sample> history() const { return m_history.value(m_server); }
+    void trim(QVector<Sample>& h, qint64 nowMs);
+
+    QHash<QString, QVector<Sample>> m_history;
+    QString m_server;
+    QString m_emptyText;
 };
