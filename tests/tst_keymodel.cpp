@@ -3,9 +3,13 @@
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
 #include "testsupport.h"
+#include "theme.h"
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QColor>
 #include <QDateTime>
+#include <QPalette>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -120,6 +124,66 @@ private slots:
         QCOMPARE(s.total, std::size_t(2));
         QCOMPARE(s.stale, std::size_t(1));
         QCOMPARE(s.noTtl, std::size_t(1));
+    }
+
+    // When the data stops being current the clock stops where it was last read: no countdown, no
+    // lease running out on a guess, every cell in the disabled colour; thawed, time runs again
+    void frozenDataStopsTheClock()
+    {
+        WatchedModel watched;
+        KeyTableModel& model = watched.model;
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        model.upsert({row(u"lease"_qs, idem::RecordState::Started, now, 60'500, 700)}, now, 1);
+        const int r = model.rowOfKey(u"ns:{lease}"_qs);
+        const QString ttl = model.data(model.index(r, KeyTableModel::Ttl)).toString();
+        QVERIFY(!model.data(model.index(r, 0), Qt::ForegroundRole).isValid());
+        model.freezeAt(now);
+        QVERIFY(model.isFrozen());
+        QCOMPARE(model.serverNowMs(), now);
+        QTest::qWait(1100); // the lease ends meanwhile, and a second passes
+        QCOMPARE(model.data(model.index(r, KeyTableModel::Ttl)).toString(), ttl);
+        QCOMPARE(model.data(model.index(r, KeyTableModel::State)).toString(), u"STARTED"_qs); // not stale on a guess
+        QCOMPARE(model.data(model.index(r, KeyTableModel::Owner), Qt::ForegroundRole).value<QColor>(),
+                 theme::staleText(QApplication::palette()));
+        QCOMPARE(model.stats().stale, std::size_t(0));
+        model.thaw();
+        QVERIFY(!model.isFrozen());
+        QCOMPARE(model.data(model.index(r, KeyTableModel::State)).toString(), u"STALE"_qs);
+        QVERIFY(model.data(model.index(r, KeyTableModel::Ttl)).toString() != ttl);
+        QVERIFY(!model.data(model.index(r, 0), Qt::ForegroundRole).isValid());
+    }
+
+    // The race lab's keys on a watched server are the lab's: FOREIGN with a note, never
+    // malformed; watched as the lab's own namespace they read as what they are
+    void labKeysAreTheLabs()
+    {
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        idem::Record r;
+        r.key = "racelab:naive-1a2b3c4d:{ev-0}";
+        r.keyType = "string";
+        r.state = idem::RecordState::Malformed;
+        r.format = idem::RecordFormat::Plain;
+        r.reason = "not a status word";
+        r.ttlMs = 500'000;
+        const KeyRow watched = KeyRow::fromRecord(r, now, "idempotency");
+        QCOMPARE(watched.state, idem::RecordState::Foreign);
+        QVERIFY(watched.lab());
+        QVERIFY(watched.note.contains(u"race lab"_qs));
+        const KeyRow own = KeyRow::fromRecord(r, now, idem::kLabNamespace);
+        QCOMPARE(own.state, idem::RecordState::Malformed);
+        QVERIFY(!own.lab());
+        r.key = "racelabs:{x}"; // only the lab's own prefix
+        QCOMPARE(KeyRow::fromRecord(r, now, "idempotency").state, idem::RecordState::Malformed);
+
+        // a FAILED record's error is its note: what a search for the failure finds
+        idem::Record failed;
+        failed.key = "ns:{job}";
+        failed.keyType = "string";
+        failed.state = idem::RecordState::Failed;
+        failed.format = idem::RecordFormat::StatusJson;
+        failed.error = "worker exited\nwith status 3";
+        failed.ttlMs = 1000;
+        QCOMPARE(KeyRow::fromRecord(failed, now, "ns").note, u"worker exited with status 3"_qs); // on one line
     }
 
     void filtersAndSorting()

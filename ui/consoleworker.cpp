@@ -11,6 +11,7 @@
 #include <QDateTime>
 #include <QJsonDocument>
 #include <QLocale>
+#include <QUuid>
 
 using namespace Qt::StringLiterals;
 
@@ -18,6 +19,7 @@ namespace {
 constexpr int kMaxRetryDelayMs = 10'000;
 constexpr int kResyncWithNotificationsMs = 60'000;
 constexpr int kMaxBatchesInFlight = 4;
+constexpr int kMaxErrorShown = 1000; // a FAILED record's error longer than this stays in the inspector
 
 QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -39,6 +41,38 @@ QString when(std::int64_t serverMs, std::int64_t nowMs)
 }
 } // namespace
 
+QString settingToFix(const std::exception& e, const QString& server, QString* message)
+{
+    const QString raw = QString::fromUtf8(e.what());
+    QString field;
+    if (const auto* config = dynamic_cast<const idem::ConfigError*>(&e))
+        field = qs(config->field());
+    else if (dynamic_cast<const idem::ReplyError*>(&e) && (raw.contains(u"NOAUTH"_s) || raw.contains(u"WRONGPASS"_s)))
+        field = u"password"_s;
+    else if (dynamic_cast<const idem::ReplyError*>(&e) && raw.contains(u"NOPERM"_s))
+        field = u"user"_s;
+    if (field.isEmpty() || !message)
+        return field;
+    QString what;
+    if (raw.contains(u"NOAUTH"_s))
+        what = u"%1 needs a password, and none was given."_s;
+    else if (raw.contains(u"without any password configured"_s))
+        what = u"%1 has no password set, but a password was given."_s;
+    else if (raw.contains(u"WRONGPASS"_s) || raw.contains(u"invalid password"_s))
+        what = u"%1 refused the user name or password."_s;
+    else if (raw.contains(u"NOPERM"_s))
+        what = u"The user may not run a command the console needs on %1 (NOPERM)."_s;
+    else if (field == u"url"_s)
+        what = u"%1 cannot be used as given: the URL names something the server does not have."_s;
+    else
+        what = u"%1 refused the connection settings."_s;
+    static const QHash<QString, QString> kFieldNames = {
+        {u"password"_s, u"password"_s}, {u"user"_s, u"ACL user"_s}, {u"url"_s, u"URL"_s}};
+    *message = what.arg(server) + u" Retrying will not change that: correct the %1 in Connect (Ctrl+O). The server said: %2"_s.arg(
+                                       kFieldNames.value(field, field), raw.section(u": "_s, -1));
+    return field;
+}
+
 ConsoleWorker::ConsoleWorker()
 {
     qRegisterMetaType<KeyRow>();
@@ -54,6 +88,9 @@ ConsoleWorker::ConsoleWorker()
     m_dirtyTimer = new QTimer(this);
     m_dirtyTimer->setSingleShot(true);
     connect(m_dirtyTimer, &QTimer::timeout, this, &ConsoleWorker::flushDirty);
+    m_heartbeatTimer = new QTimer(this);
+    m_heartbeatTimer->setInterval(kHeartbeatMs);
+    connect(m_heartbeatTimer, &QTimer::timeout, this, &ConsoleWorker::beat);
 }
 
 ConsoleWorker::~ConsoleWorker() { close(); }
@@ -94,6 +131,7 @@ void ConsoleWorker::close()
     m_rescanTimer->stop();
     m_retryTimer->stop();
     m_dirtyTimer->stop();
+    m_heartbeatTimer->stop();
     dropIo();
     Q_EMIT coverageChanged({});
     m_scanning = false;
@@ -114,8 +152,7 @@ void ConsoleWorker::connectNow()
     try {
         o = idem::ConnectionOptions::fromUrl(m_settings.url.toStdString());
     } catch (const idem::Error& e) {
-        m_link = Link::Disconnected;
-        Q_EMIT linkChanged(m_link, qs(e.what()));
+        refuse(u"url"_s, u"The URL cannot be used: %1. Correct it in Connect (Ctrl+O)."_s.arg(qs(e.what())));
         return;
     }
     if (o.user.empty())
@@ -132,6 +169,7 @@ void ConsoleWorker::connectNow()
             m_conn = std::make_unique<idem::Connection>(o);
         }
         m_conn->connect();
+        m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
         idem::MonitorOptions mo;
         mo.keyNamespace = m_settings.keyNamespace.toStdString();
         if (!m_settings.format.isEmpty())
@@ -148,12 +186,14 @@ void ConsoleWorker::connectNow()
         m_store = std::make_unique<idem::Store>(*m_pool, so);
         Q_EMIT coverageChanged(qs(idem::scanCoverage(*m_conn).warning()));
     } catch (const idem::Error& e) {
-        lost(qs(e.what()));
+        failed(e);
         return;
     }
     m_retryDelayMs = 500;
     m_link = Link::Connected;
     Q_EMIT linkChanged(m_link, u"connected to %1"_s.arg(qs(o.describe())));
+    probeWriteAccess();
+    m_heartbeatTimer->start();
 
     // Live updates: keyspace notifications if the server sends them (never turned on by us).
     m_listener = std::make_unique<idem::KeyspaceListener>(
@@ -170,6 +210,112 @@ void ConsoleWorker::connectNow()
     rescan();
 }
 
+void ConsoleWorker::failed(const idem::Error& e)
+{
+    QString message;
+    const QString field = settingToFix(e, qs(m_conn ? m_conn->options().describe() : std::string()), &message);
+    if (field.isEmpty())
+        lost(qs(e.what()));
+    else
+        refuse(field, message);
+}
+
+void ConsoleWorker::refuse(const QString& field, const QString& message)
+{
+    qCWarning(lcWorker).noquote() << "not retrying:" << message;
+    if (m_listener)
+        m_listener->stop();
+    m_listener.reset();
+    m_rescanTimer->stop();
+    m_retryTimer->stop();
+    m_heartbeatTimer->stop();
+    dropIo();
+    m_scanning = false;
+    m_waitingForGui = false;
+    m_link = Link::Refused;
+    Q_EMIT linkChanged(m_link, message);
+    Q_EMIT refused(field, message);
+}
+
+void ConsoleWorker::beat()
+{
+    if (!m_conn || m_link != Link::Connected)
+        return;
+    if (m_scanning) // its pages are the news
+        return;
+    try {
+        const auto t = m_conn->checked({"TIME"});
+        Q_EMIT heartbeat(idem::reply::integer(idem::reply::element(t.get(), 0)) * 1000 +
+                         idem::reply::integer(idem::reply::element(t.get(), 1)) / 1000);
+    } catch (const idem::Error& e) {
+        failed(e);
+    }
+}
+
+void ConsoleWorker::probeWriteAccess()
+{
+    // UNLINK of a key no one can have written: deletes nothing, and is refused exactly when a
+    // purge would be (NOPERM for the user, READONLY on a replica)
+    const std::string probe = m_settings.keyNamespace.toStdString() + ":{idem-console-probe-" +
+                              QUuid::createUuid().toString(QUuid::WithoutBraces).toStdString() + "}";
+    try {
+        const auto r = m_conn->command({"UNLINK", probe});
+        if (!idem::reply::isError(r.get())) {
+            Q_EMIT writeAccess(true, {});
+            return;
+        }
+        const QString text = qs(std::string(idem::reply::errorText(r.get())));
+        if (text.startsWith(u"READONLY"_s))
+            Q_EMIT writeAccess(false, u"this server is a read-only replica"_s);
+        else if (text.startsWith(u"NOPERM"_s))
+            Q_EMIT writeAccess(false, u"user %1 may not change keys under %2: (NOPERM)"_s.arg(
+                                          m_conn->options().user.empty() ? u"default"_s : qs(m_conn->options().user),
+                                          m_settings.keyNamespace));
+        else
+            Q_EMIT writeAccess(true, {}); // something else: the actions will say
+    } catch (const idem::Error& e) {
+        failed(e);
+    }
+}
+
+void ConsoleWorker::attachErrors(QVector<KeyRow>& rows)
+{
+    std::vector<qsizetype> failedRows;
+    for (qsizetype i = 0; i < rows.size(); ++i)
+        if (rows[i].state == idem::RecordState::Failed && rows[i].type == KeyRow::Type::Hash &&
+            !(rows[i].flags & KeyRow::ForeignStatus))
+            failedRows.push_back(i);
+    if (failedRows.empty())
+        return;
+    // the scan never reads `error` (it can be large): its length first, then the short ones
+    std::vector<std::string> keys;
+    keys.reserve(failedRows.size());
+    std::vector<std::vector<std::string_view>> lengths;
+    for (const qsizetype i : failedRows) {
+        keys.push_back(rows[i].key.toStdString());
+        lengths.push_back({"HSTRLEN", keys.back(), "error"});
+    }
+    const auto lengthReplies = m_conn->pipeline(lengths);
+    std::vector<std::vector<std::string_view>> reads;
+    std::vector<qsizetype> readRows;
+    for (std::size_t k = 0; k < failedRows.size(); ++k) {
+        const redisReply* r = lengthReplies[k].get();
+        if (idem::reply::isError(r) || !idem::reply::isInteger(r))
+            continue;
+        const auto n = idem::reply::integer(r);
+        if (n > 0 && n <= kMaxErrorShown) {
+            reads.push_back({"HGET", keys[k], "error"});
+            readRows.push_back(failedRows[k]);
+        }
+    }
+    if (reads.empty())
+        return;
+    const auto texts = m_conn->pipeline(reads);
+    for (std::size_t k = 0; k < readRows.size(); ++k)
+        if (idem::reply::isString(texts[k].get()))
+            rows[readRows[k]].note = qs(idem::reply::str(texts[k].get())).simplified();
+}
+
 void ConsoleWorker::lost(const QString& why)
 {
     qCInfo(lcWorker) << "connection lost:" << why;
@@ -177,6 +323,7 @@ void ConsoleWorker::lost(const QString& why)
         m_listener->stop();
     m_listener.reset();
     m_rescanTimer->stop();
+    m_heartbeatTimer->stop();
     dropIo();
     m_scanning = false;
     m_waitingForGui = false;
@@ -205,7 +352,7 @@ void ConsoleWorker::rescan()
         const auto size = idem::reply::integer(m_conn->checked({"DBSIZE"}).get()); // O(1)
         Q_EMIT scanStarted(m_generation, size);
     } catch (const idem::Error& e) {
-        lost(qs(e.what()));
+        failed(e);
         return;
     }
     QTimer::singleShot(0, this, &ConsoleWorker::scanStep);
@@ -221,6 +368,7 @@ void ConsoleWorker::scanStep()
         rows.reserve(static_cast<qsizetype>(page.records.size()));
         for (const auto& r : page.records)
             rows.push_back(KeyRow::fromRecord(r, page.serverNowMs, m_monitor->options().keyNamespace));
+        attachErrors(rows);
         m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
         ++m_summary.pages;
         m_summary.serverNowMs = page.serverNowMs;
@@ -243,7 +391,7 @@ void ConsoleWorker::scanStep()
         }
         QTimer::singleShot(0, this, &ConsoleWorker::scanStep); // let queued requests in between pages
     } catch (const idem::Error& e) {
-        lost(qs(e.what()));
+        failed(e);
     }
 }
 
@@ -284,13 +432,14 @@ void ConsoleWorker::flushDirty()
                 rows.push_back(KeyRow::fromRecord(r, now, m_monitor->options().keyNamespace));
                 gone.remove(rows.back().keyText());
             }
+            attachErrors(rows);
             if (!rows.isEmpty()) {
                 ++m_inFlight;
                 Q_EMIT rowsArrived(rows, now, m_generation);
             }
         }
     } catch (const idem::Error& e) {
-        lost(qs(e.what()));
+        failed(e);
         return;
     }
     if (!gone.isEmpty())
@@ -401,11 +550,13 @@ void ConsoleWorker::inspect(const QString& key)
     }
 }
 
-ActionResult ConsoleWorker::startAction(const QString& action, qsizetype requested, bool connected)
+ActionResult ConsoleWorker::startAction(const QString& action, const QVector<KeyRow>& rows, bool connected)
 {
     ActionResult result;
     result.action = action;
-    result.requested = static_cast<int>(requested);
+    result.requested = static_cast<int>(rows.size());
+    for (const KeyRow& r : rows)
+        result.keys << r.keyText();
     if (!connected) {
         result.error = u"not connected"_s;
         Q_EMIT actionDone(result); // answered at once: nothing was tried
@@ -413,9 +564,17 @@ ActionResult ConsoleWorker::startAction(const QString& action, qsizetype request
     return result;
 }
 
+void ConsoleWorker::noteRefusedWrite(const QString& error)
+{
+    if (error.contains(u"NOPERM"_s))
+        Q_EMIT writeAccess(false, u"the server refused a change: %1"_s.arg(error.section(u": "_s, -1)));
+    else if (error.contains(u"READONLY"_s))
+        Q_EMIT writeAccess(false, u"this server is a read-only replica"_s);
+}
+
 void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who)
 {
-    ActionResult result = startAction(u"force-fail"_s, rows.size(), m_store != nullptr);
+    ActionResult result = startAction(u"force-fail"_s, rows, m_store != nullptr);
     if (!result.error.isEmpty())
         return;
     std::vector<std::string> keys;
@@ -450,6 +609,7 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
         }
     } catch (const idem::Error& e) {
         result.error = qs(e.what());
+        noteRefusedWrite(result.error);
     }
     Q_EMIT actionDone(result);
     for (const auto& k : keys)
@@ -461,7 +621,7 @@ void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, co
 {
     Q_UNUSED(reason);
     Q_UNUSED(who); // the audit trail keeps them; the key itself is gone
-    ActionResult result = startAction(u"purge"_s, rows.size(), m_monitor != nullptr);
+    ActionResult result = startAction(u"purge"_s, rows, m_monitor != nullptr);
     if (!result.error.isEmpty())
         return;
     try {
@@ -476,6 +636,7 @@ void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, co
         result.skipped = result.requested - result.changed;
     } catch (const idem::Error& e) {
         result.error = qs(e.what());
+        noteRefusedWrite(result.error);
     }
     Q_EMIT actionDone(result);
     for (const KeyRow& row : rows)

@@ -11,6 +11,7 @@
 #include <mutex>
 
 namespace idem {
+class Error;
 class Connection;
 class ConnectionPool;
 class KeyspaceListener;
@@ -36,18 +37,28 @@ struct ActionResult {
     int changed = 0;
     int skipped = 0; // changed since they were read, or gone
     QString error;
+    QStringList keys; // the keys it was asked to change
 };
+
+// The setting to change when retrying cannot fix an error (idem::ConfigError, or a reply that says
+// NOAUTH, WRONGPASS or NOPERM); empty when waiting might. `message` gets it in words.
+QString settingToFix(const std::exception& e, const QString& server, QString* message);
 Q_DECLARE_METATYPE(ActionResult)
 
 // Runs every Redis conversation of the console on its own thread (moveToThread): scans in
 // pages (returning to its event loop between pages, so actions and inspections interleave),
 // follows keyspace notifications when the server has them, rescans on an interval otherwise,
-// reconnects with backoff after a drop. Results go back to the GUI as queued signals.
+// asks the server's clock every 2 s while idle (so a server that went away is noticed at once),
+// reconnects with backoff after a drop. What retrying cannot fix (a wrong or missing password, a
+// user without a permission, a database out of range) stops the retries: `refused` names the
+// setting to change. Results go back to the GUI as queued signals.
 class ConsoleWorker : public QObject {
     Q_OBJECT
 public:
-    enum class Link { Disconnected, Connecting, Connected, Retrying };
+    // Refused: the server answered, and said no in a way waiting will not change
+    enum class Link { Disconnected, Connecting, Connected, Retrying, Refused };
     Q_ENUM(Link)
+    static constexpr int kHeartbeatMs = 2000;
 
     ConsoleWorker();
     ~ConsoleWorker() override;
@@ -69,6 +80,14 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void linkChanged(ConsoleWorker::Link link, const QString& detail);
+    // Retrying stopped: `field` is the setting to change ("password", "user", "url", ...), `message`
+    // says what is wrong in words.
+    void refused(const QString& field, const QString& message);
+    // The server answered (its clock): the data shown is current as of now.
+    void heartbeat(qint64 serverNowMs);
+    // Whether this connection may change keys under the namespace (a harmless probe: UNLINK of a
+    // key that cannot exist); `why` says why not (NOPERM, a read-only replica).
+    void writeAccess(bool allowed, const QString& why);
     void liveUpdates(bool notifications, const QString& detail);
     // what the scan cannot see (a node of a multi-primary cluster), one line; empty = every key
     void coverageChanged(const QString& warning);
@@ -84,11 +103,18 @@ private:
     void scanStep();
     void flushDirty();
     void lost(const QString& why);
+    // A failure: refused when retrying cannot fix it, else lost (retried with backoff)
+    void failed(const idem::Error& e);
+    void refuse(const QString& field, const QString& message);
+    void beat();
+    void probeWriteAccess();
+    void attachErrors(QVector<KeyRow>& rows); // FAILED hashes: their error text, when short
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
     idem::Monitor& monitor();
     // an action's result with its name and size; not connected: already answered, with that error
-    ActionResult startAction(const QString& action, qsizetype requested, bool connected);
+    ActionResult startAction(const QString& action, const QVector<KeyRow>& rows, bool connected);
+    void noteRefusedWrite(const QString& error); // NOPERM, READONLY: writeAccess(false)
 
     ConnectionSettings m_settings;
     std::mutex m_ioMutex; // guards the m_conn and m_pool pointers for abortIo()
@@ -100,6 +126,7 @@ private:
     QTimer* m_rescanTimer = nullptr;
     QTimer* m_retryTimer = nullptr;
     QTimer* m_dirtyTimer = nullptr;
+    QTimer* m_heartbeatTimer = nullptr;
     int m_retryDelayMs = 500;
     bool m_scanning = false;
     int m_inFlight = 0;           // rowsArrived batches the GUI has not taken in yet

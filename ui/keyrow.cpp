@@ -1,5 +1,7 @@
 #include "keyrow.h"
 
+#include "idem/lab/racelab.h"
+
 #include <algorithm>
 
 namespace {
@@ -29,7 +31,7 @@ KeyRow::Type typeOf(const std::string& t)
     return KeyRow::Type::Other;
 }
 
-const char* typeName(KeyRow::Type t)
+const char* nameOfType(KeyRow::Type t)
 {
     switch (t) {
     case KeyRow::Type::Hash: return "hash";
@@ -50,7 +52,7 @@ int fromHex(char c)
 
 } // namespace
 
-KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view)
+KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view keyNamespace)
 {
     KeyRow row;
     row.key = QByteArray(r.key.data(), static_cast<qsizetype>(r.key.size()));
@@ -58,6 +60,9 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
     row.format = r.format;
     row.type = typeOf(r.keyType);
     row.note = QString::fromStdString(r.reason);
+    if (r.state == idem::RecordState::Failed && !r.error.empty()) // what a search for the failure finds
+        row.note = QString::fromUtf8(r.error.data(), static_cast<qsizetype>(std::min<std::size_t>(r.error.size(), 1000)))
+                       .simplified();
     if (r.terminal)
         row.flags |= Terminal;
     if (r.blocked)
@@ -95,8 +100,18 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
     } else if (row.type == Type::Other) {
         row.note = QString::fromStdString(r.keyType) + u": "_qs + row.note;
     }
+    // the race lab's keys on a watched server: a lab's, never mistaken for a broken record (unless
+    // the lab's own namespace is the one watched)
+    if (idem::isLabKey(r.key) && keyNamespace != idem::kLabNamespace) {
+        row.state = idem::RecordState::Foreign;
+        row.flags = static_cast<quint8>((row.flags & ~(Terminal | StaleWhenRead | Blocked)) | Lab);
+        row.changesAtMs = 0;
+        row.note = u"race lab key (idem-console or idemctl race): expires by itself within 10 minutes"_qs;
+    }
     return row;
 }
+
+const char* KeyRow::typeName() const { return nameOfType(type); }
 
 QByteArrayView KeyRow::idBytes(qsizetype namespaceLength) const
 {
@@ -117,7 +132,7 @@ idem::Record KeyRow::toGuardRecord() const
 {
     idem::Record r;
     r.key = key.toStdString();
-    r.keyType = typeName(type);
+    r.keyType = nameOfType(type);
     if (type == Type::Other) // the type name leads the note
         r.keyType = note.section(u':', 0, 0).toStdString();
     if (type == Type::Hash) {

@@ -21,6 +21,7 @@ struct KeyRow {
         ForeignStatus = 8, // a hash whose state is in a foreign "status" field (kept in note)
         Blocked = 16,      // STARTED with no lease: its library blocks the key until the TTL ends
         Partial = 32,      // classified from the first and last bytes of a larger value
+        Lab = 64,          // written by the race lab under its own namespace (shown FOREIGN)
     };
 
     // the fields every tick reads for every row (counters, filters, countdowns) come first, so a
@@ -48,6 +49,7 @@ struct KeyRow {
     idem::Record toGuardRecord() const;
 
     QString keyText() const { return QString::fromUtf8(key); }
+    const char* typeName() const; // "hash", "string", ... as Redis says
     // the bytes id() shows: <id> of "<namespace>:{<id>}", else the whole key
     QByteArrayView idBytes(qsizetype namespaceLength) const;
     QString id(qsizetype namespaceLength) const; // the part inside the braces, or the whole key
@@ -55,6 +57,7 @@ struct KeyRow {
     bool terminal() const { return flags & Terminal; }
     bool noTtl() const { return expiresAtMs == -1; }
     bool blocked() const { return flags & Blocked; }
+    bool lab() const { return flags & Lab; }
     // Stale goes on the clock: a lease that ends between two scans turns the row stale on time.
     bool isStale(qint64 serverNowMs) const
     {

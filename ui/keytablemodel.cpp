@@ -1,5 +1,7 @@
 #include "keytablemodel.h"
 
+#include "theme.h"
+
 #include "idem/duration.h"
 
 #include <QApplication>
@@ -65,7 +67,14 @@ int KeyTableModel::rowCount(const QModelIndex& parent) const
 
 int KeyTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
-qint64 KeyTableModel::serverNowMs() const { return QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs; }
+qint64 KeyTableModel::serverNowMs() const
+{
+    return m_frozenAtMs != 0 ? m_frozenAtMs : QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs;
+}
+
+void KeyTableModel::freezeAt(qint64 serverMs) { m_frozenAtMs = serverMs > 0 ? serverMs : serverNowMs(); }
+
+void KeyTableModel::thaw() { m_frozenAtMs = 0; }
 
 void KeyTableModel::setServerNow(qint64 serverNowMs)
 {
@@ -114,7 +123,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
                 return QString();
             return r.leaseUntilMs > now ? duration(r.leaseUntilMs - now)
                                         : u"expired %1 ago"_s.arg(duration(now - r.leaseUntilMs));
-        case Owner: return r.owner().left(12);
+        case Owner: return r.owner(); // elided by the view; the tooltip and exports hold all of it
         case Attempt: return r.attempt > 0 ? QVariant(r.attempt) : QVariant();
         case Fence: return r.fence > 0 ? QVariant(r.fence) : QVariant();
         case Format: return QString::fromUtf8(idem::nameOf(r.format).data());
@@ -136,6 +145,16 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
     case NoTtlRole: return r.noTtl();
     case KeyRole: return r.keyText();
     case Qt::ToolTipRole:
+        // a cell's whole text where the column may cut it, then what the row's state means
+        if (index.column() == Id)
+            return r.keyText();
+        if (index.column() == Owner && !r.owner().isEmpty())
+            return r.owner();
+        if (index.column() == Note && !noteOf(r, now).isEmpty() && !stale)
+            return noteOf(r, now);
+        if (r.lab())
+            return u"Written by the race lab (idem-console or idemctl race) under its own namespace; every lab "
+                   "key expires by itself within 10 minutes. Bulk actions by state never take it."_s;
         if (stale)
             return u"Stale lock: %1. The worker that held it is gone or paused; force-fail or purge it "
                    "so the id can run again."_s.arg(noteOf(r, now));
@@ -152,8 +171,8 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
                                                       : QString()));
         if (index.column() == Ttl && r.noTtl())
             return u"This key has no TTL: it will never expire by itself."_s;
-        if (index.column() == Id)
-            return r.keyText();
+        if (index.column() == State)
+            return stateName(r, now);
         break;
     case Qt::DecorationRole:
         if (index.column() == State && stale)
@@ -164,14 +183,19 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
             return QApplication::style()->standardIcon(QStyle::SP_MessageBoxQuestion);
         break;
     case Qt::BackgroundRole:
+        // translucent tints: the text keeps the palette's colour, readable on light and dark
         if (stale)
-            return QColor(230, 126, 34, 70); // translucent orange: readable on light and dark palettes
+            return QColor(230, 126, 34, 70); // orange
+        if (r.state == idem::RecordState::Failed)
+            return QColor(231, 76, 60, 50); // red
         if (r.state == idem::RecordState::Malformed)
-            return QColor(192, 57, 43, 45);
+            return QColor(142, 68, 173, 55); // purple, as in the chart
         if (r.stateAt(now) == idem::RecordState::Expired)
             return QColor(127, 140, 141, 45); // grey: present, but its library treats it as absent
         break;
     case Qt::ForegroundRole:
+        if (m_frozenAtMs != 0) // not current: every cell says so
+            return theme::staleText(QApplication::palette());
         if (index.column() == Ttl && r.noTtl())
             return QColor(231, 76, 60);
         break;

@@ -62,6 +62,14 @@ public:
     idem::Stats stats() const;
     qint64 serverNowMs() const;
     void setServerNow(qint64 serverNowMs);
+    // The data stopped being current (the connection is gone): the clock stops at `serverMs`, so
+    // countdowns stop and nothing turns stale or expired on a guess, and every cell is drawn in the
+    // palette's disabled text colour. thaw() goes back to the running clock. Views repaint; no
+    // dataChanged is emitted (a million rows would be re-filtered for a colour).
+    void freezeAt(qint64 serverMs);
+    void thaw();
+    bool isFrozen() const { return m_frozenAtMs != 0; }
+    qint64 frozenAtMs() const { return m_frozenAtMs; }
     static bool matches(const KeyRow& row, idem::StateFilter f, qint64 serverNowMs);
 
 private:
@@ -86,4 +94,5 @@ private:
     int m_sortColumn = -1;
     Qt::SortOrder m_sortOrder = Qt::AscendingOrder;
     qint64 m_clockOffsetMs = 0; // server time - local time
+    qint64 m_frozenAtMs = 0;    // server time the data was last current at, while frozen; 0: live
 };
