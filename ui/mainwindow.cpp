@@ -4,18 +4,25 @@
 #include "connectdialog.h"
 #include "countschart.h"
 #include "credentialstore.h"
+#include "elidedlabel.h"
+#include "flowlayout.h"
+#include "frozentableview.h"
+#include "inspectorpanel.h"
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
-#include "racelabwidget.h"
 #include "logging.h"
+#include "racelabwidget.h"
 #include "settings.h"
+#include "theme.h"
 
 #include "idem/errors.h"
 #include "idem/redis/options.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -27,12 +34,15 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
+#include <QScreen>
+#include <QShortcut>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QTableView>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
+#include <QTimeZone>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
@@ -60,17 +70,52 @@ QString describe(const QString& url)
     }
 }
 
+std::optional<idem::ConnectionOptions> connectionOf(const ConnectionSettings& settings)
+{
+    try {
+        auto o = idem::ConnectionOptions::fromUrl(settings.url.toStdString());
+        if (o.user.empty())
+            o.user = settings.user.toStdString();
+        if (o.password.empty())
+            o.password = settings.password.toStdString();
+        return o;
+    } catch (const idem::Error&) {
+        return std::nullopt; // a bad URL: the worker says so
+    }
+}
+
+QString iso(qint64 ms)
+{
+    return ms > 0 ? QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toString(Qt::ISODateWithMs) : QString();
+}
+
 struct FilterChoice {
     const char* label;
     idem::StateFilter filter;
+    const char* tip;
 };
 const FilterChoice kFilters[] = {
-    {"All", idem::StateFilter::Any},           {"Started", idem::StateFilter::Started},
-    {"Stale", idem::StateFilter::Stale},       {"No lease", idem::StateFilter::Blocked},
-    {"Completed", idem::StateFilter::Completed}, {"Failed", idem::StateFilter::Failed},
-    {"Expired", idem::StateFilter::Expired},   {"Malformed", idem::StateFilter::Malformed},
-    {"Foreign", idem::StateFilter::Foreign},   {"Unknown", idem::StateFilter::Unknown},
-    {"No TTL", idem::StateFilter::NoTtl},
+    {QT_TRANSLATE_NOOP("MainWindow", "All"), idem::StateFilter::Any, QT_TRANSLATE_NOOP("MainWindow", "Every key read")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Started"), idem::StateFilter::Started,
+     QT_TRANSLATE_NOOP("MainWindow", "STARTED records, stale ones included (their number is in brackets)")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Stale"), idem::StateFilter::Stale,
+     QT_TRANSLATE_NOOP("MainWindow", "STARTED records whose lease or in-progress window has passed")},
+    {QT_TRANSLATE_NOOP("MainWindow", "No lease"), idem::StateFilter::Blocked,
+     QT_TRANSLATE_NOOP("MainWindow", "STARTED records of libraries that write no deadline: blocked until the TTL")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Completed"), idem::StateFilter::Completed,
+     QT_TRANSLATE_NOOP("MainWindow", "COMPLETED records: duplicates get their stored result")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Failed"), idem::StateFilter::Failed,
+     QT_TRANSLATE_NOOP("MainWindow", "FAILED records, retryable and terminal")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Expired"), idem::StateFilter::Expired,
+     QT_TRANSLATE_NOOP("MainWindow", "Records past their library's own expiry")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Malformed"), idem::StateFilter::Malformed,
+     QT_TRANSLATE_NOOP("MainWindow", "A known format, broken")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Foreign"), idem::StateFilter::Foreign,
+     QT_TRANSLATE_NOOP("MainWindow", "Valid keys of something else (a mutex, a queue, the race lab)")},
+    {QT_TRANSLATE_NOOP("MainWindow", "Unknown"), idem::StateFilter::Unknown,
+     QT_TRANSLATE_NOOP("MainWindow", "Keys no known library writes")},
+    {QT_TRANSLATE_NOOP("MainWindow", "No TTL"), idem::StateFilter::NoTtl,
+     QT_TRANSLATE_NOOP("MainWindow", "Keys that never expire by themselves")},
 };
 
 } // namespace
@@ -82,8 +127,26 @@ MainWindow::MainWindow(Options options, QWidget* parent)
       m_credentials(new CredentialStore(this))
 {
     m_proxy->setSourceModel(m_model);
+    // while rows go, the view moves its current row to a neighbour: that is not the operator's
+    // choice, and the inspector does not follow it (connected before the view's selection model,
+    // which moves the current row in its own handler)
+    connect(m_proxy, &QAbstractItemModel::rowsAboutToBeRemoved, this, [this] { m_rowsGoing = true; });
+    connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, [this] { m_rowsGoing = false; });
     buildUi();
     buildActions();
+
+    m_reinspectTimer = new QTimer(this);
+    m_reinspectTimer->setSingleShot(true);
+    m_reinspectTimer->setInterval(150); // bursts of changes to the inspected key: one read
+    connect(m_reinspectTimer, &QTimer::timeout, this, &MainWindow::reinspect);
+    m_shownCheckTimer = new QTimer(this);
+    m_shownCheckTimer->setSingleShot(true);
+    m_shownCheckTimer->setInterval(0);
+    connect(m_shownCheckTimer, &QTimer::timeout, this, &MainWindow::checkInspectedShown);
+    const auto check = [this] { m_shownCheckTimer->start(); };
+    connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, check);
+    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, check);
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, check);
 
     m_thread.setObjectName(u"idem-redis"_s);
     m_worker = new ConsoleWorker;
@@ -92,8 +155,21 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     connect(m_worker, &ConsoleWorker::rowsArrived, this, [this](const QVector<KeyRow>& rows, qint64 now, quint64 gen) {
         m_model->upsert(rows, now, gen);
         QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->batchConsumed(); });
+        heard(now);
+        if (!m_inspectedKey.isEmpty()) {
+            const QByteArray key = m_inspectedKey.toUtf8();
+            for (const KeyRow& r : rows)
+                if (r.key == key) {
+                    m_reinspectTimer->start();
+                    break;
+                }
+        }
     });
-    connect(m_worker, &ConsoleWorker::rowsGone, m_model, &KeyTableModel::removeKeys);
+    connect(m_worker, &ConsoleWorker::rowsGone, this, [this](const QStringList& keys) {
+        m_model->removeKeys(keys);
+        if (keys.contains(m_inspectedKey))
+            m_reinspectTimer->start();
+    });
     connect(m_worker, &ConsoleWorker::scanStarted, m_model,
             [this](quint64, qint64 keysInDatabase) { m_model->reserveFor(keysInDatabase); });
     connect(m_worker, &ConsoleWorker::scanFinished, this, [this](const ScanSummary& s) {
@@ -101,15 +177,35 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         if (m_model->needsSort())
             m_model->sortAgain(); // rows that came in or changed since: put them in place
         m_lastScan = tr(" · last full scan %1 ms, %2 page(s)").arg(s.elapsedMs).arg(s.pages);
-        updateCounters();
+        m_freshScan = true;
+        heard(s.serverNowMs);
+        updateFreshness();
+        m_reinspectTimer->start();
         Q_EMIT scanCompleted(s);
     });
+    connect(m_worker, &ConsoleWorker::heartbeat, this, &MainWindow::heard);
     connect(m_worker, &ConsoleWorker::linkChanged, this, [this](ConsoleWorker::Link link, const QString& detail) {
-        const char* dot = link == ConsoleWorker::Link::Connected    ? "#27ae60"
-                          : link == ConsoleWorker::Link::Connecting ? "#f1c40f"
-                                                                    : "#c0392b";
-        m_linkLabel->setText(u"<span style='color:%1'>●</span> %2"_s.arg(QLatin1String(dot), detail.toHtmlEscaped()));
+        const bool wasUp = m_link == ConsoleWorker::Link::Connected;
+        m_link = link;
+        m_linkDetail = detail;
+        if (wasUp && link != ConsoleWorker::Link::Connected) {
+            m_lostAt = QDateTime::currentDateTime();
+            m_freshScan = false; // what is shown is from before the drop until a scan ends after it
+        }
+        const QString mark = link == ConsoleWorker::Link::Connected    ? u"● "_s
+                             : link == ConsoleWorker::Link::Connecting ? u"◌ "_s
+                                                                       : u"✖ "_s;
+        m_linkLabel->setText(mark + detail);
+        updateFreshness();
         Q_EMIT linkStateChanged(link);
+    });
+    connect(m_worker, &ConsoleWorker::refused, this, [this](const QString& field, const QString& message) {
+        // after this event: the dialog opens on a settled window
+        QTimer::singleShot(0, this, [this, field, message] { openConnectFor(field, message); });
+    });
+    connect(m_worker, &ConsoleWorker::writeAccess, this, [this](bool allowed, const QString& why) {
+        m_writeRefused = allowed ? QString() : why;
+        updateActions();
     });
     connect(m_worker, &ConsoleWorker::coverageChanged, this, [this](const QString& warning) {
         m_coverageLabel->setText(u"⚠ "_s + warning);
@@ -117,34 +213,80 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     });
     connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
         m_liveLabel->setText(live ? tr("live: %1").arg(detail) : detail);
-        m_liveLabel->setToolTip(detail);
     });
     connect(m_worker, &ConsoleWorker::inspected, this, &MainWindow::showInspection);
     connect(m_worker, &ConsoleWorker::actionDone, this, [this](const ActionResult& r) {
-        statusBar()->showMessage(r.error.isEmpty()
-                                     ? tr("%1: %2 of %3 key(s) changed, %4 left as they were")
-                                           .arg(r.action).arg(r.changed).arg(r.requested).arg(r.skipped)
-                                     : tr("%1 failed: %2").arg(r.action, r.error),
-                                 8000);
+        noteAction(r.error.isEmpty() ? tr("%1: %2 of %3 key(s) changed, %4 left as they were")
+                                           .arg(r.action)
+                                           .arg(r.changed)
+                                           .arg(r.requested)
+                                           .arg(r.skipped)
+                                     : tr("%1 failed: %2").arg(r.action, r.error));
         Q_EMIT actionCompleted(r);
+        reinspect(); // the inspector shows what the action left
     });
     m_thread.start();
 
-    setReadOnly(m_options.readOnly || Settings::instance().readOnly());
+    m_readOnly = m_options.readOnly;
     auto* timer = new QTimer(this);
     connect(timer, &QTimer::timeout, this, &MainWindow::tick);
     timer->start(1000);
+    restoreState(Settings::instance().windowState());
+    placeOnScreen();
     if (m_options.connectNow && !m_options.connection.url.isEmpty())
         connectTo(m_options.connection);
-    restoreState(Settings::instance().windowState());
+    else
+        updateFreshness();
 }
 
 MainWindow::~MainWindow()
 {
     Settings::instance().setWindowState(saveState());
+    Settings::instance().setWindowGeometry(saveGeometry());
     m_worker->abortIo(); // a worker blocked on a hung Redis returns now, not after its timeout
     m_thread.quit();
     m_thread.wait();
+}
+
+QTableView* MainWindow::table() const { return m_table; }
+ConnectDialog* MainWindow::connectDialog() const { return m_connectDialog; }
+QTextBrowser* MainWindow::inspector() const { return m_inspector->browser(); }
+QString MainWindow::bannerText() const { return m_banner->isVisible() ? m_bannerText->text() : QString(); }
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    Settings::instance().setWindowGeometry(saveGeometry());
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::changeEvent(QEvent* event)
+{
+    QMainWindow::changeEvent(event);
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::ApplicationFontChange)
+        sizeColumns();
+    if (event->type() == QEvent::PaletteChange && m_banner)
+        updateFreshness(); // the banner's colours follow the palette
+}
+
+// The first size fits the screen the window opens on (status bar included); a size the user gave
+// it before comes back, moved onto the screen if it no longer fits.
+void MainWindow::placeOnScreen()
+{
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    if (!screen)
+        return;
+    const QRect avail = screen->availableGeometry();
+    const QByteArray saved = Settings::instance().windowGeometry();
+    if (!saved.isEmpty() && restoreGeometry(saved)) {
+        if (frameGeometry().width() <= avail.width() && frameGeometry().height() <= avail.height() &&
+            avail.contains(frameGeometry().topLeft()))
+            return;
+    }
+    const QSize frame = frameGeometry().size() - geometry().size(); // the title bar and borders, if any
+    const QSize size(std::min(1480, avail.width() * 94 / 100) - frame.width(),
+                     std::min(940, avail.height() * 94 / 100) - frame.height());
+    resize(size.expandedTo(minimumSizeHint()).boundedTo(avail.size() - frame));
+    move(avail.center() - QPoint(width() / 2, height() / 2));
 }
 
 void MainWindow::buildUi()
@@ -153,15 +295,32 @@ void MainWindow::buildUi()
     auto* layout = new QVBoxLayout(central);
     layout->setContentsMargins(6, 6, 6, 0);
 
-    auto* counters = new QHBoxLayout;
+    m_banner = new QFrame(central);
+    m_banner->setObjectName(u"banner"_s);
+    auto* bannerLayout = new QHBoxLayout(m_banner);
+    bannerLayout->setContentsMargins(6, 4, 6, 4);
+    m_bannerText = new QLabel(m_banner);
+    m_bannerText->setObjectName(u"bannerText"_s);
+    m_bannerText->setWordWrap(true);
+    m_bannerText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_bannerConnect = new QPushButton(tr("Connect…"), m_banner);
+    m_bannerConnect->setObjectName(u"bannerConnect"_s);
+    connect(m_bannerConnect, &QPushButton::clicked, this, &MainWindow::openConnectDialog);
+    bannerLayout->addWidget(m_bannerText, 1);
+    bannerLayout->addWidget(m_bannerConnect, 0, Qt::AlignTop);
+    m_banner->hide();
+    layout->addWidget(m_banner);
+
+    m_counterBox = new QWidget(central);
+    m_counterBox->setObjectName(u"counters"_s);
+    auto* counters = new FlowLayout(m_counterBox, 4);
     for (const auto& f : kFilters) {
-        auto* b = new QToolButton(central);
+        auto* b = new QToolButton(m_counterBox);
         b->setCheckable(true);
         b->setAutoExclusive(true);
         b->setToolButtonStyle(Qt::ToolButtonTextOnly);
-        b->setMinimumWidth(72);
         b->setObjectName(u"counter-"_s + QString::fromLatin1(f.label).toLower().replace(u' ', u'-'));
-        b->setToolTip(tr("Show only %1 keys").arg(QString::fromLatin1(f.label).toLower()));
+        b->setToolTip(tr(f.tip));
         connect(b, &QToolButton::clicked, this, [this, filter = f.filter] {
             for (int i = 0; i < m_stateBox->count(); ++i)
                 if (m_stateBox->itemData(i).toInt() == static_cast<int>(filter))
@@ -171,8 +330,7 @@ void MainWindow::buildUi()
         m_counters.push_back(b);
     }
     m_counters.front()->setChecked(true);
-    counters->addStretch();
-    layout->addLayout(counters);
+    layout->addWidget(m_counterBox);
 
     auto* filterBar = new QHBoxLayout;
     m_stateBox = new QComboBox(central);
@@ -181,7 +339,7 @@ void MainWindow::buildUi()
         m_stateBox->addItem(tr(f.label), static_cast<int>(f.filter));
     m_filter = new QLineEdit(central);
     m_filter->setObjectName(u"textFilter"_s);
-    m_filter->setPlaceholderText(tr("Filter by id, owner or note (Ctrl+F)"));
+    m_filter->setPlaceholderText(tr("Filter by id, owner, error or note (Ctrl+F; Esc clears)"));
     m_filter->setClearButtonEnabled(true);
     filterBar->addWidget(new QLabel(tr("State:"), central));
     filterBar->addWidget(m_stateBox);
@@ -191,8 +349,7 @@ void MainWindow::buildUi()
     m_coverageLabel = new QLabel(central);
     m_coverageLabel->setObjectName(u"coverageWarning"_s);
     m_coverageLabel->setWordWrap(true);
-    m_coverageLabel->setStyleSheet(u"QLabel { background: #fdf2d0; color: #7a5200; border: 1px solid #e0b44c;"
-                                   " border-radius: 3px; padding: 4px 8px; }"_s);
+    m_coverageLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
     m_coverageLabel->hide();
     layout->addWidget(m_coverageLabel);
     connect(m_filter, &QLineEdit::textChanged, m_proxy, &KeyFilterProxy::setText);
@@ -202,9 +359,12 @@ void MainWindow::buildUi()
         if (i >= 0 && i < m_counters.size())
             m_counters[i]->setChecked(true);
     });
+    auto* esc = new QShortcut(QKeySequence(Qt::Key_Escape), this);
+    esc->setContext(Qt::WindowShortcut);
+    connect(esc, &QShortcut::activated, this, &MainWindow::clearFilter);
 
     m_chart = new CountsChart(central);
-    m_table = new QTableView(central);
+    m_table = new FrozenTableView(central);
     m_table->setObjectName(u"keyTable"_s);
     m_table->setModel(m_proxy);
     // unsorted (scan order) until the operator clicks a header: keeping a million rows sorted
@@ -217,28 +377,30 @@ void MainWindow::buildUi()
     m_table->setAlternatingRowColors(true);
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setWordWrap(false);
-    const int widths[] = {220, 130, 70, 80, 110, 100, 70, 140, 70};
-    for (int c = 0; c < 9; ++c)
-        m_table->setColumnWidth(c, widths[c]);
+    sizeColumns();
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::currentRowChanged);
 
-    m_inspector = new QTextBrowser(central);
-    m_inspector->setObjectName(u"inspector"_s);
-    m_inspector->setPlaceholderText(tr("Select a key to see its record."));
+    m_inspector = new InspectorPanel(central);
+    connect(m_inspector, &InspectorPanel::forceFailRequested, this, [this](const QString& key) { actOnKey(true, key); });
+    connect(m_inspector, &InspectorPanel::purgeRequested, this, [this](const QString& key) { actOnKey(false, key); });
 
     auto* horizontal = new QSplitter(Qt::Horizontal, central);
+    horizontal->setObjectName(u"tableAndInspector"_s);
     horizontal->addWidget(m_table);
     horizontal->addWidget(m_inspector);
     horizontal->setStretchFactor(0, 3);
     horizontal->setStretchFactor(1, 2);
+    horizontal->setChildrenCollapsible(false);
     auto* vertical = new QSplitter(Qt::Vertical, central);
+    vertical->setObjectName(u"chartAndTable"_s);
     vertical->addWidget(m_chart);
     vertical->addWidget(horizontal);
     vertical->setStretchFactor(0, 1);
     vertical->setStretchFactor(1, 4);
+    vertical->setChildrenCollapsible(false);
+    vertical->setSizes({m_chart->sizeHint().height(), 4 * m_chart->sizeHint().height()});
     layout->addWidget(vertical, 1);
     m_raceLab = new RaceLabWidget(this);
     m_tabs = new QTabWidget(this);
@@ -246,13 +408,46 @@ void MainWindow::buildUi()
     m_tabs->addTab(m_raceLab, tr("Race lab"));
     setCentralWidget(m_tabs);
 
-    m_linkLabel = new QLabel(tr("not connected"), this);
-    m_liveLabel = new QLabel(this);
-    m_scanLabel = new QLabel(this);
-    statusBar()->addWidget(m_linkLabel);
-    statusBar()->addWidget(m_liveLabel);
-    statusBar()->addPermanentWidget(m_scanLabel);
-    resize(1280, 800);
+    // permanent widgets: a passing message never hides the state of the connection
+    m_linkLabel = new ElidedLabel(this);
+    m_linkLabel->setObjectName(u"linkState"_s);
+    m_linkLabel->setText(tr("not connected"));
+    m_liveLabel = new ElidedLabel(this);
+    m_scanLabel = new ElidedLabel(this);
+    m_modeLabel = new ElidedLabel(this);
+    m_modeLabel->setObjectName(u"modeLabel"_s);
+    statusBar()->addPermanentWidget(m_modeLabel, 1);
+    statusBar()->addPermanentWidget(m_scanLabel, 2);
+    statusBar()->addPermanentWidget(m_liveLabel, 1);
+    statusBar()->addPermanentWidget(m_linkLabel, 2);
+}
+
+void MainWindow::sizeColumns()
+{
+    if (!m_table)
+        return;
+    // from the font: what each column has to show in full at its usual longest
+    const QFontMetrics fm = m_table->fontMetrics();
+    const QFontMetrics hfm = m_table->horizontalHeader()->fontMetrics();
+    const int pad = fm.averageCharWidth() * 2 + 10;
+    const int icon = m_table->style()->pixelMetric(QStyle::PM_SmallIconSize) + 6;
+    const auto w = [&](std::initializer_list<QString> texts, int column, int extra = 0) {
+        int width = hfm.horizontalAdvance(m_model->headerData(column, Qt::Horizontal).toString()) + 28;
+        for (const QString& t : texts)
+            width = std::max(width, fm.horizontalAdvance(t) + pad + extra);
+        m_table->setColumnWidth(column, width);
+    };
+    w({u"order-0000000000-0000-00"_s}, KeyTableModel::Id);
+    w({u"FAILED (terminal)"_s, u"STARTED (no lease)"_s, u"COMPLETED"_s, u"MALFORMED"_s}, KeyTableModel::State, icon);
+    w({u"23h59m59s"_s}, KeyTableModel::Age);
+    w({u"23h59m59s"_s, u"∞ no TTL"_s}, KeyTableModel::Ttl);
+    w({u"expired 59m59s ago"_s}, KeyTableModel::Lease);
+    w({u"0123456789abcdef"_s}, KeyTableModel::Owner);
+    w({u"999"_s}, KeyTableModel::Attempt);
+    w({u"1795000000000000"_s}, KeyTableModel::Fence);
+    w({u"express-idempotency"_s}, KeyTableModel::Format);
+    w({u"lease expired 10m ago"_s}, KeyTableModel::Note);
+    m_table->verticalHeader()->setDefaultSectionSize(fm.height() + 6);
 }
 
 void MainWindow::buildActions()
@@ -263,6 +458,7 @@ void MainWindow::buildActions()
     auto* file = menuBar()->addMenu(tr("&File"));
     auto* keys = menuBar()->addMenu(tr("&Keys"));
     auto* view = menuBar()->addMenu(tr("&View"));
+    auto* help = menuBar()->addMenu(tr("&Help"));
 
     auto* connectAct = file->addAction(style()->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect…"), this,
                                        &MainWindow::openConnectDialog);
@@ -282,9 +478,17 @@ void MainWindow::buildActions()
         m_filter->selectAll();
     });
     find->setShortcut(QKeySequence::Find);
+    auto* clear = view->addAction(tr("&Clear the filter"), this, &MainWindow::clearFilter);
+    clear->setShortcut(Qt::Key_Escape);
+    clear->setShortcutContext(Qt::WidgetShortcut); // shown in the menu; the window's Esc does it
     auto* audit = view->addAction(style()->standardIcon(QStyle::SP_FileDialogDetailedView), tr("&Audit trail…"),
                                   this, &MainWindow::showAuditTrail);
     audit->setShortcut(Qt::CTRL | Qt::Key_L);
+    view->addSeparator();
+    auto* keysTab = view->addAction(tr("&Keys"), this, [this] { m_tabs->setCurrentIndex(0); });
+    keysTab->setShortcut(Qt::ALT | Qt::Key_1);
+    auto* labTab = view->addAction(tr("&Race lab"), this, [this] { m_tabs->setCurrentIndex(1); });
+    labTab->setShortcut(Qt::ALT | Qt::Key_2);
 
     m_forceFail = keys->addAction(style()->standardIcon(QStyle::SP_MessageBoxWarning), tr("&Force-fail selected…"),
                                   this, &MainWindow::forceFailSelected);
@@ -297,7 +501,18 @@ void MainWindow::buildActions()
     m_purgeAll = keys->addAction(tr("Purge all f&iltered…"), this, &MainWindow::purgeFiltered);
     keys->addSeparator();
     m_readOnlyAction = keys->addAction(tr("&Read-only"), this, &MainWindow::setReadOnly);
+    m_readOnlyAction->setObjectName(u"readOnlyToggle"_s);
     m_readOnlyAction->setCheckable(true);
+
+    auto* shortcuts = help->addAction(tr("&Keyboard shortcuts…"), this, &MainWindow::showShortcuts);
+    shortcuts->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("&About idem console"), this, [this] {
+        QMessageBox::about(this, tr("About idem console"),
+                           tr("<h3>idem console %1</h3><p>The operator console of idem, an idempotency layer on Redis: "
+                              "the keys of a store by state, live, with force-fail and purge behind a confirmation "
+                              "and an audit trail, and the race lab.</p>")
+                               .arg(QApplication::applicationVersion()));
+    });
 
     toolbar->addAction(connectAct);
     toolbar->addAction(refreshAct);
@@ -310,26 +525,73 @@ void MainWindow::buildActions()
     toolbar->addAction(m_readOnlyAction);
 }
 
+void MainWindow::showShortcuts()
+{
+    QDialog dialog(this);
+    dialog.setObjectName(u"shortcuts"_s);
+    dialog.setWindowTitle(tr("Keyboard shortcuts"));
+    auto* table = new QTableWidget(&dialog);
+    table->setObjectName(u"shortcutTable"_s);
+    table->setColumnCount(2);
+    table->setHorizontalHeaderLabels({tr("Keys"), tr("Does")});
+    table->verticalHeader()->hide();
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    QVector<QPair<QString, QString>> rows;
+    for (QAction* menu : menuBar()->actions())
+        if (menu->menu())
+            for (QAction* a : menu->menu()->actions())
+                if (!a->shortcut().isEmpty())
+                    rows.push_back({a->shortcut().toString(QKeySequence::NativeText), a->text().remove(u'&')});
+    rows.push_back({tr("Click a counter"), tr("Show only that state")});
+    rows.push_back({tr("Shift/Ctrl+click"), tr("Select several keys")});
+    rows.push_back({tr("Space, →"), tr("Race lab, teaching mode: the next step")});
+    table->setRowCount(static_cast<int>(rows.size()));
+    for (int i = 0; i < rows.size(); ++i) {
+        table->setItem(i, 0, new QTableWidgetItem(rows[i].first));
+        table->setItem(i, 1, new QTableWidgetItem(rows[i].second));
+    }
+    table->resizeColumnsToContents();
+    table->horizontalHeader()->setStretchLastSection(true);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto* layout = new QVBoxLayout(&dialog);
+    layout->addWidget(table);
+    layout->addWidget(buttons);
+    dialog.resize(std::min(560, width()), std::min(520, height()));
+    dialog.exec();
+}
+
+void MainWindow::clearFilter()
+{
+    if (!m_filter->text().isEmpty())
+        m_filter->clear();
+    else
+        m_stateBox->setCurrentIndex(0);
+}
+
 void MainWindow::connectTo(const ConnectionSettings& settings)
 {
     m_options.connection = settings;
     m_server = describe(settings.url);
     m_model->clear();
+    m_model->thaw();
     m_model->setKeyNamespace(settings.keyNamespace);
-    m_inspector->clear();
+    m_inspectedKey.clear();
+    m_inspector->clear(tr("Select a key to see its record."));
+    m_everHeard = false;
+    m_freshScan = true; // nothing old to replace: rows are current as they come
+    m_lastHeard = {};
+    m_lastHeardServerMs = 0;
+    m_writeRefused.clear();
+    m_lastScan.clear();
+    m_link = ConsoleWorker::Link::Connecting;
+    m_linkDetail = tr("connecting to %1").arg(m_server);
+    m_chart->setServer(m_server); // that server's own history
     setWindowTitle(tr("idem console — %1%2").arg(m_server, m_options.titleNote.isEmpty() ? QString()
                                                                                        : u" — "_s + m_options.titleNote));
     QMetaObject::invokeMethod(m_worker, [w = m_worker, settings] { w->open(settings); });
-    try { // the race lab writes under the console's namespace, so its keys show in the table
-        auto o = idem::ConnectionOptions::fromUrl(settings.url.toStdString());
-        if (o.user.empty())
-            o.user = settings.user.toStdString();
-        if (o.password.empty())
-            o.password = settings.password.toStdString();
-        m_raceLab->setTarget(o, settings.keyNamespace);
-    } catch (const idem::Error&) {
-        // a bad URL: the worker reports it in the status bar
-    }
+    m_raceLab->setConnectedServer(connectionOf(settings), m_server);
+    updateFreshness();
 }
 
 void MainWindow::refresh()
@@ -337,13 +599,138 @@ void MainWindow::refresh()
     QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->rescan(); });
 }
 
+QString MainWindow::readOnlyLock() const
+{
+    if (m_options.readOnly)
+        return tr("started with --read-only");
+    return m_writeRefused;
+}
+
 void MainWindow::setReadOnly(bool on)
 {
-    m_readOnly = on;
-    for (QAction* a : {m_forceFail, m_purge, m_forceFailAll, m_purgeAll})
-        a->setEnabled(!on);
-    m_readOnlyAction->setChecked(on);
-    Settings::instance().setReadOnly(on);
+    const QString lock = readOnlyLock();
+    if (!on && !lock.isEmpty()) {
+        noteAction(tr("Read-only stays on: %1.").arg(lock));
+        updateActions();
+        return;
+    }
+    m_readOnly = on; // for this session only: never kept in the settings
+    updateActions();
+}
+
+MainWindow::Freshness MainWindow::freshness() const
+{
+    if (!m_everHeard)
+        return Freshness::NoData;
+    return m_link == ConsoleWorker::Link::Connected && m_freshScan ? Freshness::Live : Freshness::AsOf;
+}
+
+void MainWindow::heard(qint64 serverNowMs)
+{
+    m_lastHeard = QDateTime::currentDateTime();
+    if (serverNowMs > 0)
+        m_lastHeardServerMs = serverNowMs;
+    if (!m_everHeard) {
+        m_everHeard = true;
+        updateFreshness();
+    }
+}
+
+void MainWindow::updateFreshness()
+{
+    const Freshness f = freshness();
+    const bool changed = f != m_freshness;
+    m_freshness = f;
+    if (f == Freshness::AsOf) {
+        if (!m_model->isFrozen())
+            m_model->freezeAt(m_lastHeardServerMs);
+    } else {
+        m_model->thaw();
+    }
+    // counters: grey while the data is not current
+    QPalette counterPalette = palette();
+    if (f != Freshness::Live)
+        counterPalette.setColor(QPalette::ButtonText, theme::staleText(counterPalette));
+    m_counterBox->setPalette(counterPalette);
+
+    using Link = ConsoleWorker::Link;
+    const QString asOf = m_lastHeard.toString(u"HH:mm:ss"_s);
+    QString text, chartText;
+    theme::Severity severity = theme::Severity::Info;
+    bool offerConnect = false;
+    if (m_link == Link::Refused) {
+        severity = theme::Severity::Error;
+        text = m_linkDetail;
+        if (m_everHeard)
+            text += u' ' + tr("The data shown is as of %1.").arg(asOf);
+        offerConnect = true;
+        chartText = tr("No data: %1 refused the connection settings.").arg(m_server);
+    } else if (m_link == Link::Connected) {
+        if (f == Freshness::NoData)
+            text = tr("Connected to %1 — reading the keys…").arg(m_server);
+        else if (f == Freshness::AsOf)
+            text = tr("Back in touch with %1: reading the keys again. Until that ends, the data shown is as of %2.")
+                       .arg(m_server, asOf);
+        chartText = tr("Reading the keys of %1…").arg(m_server);
+    } else if (!m_everHeard) {
+        severity = m_link == Link::Connecting ? theme::Severity::Info : theme::Severity::Error;
+        text = m_link == Link::Connecting
+                   ? tr("Connecting to %1 — no data yet.").arg(m_server)
+                   : tr("Cannot reach %1: %2. Nothing has been read from it yet: the counters show “—”, not 0.")
+                         .arg(m_server, m_linkDetail);
+        offerConnect = m_link != Link::Connecting;
+        chartText = m_link == Link::Connecting ? tr("Connecting to %1…").arg(m_server)
+                                               : tr("No data: not connected to %1.").arg(m_server);
+    } else {
+        severity = theme::Severity::Warning;
+        text = tr("Connection to %1 lost at %2 (%3). The data shown is as of %4: countdowns are stopped, and force-fail "
+                  "and purge are off until the server answers again.")
+                   .arg(m_server, m_lostAt.toString(u"HH:mm:ss"_s), m_linkDetail, asOf);
+        offerConnect = true;
+    }
+    m_bannerText->setText(text);
+    m_banner->setStyleSheet(theme::bannerStyle(severity, palette()));
+    m_bannerConnect->setVisible(offerConnect);
+    m_banner->setVisible(!text.isEmpty());
+    if (!chartText.isEmpty())
+        m_chart->setEmptyText(chartText);
+    m_inspector->setStaleNote(f == Freshness::AsOf ? tr("Not current: this is the record as read before %1; the "
+                                                        "connection to %2 is down.")
+                                                         .arg(asOf, m_server)
+                                                   : QString());
+    m_table->viewport()->update();
+    updateCounters();
+    updateActions();
+    if (changed)
+        Q_EMIT freshnessChanged(f);
+}
+
+void MainWindow::updateActions()
+{
+    const bool live = freshness() == Freshness::Live;
+    const QString lock = readOnlyLock();
+    const bool readOnly = m_readOnly || !lock.isEmpty();
+    const bool can = live && !readOnly;
+    const QString why = readOnly ? tr("Read-only: %1").arg(lock.isEmpty() ? tr("switched on (Keys ▸ Read-only)") : lock)
+                        : !live  ? tr("Not connected: force-fail and purge are off until the server answers again")
+                                 : QString();
+    for (QAction* a : {m_forceFail, m_purge, m_forceFailAll, m_purgeAll}) {
+        a->setEnabled(can);
+        a->setToolTip(can ? a->text().remove(u'&') : why);
+    }
+    m_readOnlyAction->setChecked(readOnly);
+    m_readOnlyAction->setEnabled(lock.isEmpty()); // --read-only, or a user who may not write: it stays
+    m_readOnlyAction->setText(lock.isEmpty() ? tr("&Read-only") : tr("&Read-only (locked)"));
+    m_readOnlyAction->setToolTip(lock.isEmpty() ? tr("Switch force-fail and purge off for this session")
+                                                : tr("Read-only: %1").arg(lock));
+    m_modeLabel->setText(readOnly ? u"🔒 "_s + why : QString());
+    const int r = m_inspector->key().isEmpty() ? -1 : m_model->rowOfKey(m_inspector->key());
+    const bool failable = r >= 0 && (m_model->row(r).state == idem::RecordState::Started ||
+                                     m_model->row(r).state == idem::RecordState::Failed);
+    m_inspector->setActions(can && failable, can && r >= 0,
+                            !can ? why : tr("Only STARTED and FAILED records can be force-failed"));
+    m_raceLab->setConnectedWritable(live && !readOnly,
+                                    readOnly ? why : !live ? tr("not connected") : QString());
 }
 
 QVector<KeyRow> MainWindow::rowsFor(bool selectedOnly) const
@@ -364,59 +751,72 @@ void MainWindow::purgeSelected() { runAction(false, rowsFor(true), true); }
 void MainWindow::forceFailFiltered() { runAction(true, rowsFor(false), false); }
 void MainWindow::purgeFiltered() { runAction(false, rowsFor(false), false); }
 
+void MainWindow::actOnKey(bool forceFail, const QString& key)
+{
+    const int r = m_model->rowOfKey(key);
+    if (r < 0) {
+        noteAction(tr("%1 is no longer in the table").arg(key));
+        return;
+    }
+    runAction(forceFail, {m_model->row(r)}, true);
+}
+
+void MainWindow::noteAction(const QString& text)
+{
+    statusBar()->showMessage(QTime::currentTime().toString(u"HH:mm:ss "_s) + text, 15000);
+}
+
 void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection)
 {
-    if (m_readOnly) {
-        statusBar()->showMessage(tr("Read-only: operator actions are disabled"), 5000);
+    if (freshness() != Freshness::Live) { // checked before asking anything
+        noteAction(tr("Not connected to %1: force-fail and purge wait until it answers again").arg(m_server));
+        return;
+    }
+    if (m_readOnly || !readOnlyLock().isEmpty()) {
+        noteAction(tr("Read-only: operator actions are disabled"));
         return;
     }
     if (rows.isEmpty()) {
-        statusBar()->showMessage(tr("No keys selected"), 5000);
+        noteAction(tr("No keys selected"));
         return;
     }
     const qint64 now = m_model->serverNowMs();
-    QMap<QString, int> byState, byFormat;
+    ConfirmDialog::Request request;
+    request.kind = forceFail ? ConfirmDialog::Kind::ForceFail : ConfirmDialog::Kind::Purge;
+    request.server = m_server + (m_options.titleNote.isEmpty() ? QString() : u" ("_s + m_options.titleNote + u')');
     QVector<KeyRow> target;
-    int notRecords = 0;
     for (const KeyRow& r : rows) {
         const idem::RecordState state = r.stateAt(now);
         if (forceFail && state != idem::RecordState::Started && state != idem::RecordState::Failed)
             continue; // only work in progress (or failed) can be force-failed
         if (idem::notARecord(state) && !selection) {
-            ++notRecords; // keys idem cannot read are never taken by a filter: select them by hand
+            ++request.leftOut; // keys idem cannot read are never taken by a filter: select them by hand
             continue;
         }
         QString s = QString::fromUtf8(idem::nameOf(state).data());
         if (r.isStale(now))
             s = u"stale STARTED"_s;
-        ++byState[s];
-        ++byFormat[QString::fromUtf8(idem::nameOf(r.format).data())];
+        ++request.byState[s];
+        ++request.byFormat[QString::fromUtf8(idem::nameOf(r.format).data())];
+        request.liveLocks += state == idem::RecordState::Started && !r.isStale(now) ? 1 : 0;
+        request.completed += state == idem::RecordState::Completed ? 1 : 0;
+        if (request.sample.size() < ConfirmDialog::kSampleSize)
+            request.sample << m_model->idOf(r);
         target.push_back(r);
     }
     if (target.isEmpty()) {
-        statusBar()->showMessage(forceFail ? tr("Nothing to force-fail: only STARTED and FAILED records can be")
-                                           : tr("Nothing to purge: keys that are not records are only purged when "
-                                                "selected by hand"),
-                                 6000);
+        noteAction(forceFail ? tr("Nothing to force-fail: only STARTED and FAILED records can be")
+                             : tr("Nothing to purge: keys that are not records are only purged when selected by hand"));
         return;
     }
-    // what an operator must not miss: work still running, and results that will run again
-    QStringList warnings;
-    int live = 0, completed = 0;
-    for (const KeyRow& r : target) {
-        live += r.stateAt(now) == idem::RecordState::Started && !r.isStale(now) ? 1 : 0;
-        completed += r.stateAt(now) == idem::RecordState::Completed ? 1 : 0;
-    }
-    if (live > 0)
-        warnings << tr("%n live lock(s): the worker holding it is still running, and a duplicate delivered now "
-                       "would run beside it.", nullptr, live);
-    if (completed > 0 && !forceFail)
-        warnings << tr("%n COMPLETED record(s): the stored result goes, and the next delivery of the id runs "
-                       "the work again.", nullptr, completed);
-    ConfirmDialog dialog(forceFail ? ConfirmDialog::Kind::ForceFail : ConfirmDialog::Kind::Purge,
-                         static_cast<int>(target.size()), byState, byFormat, notRecords, warnings, this);
+    request.keys = static_cast<int>(target.size());
+    ConfirmDialog dialog(request, this);
     if (dialog.exec() != QDialog::Accepted)
         return;
+    if (freshness() != Freshness::Live) { // the connection went while the dialog was open
+        noteAction(tr("Not done: the connection to %1 went while the confirmation was open").arg(m_server));
+        return;
+    }
     const QString reason = dialog.reason();
     const bool terminal = dialog.terminal();
     const QString who = whoAmI();
@@ -452,43 +852,95 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
 
 void MainWindow::tick()
 {
-    // countdowns: data() computes remaining time from deadlines; repainting the viewport
-    // repaints the visible rows only
-    m_table->viewport()->update();
-    // leases run out between scans: a stale view follows the clock (cheap below 100k rows;
-    // larger tables catch up when rows change or the next scan ends)
-    if (m_proxy->stateFilter() == idem::StateFilter::Stale && m_model->rowCount() <= 100'000)
-        m_proxy->refilter();
+    const bool live = freshness() == Freshness::Live;
+    if (live) {
+        // countdowns: data() computes remaining time from deadlines; repainting the viewport
+        // repaints the visible rows only
+        m_table->viewport()->update();
+        // leases run out between scans: a stale view follows the clock (cheap below 100k rows;
+        // larger tables catch up when rows change or the next scan ends)
+        if (m_proxy->stateFilter() == idem::StateFilter::Stale && m_model->rowCount() <= 100'000)
+            m_proxy->refilter();
+    }
     updateCounters();
-    m_scanLabel->setText(tr("%1 keys · %2 shown").arg(m_model->rowCount()).arg(m_proxy->rowCount()) +
-                         m_lastScan);
-    if (++m_ticks % 2 == 0 && m_model->rowCount() >= 0)
-        m_chart->addSample(QDateTime::currentDateTime(), m_model->stats());
+    m_scanLabel->setText(freshness() == Freshness::NoData
+                             ? tr("no data")
+                             : tr("%1 keys · %2 shown").arg(m_model->rowCount()).arg(m_proxy->rowCount()) + m_lastScan);
+    if (++m_ticks % 2 == 0) {
+        if (live)
+            m_chart->addSample(QDateTime::currentDateTime(), m_model->stats());
+        else if (m_everHeard)
+            m_chart->addOutage(QDateTime::currentDateTime());
+    }
 }
 
 void MainWindow::updateCounters()
 {
+    if (freshness() == Freshness::NoData) {
+        for (int i = 0; i < m_counters.size(); ++i)
+            m_counters[i]->setText(u"%1\n—"_s.arg(tr(kFilters[i].label)));
+        return;
+    }
     const idem::Stats s = m_model->stats();
     const std::size_t values[] = {s.total,   s.started,   s.stale,   s.blocked, s.completed, s.failed,
                                   s.expired, s.malformed, s.foreign, s.unknown, s.noTtl};
-    for (int i = 0; i < m_counters.size(); ++i)
-        m_counters[i]->setText(u"%1\n%2"_s.arg(tr(kFilters[i].label)).arg(values[i]));
+    for (int i = 0; i < m_counters.size(); ++i) {
+        QString value = QString::number(values[i]);
+        if (kFilters[i].filter == idem::StateFilter::Started && s.stale > 0)
+            value += tr(" (%1 stale)").arg(s.stale); // Started counts them too: say so
+        m_counters[i]->setText(u"%1\n%2"_s.arg(tr(kFilters[i].label), value));
+    }
 }
 
 void MainWindow::currentRowChanged()
 {
     const QModelIndex current = m_table->selectionModel()->currentIndex();
-    if (!current.isValid())
+    if (!current.isValid() || m_rowsGoing)
         return;
-    m_inspectedKey = m_proxy->data(current, KeyTableModel::KeyRole).toString();
-    m_inspector->setHtml(tr("<p>Reading %1…</p>").arg(m_inspectedKey.toHtmlEscaped()));
+    inspect(m_proxy->data(current, KeyTableModel::KeyRole).toString());
+}
+
+void MainWindow::inspect(const QString& key)
+{
+    if (key != m_inspectedKey || m_inspector->key() != key)
+        m_inspector->showReading(key);
+    m_inspectedKey = key;
+    updateActions();
+    if (freshness() == Freshness::AsOf) // the worker has no connection: say what the table knew
+        m_inspector->setStaleNote(tr("Not current: the connection to %1 is down, so this record cannot be read now.")
+                                      .arg(m_server));
+    QMetaObject::invokeMethod(m_worker, [w = m_worker, key] { w->inspect(key); });
+}
+
+void MainWindow::reinspect()
+{
+    if (m_inspectedKey.isEmpty() || freshness() != Freshness::Live)
+        return; // while not live the last answer stays, marked as not current
     QMetaObject::invokeMethod(m_worker, [w = m_worker, key = m_inspectedKey] { w->inspect(key); });
 }
 
 void MainWindow::showInspection(const QString& key, const QString& html)
 {
-    if (key == m_inspectedKey) // a late answer for a row no longer selected is dropped
-        m_inspector->setHtml(html);
+    if (key != m_inspectedKey) // a late answer for a row no longer selected is dropped
+        return;
+    m_inspector->showRecord(key, html);
+    updateActions();
+    Q_EMIT inspected(key);
+}
+
+void MainWindow::checkInspectedShown()
+{
+    if (m_inspectedKey.isEmpty())
+        return;
+    const int r = m_model->rowOfKey(m_inspectedKey);
+    if (r < 0)
+        return; // gone from the store: the inspector says so when it reads it again
+    if (m_proxy->mapFromSource(m_model->index(r, 0)).isValid())
+        return;
+    m_inspectedKey.clear(); // the filter hides it: the inspector never shows a row the table does not
+    m_inspector->clear(tr("The key you were inspecting is hidden by the filter."));
+    m_table->selectionModel()->clearCurrentIndex(); // and no other row looks chosen in its place
+    updateActions();
 }
 
 bool MainWindow::exportTo(const QString& path, QString* error) const
@@ -499,18 +951,60 @@ bool MainWindow::exportTo(const QString& path, QString* error) const
             *error = f.errorString();
         return false;
     }
-    const int columns = m_proxy->columnCount();
+    // raw values as of the moment the data was read: ISO 8601 times (UTC), milliseconds, full tokens
+    const qint64 now = m_model->serverNowMs();
+    const QString capturedAt = iso(m_model->isFrozen() ? m_model->frozenAtMs() : now);
+    struct Field {
+        const char* name;
+        std::function<QJsonValue(const KeyRow&)> value;
+    };
+    const auto ms = [](qint64 v) { return QJsonValue(static_cast<double>(v)); };
+    const auto time = [](qint64 v) { return v > 0 ? QJsonValue(iso(v)) : QJsonValue(QJsonValue::Null); };
+    const std::vector<Field> fields = {
+        {"key", [](const KeyRow& r) { return QJsonValue(r.keyText()); }},
+        {"id", [this](const KeyRow& r) { return QJsonValue(m_model->idOf(r)); }},
+        {"state", [now](const KeyRow& r) { return QJsonValue(QString::fromUtf8(idem::nameOf(r.stateAt(now)).data())); }},
+        {"stale", [now](const KeyRow& r) { return QJsonValue(r.isStale(now)); }},
+        {"no_lease", [](const KeyRow& r) { return QJsonValue(r.blocked()); }},
+        {"terminal", [](const KeyRow& r) { return QJsonValue(r.terminal()); }},
+        {"format", [](const KeyRow& r) { return QJsonValue(QString::fromUtf8(idem::nameOf(r.format).data())); }},
+        {"type", [](const KeyRow& r) { return QJsonValue(QString::fromLatin1(r.typeName())); }},
+        {"ttl_ms", [&](const KeyRow& r) { return ms(r.noTtl() ? -1 : std::max<qint64>(0, r.expiresAtMs - now)); }},
+        {"expires_at", [&](const KeyRow& r) { return time(r.noTtl() ? 0 : r.expiresAtMs); }},
+        {"created_at", [&](const KeyRow& r) { return time(r.createdMs); }},
+        {"age_ms", [&](const KeyRow& r) { return r.createdMs > 0 ? ms(now - r.createdMs) : QJsonValue(QJsonValue::Null); }},
+        {"lease_until", [&](const KeyRow& r) {
+             return time(r.state == idem::RecordState::Started ? r.leaseUntilMs : 0);
+         }},
+        {"lease_remaining_ms", [&](const KeyRow& r) {
+             return r.state == idem::RecordState::Started && r.leaseUntilMs > 0 ? ms(r.leaseUntilMs - now)
+                                                                                 : QJsonValue(QJsonValue::Null);
+         }},
+        {"owner", [](const KeyRow& r) { return QJsonValue(r.owner()); }},
+        {"attempt", [&](const KeyRow& r) { return ms(r.attempt); }},
+        {"fence", [&](const KeyRow& r) { return ms(r.fence); }},
+        {"note", [](const KeyRow& r) { return QJsonValue(r.note); }},
+    };
+    const auto rowAt = [this](int r) -> const KeyRow& {
+        return m_model->row(m_proxy->mapToSource(m_proxy->index(r, 0)).row());
+    };
     if (path.endsWith(u".json"_s, Qt::CaseInsensitive)) {
         QJsonArray rows;
         for (int r = 0; r < m_proxy->rowCount(); ++r) {
             QJsonObject o;
-            o[u"key"_s] = m_proxy->data(m_proxy->index(r, 0), KeyTableModel::KeyRole).toString();
-            for (int c = 0; c < columns; ++c)
-                o[m_proxy->headerData(c, Qt::Horizontal).toString().toLower().replace(u' ', u'_')] =
-                    m_proxy->data(m_proxy->index(r, c)).toString();
+            for (const Field& field : fields)
+                o[QLatin1String(field.name)] = field.value(rowAt(r));
             rows.append(o);
         }
-        f.write(QJsonDocument(rows).toJson(QJsonDocument::Indented));
+        const QJsonObject doc{{u"captured_at"_s, capturedAt},
+                              {u"exported_at"_s, iso(QDateTime::currentMSecsSinceEpoch())},
+                              {u"live"_s, freshness() == Freshness::Live},
+                              {u"server"_s, m_server},
+                              {u"namespace"_s, m_options.connection.keyNamespace},
+                              {u"filter"_s, QJsonObject{{u"state"_s, QString::fromUtf8(idem::nameOf(m_proxy->stateFilter()).data())},
+                                                        {u"text"_s, m_proxy->text()}}},
+                              {u"rows"_s, rows}};
+        f.write(QJsonDocument(doc).toJson(QJsonDocument::Indented));
         return true;
     }
     auto csv = [](QString s) {
@@ -518,14 +1012,20 @@ bool MainWindow::exportTo(const QString& path, QString* error) const
             s = u'"' + s.replace(u"\""_s, u"\"\""_s) + u'"';
         return s;
     };
-    QStringList header{u"key"_s};
-    for (int c = 0; c < columns; ++c)
-        header << csv(m_proxy->headerData(c, Qt::Horizontal).toString());
+    QStringList header;
+    for (const Field& field : fields)
+        header << QLatin1String(field.name);
+    header << u"captured_at"_s;
     f.write(header.join(u',').toUtf8() + '\n');
     for (int r = 0; r < m_proxy->rowCount(); ++r) {
-        QStringList line{csv(m_proxy->data(m_proxy->index(r, 0), KeyTableModel::KeyRole).toString())};
-        for (int c = 0; c < columns; ++c)
-            line << csv(m_proxy->data(m_proxy->index(r, c)).toString());
+        QStringList line;
+        for (const Field& field : fields) {
+            const QJsonValue v = field.value(rowAt(r));
+            line << csv(v.isBool() ? (v.toBool() ? u"true"_s : u"false"_s)
+                        : v.isDouble() ? QString::number(static_cast<qint64>(v.toDouble()))
+                                       : v.toString());
+        }
+        line << capturedAt;
         f.write(line.join(u',').toUtf8() + '\n');
     }
     return true;
@@ -541,7 +1041,7 @@ void MainWindow::exportView()
     if (!exportTo(path, &error))
         QMessageBox::warning(this, tr("Export"), tr("Could not write %1: %2").arg(path, error));
     else
-        statusBar()->showMessage(tr("Exported %1 rows to %2").arg(m_proxy->rowCount()).arg(path), 6000);
+        noteAction(tr("Exported %1 rows to %2").arg(m_proxy->rowCount()).arg(path));
 }
 
 void MainWindow::showAuditTrail()
@@ -559,33 +1059,45 @@ void MainWindow::showAuditTrail()
         const AuditEntry& e = entries[entries.size() - 1 - i]; // newest first
         const QString cells[] = {e.when.toString(u"yyyy-MM-dd HH:mm:ss"_s), e.who, e.action,
                                  QString::number(e.keys), QString::number(e.changed), e.why, e.server, e.sample, e.error};
-        for (int c = 0; c < 9; ++c)
-            table->setItem(i, c, new QTableWidgetItem(cells[c]));
+        for (int c = 0; c < 9; ++c) {
+            auto* item = new QTableWidgetItem(cells[c]);
+            item->setToolTip(cells[c]);
+            table->setItem(i, c, item);
+        }
     }
     table->resizeColumnsToContents();
     table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     auto* layout = new QVBoxLayout(&dialog);
     layout->addWidget(table);
-    dialog.resize(1000, 400);
+    dialog.resize(std::min(1000, width()), std::min(400, height()));
     dialog.exec();
 }
 
-void MainWindow::openConnectDialog()
+void MainWindow::openConnectDialog() { openConnectFor(QString(), QString()); }
+
+void MainWindow::openConnectFor(const QString& field, const QString& message)
 {
-    ConnectDialog dialog(m_credentials, this);
-    if (dialog.exec() != QDialog::Accepted)
-        return;
-    const ConnectionSettings s = dialog.settings();
-    const QString account = describe(s.url);
-    Settings::instance().addRecentUrl(account);
-    Settings::instance().setKeyNamespace(s.keyNamespace);
-    if (dialog.rememberPassword() && !s.password.isEmpty())
-        m_credentials->save(account, s.password, [this](const QString& error) {
-            if (!error.isEmpty())
-                statusBar()->showMessage(tr("Password not kept: %1").arg(error), 8000);
+    if (!m_connectDialog) {
+        m_connectDialog = new ConnectDialog(m_credentials, this);
+        m_connectDialog->setAttribute(Qt::WA_DeleteOnClose);
+        m_connectDialog->setSettings(m_options.connection);
+        connect(m_connectDialog, &QDialog::accepted, this, [this, dialog = m_connectDialog] {
+            const ConnectionSettings s = dialog->settings();
+            const QString account = describe(s.url);
+            Settings::instance().addRecentUrl(account);
+            Settings::instance().setKeyNamespace(s.keyNamespace);
+            if (dialog->rememberPassword() && !s.password.isEmpty())
+                m_credentials->save(account, s.password, [this](const QString& error) {
+                    if (!error.isEmpty())
+                        noteAction(tr("Password not kept: %1").arg(error));
+                });
+            else
+                m_credentials->forget(account);
+            m_options.titleNote.clear();
+            connectTo(s);
         });
-    else
-        m_credentials->forget(account);
-    m_options.titleNote.clear();
-    connectTo(s);
+        m_connectDialog->open(); // window-modal, and the event loop goes on: the console stays live
+    }
+    if (!field.isEmpty())
+        m_connectDialog->highlight(field, message);
 }

@@ -3,19 +3,27 @@
 #include "audittrail.h"
 #include "consoleworker.h"
 
+#include <QDateTime>
 #include <QMainWindow>
 #include <QPointer>
 #include <QThread>
 
 class QAction;
 class QComboBox;
+class QFrame;
 class QLabel;
 class QLineEdit;
+class QPushButton;
 class QTableView;
 class QTextBrowser;
+class QTimer;
 class QToolButton;
+class ConnectDialog;
 class CountsChart;
 class CredentialStore;
+class ElidedLabel;
+class FrozenTableView;
+class InspectorPanel;
 class KeyFilterProxy;
 class KeyTableModel;
 class QTabWidget;
@@ -24,34 +32,57 @@ class RaceLabWidget;
 // The operator console: counters and a chart per state, the live key table with countdowns,
 // an inspector, and force-fail / purge with confirmation and an audit trail. Every Redis
 // conversation happens in a ConsoleWorker on the "idem-redis" thread.
+//
+// It says how current what it shows is: with no data yet the counters read "—", not 0; when the
+// connection goes, a banner says since when, the table and counters turn grey, countdowns stop at
+// the moment the data was last read, the chart leaves a gap and the actions are off until the
+// server is back. A refusal that retrying cannot fix stops the retries and opens Connect.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
     struct Options {
         ConnectionSettings connection;
-        bool readOnly = false;
-        QString titleNote;  // e.g. "embedded demo redis-server"
-        QString auditPath;  // default: AuditTrail::defaultPath()
+        bool readOnly = false; // --read-only: for the whole session, whatever the toggle says
+        QString titleNote;     // e.g. "embedded demo redis-server"
+        QString auditPath;     // default: AuditTrail::defaultPath()
         bool connectNow = true;
     };
+    // How current the data shown is
+    enum class Freshness { NoData, Live, AsOf };
+    Q_ENUM(Freshness)
 
     explicit MainWindow(Options options, QWidget* parent = nullptr);
     ~MainWindow() override;
 
     KeyTableModel* model() const { return m_model; }
     KeyFilterProxy* proxy() const { return m_proxy; }
-    QTableView* table() const { return m_table; }
-    QTextBrowser* inspector() const { return m_inspector; }
+    QTableView* table() const;
+    QTextBrowser* inspector() const;
+    InspectorPanel* inspectorPanel() const { return m_inspector; }
     QLineEdit* filterEdit() const { return m_filter; }
     QComboBox* stateBox() const { return m_stateBox; }
     AuditTrail* auditTrail() const { return m_audit; }
     RaceLabWidget* raceLab() const { return m_raceLab; }
+    CountsChart* chart() const { return m_chart; }
     QTabWidget* tabs() const { return m_tabs; }
+    QFrame* banner() const { return m_banner; }
+    QString bannerText() const;
+    QToolButton* counter(int i) const { return m_counters.value(i); }
     QAction* forceFailAction() const { return m_forceFail; }
     QAction* purgeAction() const { return m_purge; }
+    QAction* forceFailAllAction() const { return m_forceFailAll; }
+    QAction* purgeAllAction() const { return m_purgeAll; }
     QAction* readOnlyAction() const { return m_readOnlyAction; }
     bool isReadOnly() const { return m_readOnly; }
+    // why read-only cannot be switched off now (--read-only, the user may not write); empty if it can
+    QString readOnlyLock() const;
+    Freshness freshness() const;
+    QDateTime dataAsOf() const { return m_lastHeard; } // when the server last answered
+    QString server() const { return m_server; }
+    // Rows shown, with raw values (ISO 8601 times, numbers, full tokens) and when they were read.
     bool exportTo(const QString& path, QString* error = nullptr) const; // .csv or .json
+    // The open Connect dialog, if any (tests; after a refusal it opens by itself)
+    ConnectDialog* connectDialog() const;
 
 public Q_SLOTS:
     void connectTo(const ConnectionSettings& settings);
@@ -64,38 +95,62 @@ public Q_SLOTS:
     void showAuditTrail();
     void exportView();
     void openConnectDialog();
+    void clearFilter(); // Esc: the text first, then the state
+    void showShortcuts();
 
 Q_SIGNALS:
     void scanCompleted(const ScanSummary& summary);
     void actionCompleted(const ActionResult& result);
     void linkStateChanged(ConsoleWorker::Link link);
+    void freshnessChanged(MainWindow::Freshness freshness);
+    void inspected(const QString& key); // the inspector shows what the server answered for key
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void buildUi();
     void buildActions();
+    void placeOnScreen();
+    void sizeColumns();
     QVector<KeyRow> rowsFor(bool selectedOnly) const;
     void runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection);
+    void actOnKey(bool forceFail, const QString& key);
     void tick();
     void updateCounters();
+    void updateFreshness(); // banner, greying, frozen clock, actions, after any change of link or data
+    void updateActions();
+    void heard(qint64 serverNowMs);
+    void inspect(const QString& key);
+    void reinspect(); // the inspected key again, after an action, a scan or a reconnect
     void showInspection(const QString& key, const QString& html);
+    void checkInspectedShown(); // cleared when the filter hides its row
     void currentRowChanged();
+    void noteAction(const QString& text);
+    void openConnectFor(const QString& field, const QString& message);
 
     Options m_options;
     QThread m_thread;
     QPointer<ConsoleWorker> m_worker;
     KeyTableModel* m_model;
     KeyFilterProxy* m_proxy;
-    QTableView* m_table = nullptr;
-    QTextBrowser* m_inspector = nullptr;
+    FrozenTableView* m_table = nullptr;
+    InspectorPanel* m_inspector = nullptr;
     QTabWidget* m_tabs = nullptr;
     RaceLabWidget* m_raceLab = nullptr;
     QLineEdit* m_filter = nullptr;
     QComboBox* m_stateBox = nullptr;
     CountsChart* m_chart = nullptr;
+    QWidget* m_counterBox = nullptr;
     QVector<QToolButton*> m_counters;
-    QLabel* m_linkLabel = nullptr;
-    QLabel* m_liveLabel = nullptr;
-    QLabel* m_scanLabel = nullptr;
+    QFrame* m_banner = nullptr;
+    QLabel* m_bannerText = nullptr;
+    QPushButton* m_bannerConnect = nullptr;
+    ElidedLabel* m_linkLabel = nullptr;
+    ElidedLabel* m_liveLabel = nullptr;
+    ElidedLabel* m_scanLabel = nullptr;
+    ElidedLabel* m_modeLabel = nullptr;
     QLabel* m_coverageLabel = nullptr;
     QAction* m_forceFail = nullptr;
     QAction* m_purge = nullptr;
@@ -104,9 +159,22 @@ private:
     QAction* m_readOnlyAction = nullptr;
     AuditTrail* m_audit;
     CredentialStore* m_credentials;
+    QPointer<ConnectDialog> m_connectDialog;
+    QTimer* m_reinspectTimer = nullptr;
+    QTimer* m_shownCheckTimer = nullptr;
     QString m_inspectedKey;
     QString m_server; // URL without password
     QString m_lastScan;
     bool m_readOnly = false;
+    bool m_rowsGoing = false; // the proxy is removing rows
+    QString m_writeRefused; // why the server will not take changes from this user; empty: it will
+    ConsoleWorker::Link m_link = ConsoleWorker::Link::Disconnected;
+    QString m_linkDetail;
+    bool m_everHeard = false;  // this server has answered since connectTo
+    bool m_freshScan = false;  // a scan has completed since the link last came up
+    QDateTime m_lastHeard;     // local time of the server's last answer
+    qint64 m_lastHeardServerMs = 0;
+    QDateTime m_lostAt;        // when the link last went down
+    Freshness m_freshness = Freshness::NoData;
     int m_ticks = 0;
 };

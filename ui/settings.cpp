@@ -36,15 +36,8 @@ void Settings::setKeyNamespace(const QString& ns)
     Q_EMIT keyNamespaceChanged(ns);
 }
 
-bool Settings::readOnly() const { return QSettings().value(u"console/readOnly"_s, false).toBool(); }
-
-void Settings::setReadOnly(bool on)
-{
-    if (on == readOnly())
-        return;
-    QSettings().setValue(u"console/readOnly"_s, on);
-    Q_EMIT readOnlyChanged(on);
-}
 
 QByteArray Settings::windowState() const { return QSettings().value(u"window/state"_s).toByteArray(); }
 void Settings::setWindowState(const QByteArray& state) { QSettings().setValue(u"window/state"_s, state); }
+QByteArray Settings::windowGeometry() const { return QSettings().value(u"window/geometry"_s).toByteArray(); }
+void Settings::setWindowGeometry(const QByteArray& geometry) { QSettings().setValue(u"window/geometry"_s, geometry); }

@@ -14,15 +14,16 @@ public:
     void addRecentUrl(const QString& urlWithoutPassword);
     QString keyNamespace() const;
     void setKeyNamespace(const QString& ns);
-    bool readOnly() const;
-    void setReadOnly(bool on);
+    // (read-only is never kept: a session is read-only because it was started so, or because the
+    // server says its user may not write - not because an earlier session was)
     QByteArray windowState() const;
     void setWindowState(const QByteArray& state);
+    QByteArray windowGeometry() const;
+    void setWindowGeometry(const QByteArray& geometry);
 
 Q_SIGNALS:
     void recentUrlsChanged();
     void keyNamespaceChanged(const QString& ns);
-    void readOnlyChanged(bool on);
 
 private:
     Settings() = default;

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <QTableView>
+
+// A table whose first column (the key's id) stays put while the others scroll sideways: a second
+// view of the same model and selection, showing column 0 only, laid over the left edge (Qt's
+// frozen column example). A click on its header sorts as the main header does.
+class FrozenTableView : public QTableView {
+    Q_OBJECT
+public:
+    explicit FrozenTableView(QWidget* parent = nullptr);
+    void setModel(QAbstractItemModel* model) override;
+    QTableView* frozenView() const { return m_frozen; }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+    QModelIndex moveCursor(CursorAction cursorAction, Qt::KeyboardModifiers modifiers) override;
+    void scrollTo(const QModelIndex& index, ScrollHint hint = EnsureVisible) override;
+    void updateGeometries() override;
+    bool viewportEvent(QEvent* event) override;
+
+private:
+    void updateFrozenGeometry();
+    void syncFrozen(); // row height, fonts, palette, hidden columns, sort indicator
+
+    QTableView* m_frozen;
+};
