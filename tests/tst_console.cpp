@@ -6,6 +6,7 @@
 #include "connectdialog.h"
 #include "consoleworker.h"
 #include "countschart.h"
+#include "elidedlabel.h"
 #include "frozentableview.h"
 #include "inspectorpanel.h"
 #include "keyfilterproxy.h"
@@ -220,6 +221,11 @@ private slots:
             QVERIFY(r->opBy.find("idem-console") != std::string::npos);
         }
         QTRY_COMPARE_WITH_TIMEOUT(w.proxy()->rowCount(), 0, 5000); // no longer stale
+        // the action's result is in the status bar beside the connection's state, not instead of it
+        QVERIFY(w.statusBar()->currentMessage().contains(u"force-fail: 3 of 3"_s));
+        auto* link = w.findChild<ElidedLabel*>(u"linkState"_s);
+        QVERIFY(link->isVisible());
+        QVERIFY(link->text().contains(u"connected to"_s));
         const auto audit = w.auditTrail()->entries();
         QCOMPARE(audit.size(), 1);
         QCOMPARE(audit.first().action, u"force-fail (retryable)"_s);
@@ -531,6 +537,7 @@ private slots:
         w.forceFailSelected(); // no dialog: it says at once that it cannot
         QVERIFY(!QApplication::activeModalWidget());
         QVERIFY(w.statusBar()->currentMessage().contains(u"Not connected"_s));
+        QCOMPARE(w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(), u"no live updates"_s);
         QTest::qWait(2200); // the chart records the outage
         const int before = inspected.count();
 
@@ -968,6 +975,48 @@ private slots:
             }
             QApplication::setFont(original);
         }
+    }
+
+    // The first size fits the screen it opens on; a size given later comes back
+    void windowFitsTheScreenAndRemembersItsGeometry()
+    {
+        QRect given;
+        {
+            MainWindow w(options());
+            w.show();
+            const QRect avail = w.screen()->availableGeometry();
+            QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(u"%1,%2 %3x%4 on %5x%6"_s.arg(w.x()).arg(w.y())
+                                                                      .arg(w.width()).arg(w.height())
+                                                                      .arg(avail.width()).arg(avail.height())));
+            w.setGeometry(QRect(avail.topLeft() + QPoint(10, 10), w.minimumSizeHint().expandedTo(QSize(700, 500))));
+            given = w.geometry();
+            w.close();
+        }
+        MainWindow w(options());
+        w.show();
+        QCOMPARE(w.size(), given.size());
+    }
+
+    // Help ▸ Keyboard shortcuts lists every shortcut of the menus, and Esc
+    void helpListsTheShortcuts()
+    {
+        MainWindow w(options());
+        w.show();
+        QStringList listed;
+        QTimer::singleShot(0, [&] {
+            auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget());
+            if (!dialog)
+                return;
+            auto* table = dialog->findChild<QTableWidget*>(u"shortcutTable"_s);
+            for (int r = 0; r < table->rowCount(); ++r)
+                listed << table->item(r, 0)->text() + u" = "_s + table->item(r, 1)->text();
+            dialog->reject();
+        });
+        w.showShortcuts();
+        const QString all = listed.join(u'\n');
+        for (const char* expected : {"Ctrl+F = Filter", "Esc = Clear the filter", "Ctrl+O = Connect…", "F1 = Keyboard shortcuts…",
+                                     "Ctrl+Shift+F = Force-fail selected…", "Del = Purge selected…"})
+            QVERIFY2(all.contains(QString::fromUtf8(expected)), qPrintable(all));
     }
 
     // --help and --version answer without a display

@@ -113,6 +113,8 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(model.data(model.index(r, 0), KeyTableModel::StaleRole).toBool(), 3000);
         QCOMPARE(model.data(model.index(r, KeyTableModel::State)).toString(), u"STALE"_qs);
         QVERIFY(model.data(model.index(r, KeyTableModel::Note)).toString().startsWith(u"lease expired"_qs));
+        // what a column may cut is whole in its tooltip
+        QCOMPARE(model.data(model.index(r, KeyTableModel::Id), Qt::ToolTipRole).toString(), u"ns:{lease}"_qs);
         QVERIFY(model.data(model.index(r, KeyTableModel::Ttl)).toString() != u"1m"_qs); // counted down
         QVERIFY(model.data(model.index(r, 0), Qt::BackgroundRole).isValid());        // highlighted
         QVERIFY(model.data(model.index(r, KeyTableModel::State), Qt::DecorationRole).isValid());
@@ -124,6 +126,13 @@ private slots:
         QCOMPARE(s.total, std::size_t(2));
         QCOMPARE(s.stale, std::size_t(1));
         QCOMPARE(s.noTtl, std::size_t(1));
+        KeyRow owned = row(u"owned"_qs, idem::RecordState::Started, server, 60'000, 30'000);
+        owned.guard = "0123456789abcdef0123456789abcdef";
+        model.upsert({owned}, server, 1);
+        const int o = model.rowOfKey(u"ns:{owned}"_qs);
+        QCOMPARE(model.data(model.index(o, KeyTableModel::Owner)).toString(), QString::fromLatin1(owned.guard)); // whole
+        QCOMPARE(model.data(model.index(o, KeyTableModel::Owner), Qt::ToolTipRole).toString(),
+                 QString::fromLatin1(owned.guard));
     }
 
     // When the data stops being current the clock stops where it was last read: no countdown, no

@@ -214,6 +214,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
         m_liveLabel->setText(live ? tr("live: %1").arg(detail) : detail);
     });
+    m_liveLabel->setObjectName(u"liveUpdates"_s);
     connect(m_worker, &ConsoleWorker::inspected, this, &MainWindow::showInspection);
     connect(m_worker, &ConsoleWorker::actionDone, this, [this](const ActionResult& r) {
         noteAction(r.error.isEmpty() ? tr("%1: %2 of %3 key(s) changed, %4 left as they were")
@@ -688,6 +689,8 @@ void MainWindow::updateFreshness()
                    .arg(m_server, m_lostAt.toString(u"HH:mm:ss"_s), m_linkDetail, asOf);
         offerConnect = true;
     }
+    if (m_link != Link::Connected)
+        m_liveLabel->setText(tr("no live updates"));
     m_bannerText->setText(text);
     m_banner->setStyleSheet(theme::bannerStyle(severity, palette()));
     m_bannerConnect->setVisible(offerConnect);
