@@ -1,30 +1,34 @@
 #!/usr/bin/env bash
-# Refreshes the README's screenshots: the console on its embedded demo server under Xvfb, the
-# main window, a stale lock selected so the inspector shows its record, and the race lab after
-# firing all four strategies.
+# Regenerates resources/screenshots/: the console on a private redis-server with demo traffic,
+# under Xvfb, at 1024x700, 1366x768 and 1920x1080, each in a light and a dark palette, scene by
+# scene (build/tests/idem-console-shots drives them): the live console, a stale lock in the
+# inspector, a purge's confirmation, the race lab, the forced interleaving taught step by step,
+# the connection lost, a password refused; and projector mode on a 1024x768 projector. The
+# README's console.png, inspector.png and racelab.png are the 1366x768 light ones.
+#   bash tools/screenshot.sh            (after tools/test.sh or tools/run.sh built the console)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v xdotool >/dev/null || { apt-get install -y -qq xdotool >/dev/null || sudo apt-get install -y -qq xdotool; }
+need() { command -v "$1" >/dev/null || apt-get install -y -qq "$2" >/dev/null || sudo apt-get install -y -qq "$2"; }
+need xvfb-run xvfb
+need pngquant pngquant
+cmake --build build --target idem-console-shots >/dev/null
 out=resources/screenshots
 mkdir -p "$out"
-audit=$(mktemp)
-xvfb-run -a -s "-screen 0 1320x860x24" bash -c "
-  build/app/idem-console --audit-file '$audit' & pid=\$!
-  sleep 12
-  xdotool search --sync --name 'idem console' windowmove 0 0 windowsize 1320 860
-  sleep 1
-  import -window root '$out/console.png'
-  xdotool mousemove 259 107 click 1   # the 'Stale' counter: show stale locks only
-  sleep 1
-  xdotool mousemove 120 340 click 1   # the first row
-  sleep 2
-  import -window root '$out/inspector.png'
-  xdotool mousemove 89 71 click 1     # the Race lab tab
-  sleep 1
-  xdotool mousemove 108 366 click 1   # Fire: all four strategies
-  sleep 25
-  import -window root '$out/racelab.png'
-  kill \$pid; wait \$pid || true
-"
-rm -f "$audit"
+
+every="console,inspector,confirm,racelab,teaching,disconnected,refused"
+shoot() { # size palette scenes
+  xvfb-run -a -s "-screen 0 ${1}x24" build/tests/idem-console-shots --out "$out" --palette "$2" --scenes "$3" \
+    --tag "$1-$2" 2>/dev/null
+}
+for palette in light dark; do
+  shoot 1024x700 "$palette" "$every"
+  shoot 1366x768 "$palette" "$every"
+  shoot 1920x1080 "$palette" "console,racelab,teaching,disconnected"
+  shoot 1024x768 "$palette" "projector"
+done
+cp "$out/console-1366x768-light.png" "$out/console.png"
+cp "$out/inspector-1366x768-light.png" "$out/inspector.png"
+cp "$out/racelab-1366x768-light.png" "$out/racelab.png"
+# 256 colours chosen per image: a third of the size, the colours as they were
+pngquant --quality 80-95 --speed 1 --force --ext .png "$out"/*.png
 echo "screenshots in $out"

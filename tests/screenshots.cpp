@@ -1,0 +1,210 @@
+// idem-console-shots: the console's screenshots, scene by scene, on a private redis-server with
+// demo traffic. tools/screenshot.sh runs it under Xvfb at each screen size and palette; the
+// window fills the screen as a maximised window would.
+//
+//   idem-console-shots --out DIR --palette light|dark [--scenes a,b,...] [--tag 1024x700-light]
+//
+// Scenes: console, inspector, confirm, racelab, teaching, projector, disconnected, refused.
+// Each is saved as DIR/<scene>-<tag>.png (the whole screen, dialogs included).
+#include "confirmdialog.h"
+#include "connectdialog.h"
+#include "countschart.h"
+#include "keyfilterproxy.h"
+#include "keytablemodel.h"
+#include "mainwindow.h"
+#include "racelabwidget.h"
+#include "theme.h"
+#include "timelineview.h"
+
+#include "idem/lab/demotraffic.h"
+#include "idem/redis/localserver.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QPushButton>
+#include <QScreen>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolButton>
+#include <cstdio>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+QString g_out, g_tag;
+
+void save(const QString& scene)
+{
+    QApplication::processEvents();
+    QTest::qWait(300);
+    QScreen* screen = QGuiApplication::primaryScreen();
+    QPixmap shot = screen->grabWindow(0);
+    if (shot.isNull() || QGuiApplication::platformName() == u"offscreen"_s) // no screen to grab: the window
+        shot = QApplication::activeWindow() ? QApplication::activeWindow()->grab() : QPixmap();
+    const QString path = g_out + u'/' + scene + u'-' + g_tag + u".png"_s;
+    if (!shot.toImage().convertToFormat(QImage::Format_RGB32).save(path, "PNG", 9))
+        std::fprintf(stderr, "idem-console-shots: cannot write %s\n", qPrintable(path));
+    else
+        std::printf("%s\n", qPrintable(path));
+}
+
+bool waitFor(const std::function<bool()>& done, int ms)
+{
+    QElapsedTimer t;
+    t.start();
+    while (!done()) {
+        if (t.elapsed() > ms)
+            return false;
+        QTest::qWait(50);
+    }
+    return true;
+}
+
+// Shows what a modal dialog opened by `open` looks like, then closes it.
+void withModal(const std::function<void()>& open, const QString& scene)
+{
+    QTimer::singleShot(600, [scene] {
+        save(scene);
+        if (QWidget* modal = QApplication::activeModalWidget())
+            QMetaObject::invokeMethod(modal, "reject", Qt::QueuedConnection);
+    });
+    open();
+}
+
+void selectFilter(MainWindow& w, idem::StateFilter f)
+{
+    for (int i = 0; i < w.stateBox()->count(); ++i)
+        if (w.stateBox()->itemData(i).toInt() == static_cast<int>(f))
+            w.stateBox()->setCurrentIndex(i);
+}
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationVersion(u"0.1.0"_s);
+    QStandardPaths::setTestModeEnabled(true); // no settings of the user's read or written
+    const QStringList args = app.arguments();
+    QString palette = u"light"_s;
+    QStringList scenes = {u"console"_s,  u"inspector"_s, u"confirm"_s,      u"racelab"_s,
+                          u"teaching"_s, u"projector"_s, u"disconnected"_s, u"refused"_s};
+    for (qsizetype i = 1; i + 1 < args.size(); i += 2) {
+        if (args[i] == u"--out"_s)
+            g_out = args[i + 1];
+        else if (args[i] == u"--palette"_s)
+            palette = args[i + 1];
+        else if (args[i] == u"--scenes"_s)
+            scenes = args[i + 1].split(u',');
+        else if (args[i] == u"--tag"_s)
+            g_tag = args[i + 1];
+    }
+    if (g_out.isEmpty()) {
+        std::fprintf(stderr, "usage: idem-console-shots --out DIR [--palette light|dark] [--scenes a,b] [--tag T]\n");
+        return 64;
+    }
+    QDir().mkpath(g_out);
+    theme::apply(palette == u"dark"_s ? theme::Palette::Dark : theme::Palette::Light);
+    const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+    if (g_tag.isEmpty())
+        g_tag = u"%1x%2-%3"_s.arg(screen.width()).arg(screen.height()).arg(palette);
+
+    QTemporaryDir tmp;
+    idem::LocalServerOptions lo;
+    lo.extraArgs = {"--notify-keyspace-events", "KEA"};
+    idem::LocalServer server(lo);
+    idem::DemoTraffic demo(server.connectionOptions());
+    demo.seed();
+    demo.start();
+
+    MainWindow::Options o;
+    o.connection.url = QString::fromStdString(server.url());
+    o.connection.pattern = u"*"_s;
+    o.titleNote = u"embedded demo redis-server"_s;
+    o.auditPath = tmp.filePath(u"audit.jsonl"_s);
+    MainWindow w(o);
+    w.setGeometry(screen); // as maximised
+    w.show();
+    QSignalSpy scans(&w, &MainWindow::scanCompleted);
+    scans.wait(10000);
+    waitFor([&] { return w.chart()->sampleCount() >= 8; }, 30000); // a few samples of demo traffic
+    RaceLabWidget* lab = w.raceLab();
+
+    for (const QString& scene : scenes) {
+        if (scene == u"console"_s) {
+            w.tabs()->setCurrentIndex(0);
+            save(scene);
+        } else if (scene == u"inspector"_s) {
+            w.tabs()->setCurrentIndex(0);
+            selectFilter(w, idem::StateFilter::Stale);
+            QSignalSpy inspected(&w, &MainWindow::inspected);
+            w.table()->selectRow(0);
+            inspected.wait(5000);
+            save(scene);
+        } else if (scene == u"confirm"_s) {
+            w.tabs()->setCurrentIndex(0);
+            selectFilter(w, idem::StateFilter::Stale);
+            withModal([&] { w.purgeFiltered(); }, scene);
+        } else if (scene == u"racelab"_s) {
+            w.tabs()->setCurrentWidget(lab);
+            lab->forcedBox()->setChecked(false);
+            lab->teachingBox()->setChecked(false);
+            lab->strategyBox()->setCurrentIndex(0);
+            QSignalSpy done(lab, &RaceLabWidget::finished);
+            lab->fireButton()->click();
+            done.wait(60000);
+            QTest::qWait(2500); // the timelines finish drawing themselves in
+            save(scene);
+        } else if (scene == u"teaching"_s || scene == u"projector"_s) {
+            w.tabs()->setCurrentWidget(lab);
+            if (lab->results().size() != 1 || !lab->teachingBox()->isChecked()) {
+                lab->strategyBox()->setCurrentIndex(lab->strategyBox()->findText(u"naive"_s));
+                lab->forcedBox()->setChecked(true);
+                lab->teachingBox()->setChecked(true);
+                QSignalSpy done(lab, &RaceLabWidget::finished);
+                lab->fireButton()->click();
+                done.wait(30000);
+                for (int step = 0; step < 5; ++step) // up to B running it a second time
+                    lab->nextStepButton()->click();
+            }
+            if (lab->projectorButton()->isChecked() != (scene == u"projector"_s))
+                lab->projectorButton()->click();
+            save(scene);
+            if (lab->projectorButton()->isChecked())
+                lab->projectorButton()->click();
+        } else if (scene == u"disconnected"_s) {
+            w.tabs()->setCurrentIndex(0);
+            selectFilter(w, idem::StateFilter::Any);
+            QSignalSpy inspected(&w, &MainWindow::inspected);
+            w.table()->selectRow(2);
+            inspected.wait(5000);
+            demo.stop();
+            server.kill();
+            waitFor([&] { return w.freshness() == MainWindow::Freshness::AsOf; }, 10000);
+            QTest::qWait(4500); // the outage shows in the chart
+            save(scene);
+        } else if (scene == u"refused"_s) {
+            idem::LocalServerOptions locked;
+            locked.extraArgs = {"--requirepass", "s3cret"};
+            idem::LocalServer guarded(locked);
+            ConnectionSettings s = o.connection;
+            s.url = QString::fromStdString(guarded.url());
+            w.tabs()->setCurrentIndex(0);
+            w.connectTo(s);
+            waitFor([&] { return w.connectDialog() && w.connectDialog()->isVisible(); }, 10000);
+            QTest::qWait(500);
+            save(scene);
+            if (w.connectDialog())
+                w.connectDialog()->reject();
+        } else {
+            std::fprintf(stderr, "idem-console-shots: no scene '%s'\n", qPrintable(scene));
+        }
+    }
+    demo.stop();
+    return 0;
+}
