@@ -966,6 +966,11 @@ private slots:
                 QVERIFY(frozen->isVisible());
                 QCOMPARE(frozen->columnWidth(0), w.table()->columnWidth(0));
                 QVERIFY(frozen->isColumnHidden(1));
+                // settings made on the table after its model was set reach the frozen column too
+                QCOMPARE(frozen->selectionBehavior(), QAbstractItemView::SelectRows);
+                QCOMPARE(frozen->selectionMode(), QAbstractItemView::ExtendedSelection);
+                QVERIFY(frozen->alternatingRowColors());
+                QCOMPARE(frozen->font(), w.table()->font());
                 w.tabs()->setCurrentWidget(w.raceLab());
                 QVERIFY2(w.raceLab()->minimumSizeHint().width() <= 1000,
                          qPrintable(u"x%1: %2"_s.arg(scale).arg(w.raceLab()->minimumSizeHint().width())));

@@ -63,23 +63,37 @@ void FrozenTableView::syncFrozen()
     if (!model())
         return;
     for (int c = 1; c < model()->columnCount(); ++c)
-        m_frozen->setColumnHidden(c, true);
-    m_frozen->setColumnWidth(0, columnWidth(0));
-    m_frozen->verticalHeader()->setSectionResizeMode(verticalHeader()->sectionResizeMode(0));
-    m_frozen->verticalHeader()->setDefaultSectionSize(verticalHeader()->defaultSectionSize());
-    m_frozen->horizontalHeader()->setFixedHeight(horizontalHeader()->height());
-    m_frozen->setSelectionBehavior(selectionBehavior());
-    m_frozen->setSelectionMode(selectionMode());
-    m_frozen->setAlternatingRowColors(alternatingRowColors());
-    m_frozen->setTextElideMode(textElideMode());
-    m_frozen->setPalette(palette());
-    m_frozen->setFont(font());
+        if (!m_frozen->isColumnHidden(c))
+            m_frozen->setColumnHidden(c, true);
+    QHeaderView* rows = m_frozen->verticalHeader();
+    if (rows->sectionResizeMode(0) != QHeaderView::Fixed || rows->count() == 0)
+        rows->setSectionResizeMode(QHeaderView::Fixed);
+    if (rows->defaultSectionSize() != verticalHeader()->defaultSectionSize())
+        rows->setDefaultSectionSize(verticalHeader()->defaultSectionSize());
+    if (m_frozen->selectionBehavior() != selectionBehavior())
+        m_frozen->setSelectionBehavior(selectionBehavior());
+    if (m_frozen->selectionMode() != selectionMode())
+        m_frozen->setSelectionMode(selectionMode());
+    if (m_frozen->alternatingRowColors() != alternatingRowColors())
+        m_frozen->setAlternatingRowColors(alternatingRowColors());
+    if (m_frozen->textElideMode() != textElideMode())
+        m_frozen->setTextElideMode(textElideMode());
+    if (m_frozen->font() != font())
+        m_frozen->setFont(font());
+}
+
+void FrozenTableView::changeEvent(QEvent* event)
+{
+    QTableView::changeEvent(event);
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange ||
+        event->type() == QEvent::PaletteChange)
+        syncFrozen();
 }
 
 void FrozenTableView::updateGeometries()
 {
     QTableView::updateGeometries();
-    syncFrozen();
+    syncFrozen(); // settings made on the main view after setModel() (selection, colours) follow
     updateFrozenGeometry();
 }
 
@@ -99,6 +113,12 @@ void FrozenTableView::resizeEvent(QResizeEvent* event)
 
 void FrozenTableView::updateFrozenGeometry()
 {
+    if (m_frozen->columnWidth(0) != columnWidth(0))
+        m_frozen->setColumnWidth(0, columnWidth(0));
+    if (m_frozen->verticalHeader()->defaultSectionSize() != verticalHeader()->defaultSectionSize())
+        m_frozen->verticalHeader()->setDefaultSectionSize(verticalHeader()->defaultSectionSize());
+    if (m_frozen->horizontalHeader()->height() != horizontalHeader()->height())
+        m_frozen->horizontalHeader()->setFixedHeight(horizontalHeader()->height());
     m_frozen->setGeometry(verticalHeader()->width() + frameWidth(), frameWidth(), columnWidth(0),
                           viewport()->height() + horizontalHeader()->height());
 }

@@ -18,10 +18,14 @@ protected:
     void scrollTo(const QModelIndex& index, ScrollHint hint = EnsureVisible) override;
     void updateGeometries() override;
     bool viewportEvent(QEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void updateFrozenGeometry();
-    void syncFrozen(); // row height, fonts, palette, hidden columns, sort indicator
+    // The frozen view's settings from the main view's, each set only when it differs: this runs on
+    // every layout of the table, and setting a header's resize mode, a palette or a font again
+    // costs a pass over every row (a million of them)
+    void syncFrozen();
 
     QTableView* m_frozen;
 };

@@ -74,7 +74,8 @@ void InspectorPanel::showReading(const QString& key)
 
 void InspectorPanel::setStaleNote(const QString& note)
 {
-    m_stale->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
+    if (const QString sheet = theme::noteStyle(theme::Severity::Warning, palette()); sheet != m_stale->styleSheet())
+        m_stale->setStyleSheet(sheet);
     m_stale->setText(note);
     m_stale->setVisible(!note.isEmpty() && !m_key.isEmpty());
 }

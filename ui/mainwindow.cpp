@@ -692,7 +692,8 @@ void MainWindow::updateFreshness()
     if (m_link != Link::Connected)
         m_liveLabel->setText(tr("no live updates"));
     m_bannerText->setText(text);
-    m_banner->setStyleSheet(theme::bannerStyle(severity, palette()));
+    if (const QString sheet = theme::bannerStyle(severity, palette()); sheet != m_banner->styleSheet())
+        m_banner->setStyleSheet(sheet); // a new style sheet re-polishes: only when it changes
     m_bannerConnect->setVisible(offerConnect);
     m_banner->setVisible(!text.isEmpty());
     if (!chartText.isEmpty())
