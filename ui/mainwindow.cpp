@@ -479,9 +479,8 @@ void MainWindow::buildActions()
         m_filter->selectAll();
     });
     find->setShortcut(QKeySequence::Find);
-    auto* clear = view->addAction(tr("&Clear the filter"), this, &MainWindow::clearFilter);
-    clear->setShortcut(Qt::Key_Escape);
-    clear->setShortcutContext(Qt::WidgetShortcut); // shown in the menu; the window's Esc does it
+    // Esc is the window's (a QShortcut): here it is only shown, so an open menu's Esc closes the menu
+    view->addAction(tr("&Clear the filter") + u"\tEsc"_s, this, &MainWindow::clearFilter);
     auto* audit = view->addAction(style()->standardIcon(QStyle::SP_FileDialogDetailedView), tr("&Audit trail…"),
                                   this, &MainWindow::showAuditTrail);
     audit->setShortcut(Qt::CTRL | Qt::Key_L);
@@ -540,12 +539,17 @@ void MainWindow::showShortcuts()
     QVector<QPair<QString, QString>> rows;
     for (QAction* menu : menuBar()->actions())
         if (menu->menu())
-            for (QAction* a : menu->menu()->actions())
+            for (QAction* a : menu->menu()->actions()) {
+                const QString text = a->text().remove(u'&');
                 if (!a->shortcut().isEmpty())
-                    rows.push_back({a->shortcut().toString(QKeySequence::NativeText), a->text().remove(u'&')});
+                    rows.push_back({a->shortcut().toString(QKeySequence::NativeText), text});
+                else if (text.contains(u'\t')) // a key the window handles itself
+                    rows.push_back({text.section(u'\t', 1), text.section(u'\t', 0, 0)});
+            }
     rows.push_back({tr("Click a counter"), tr("Show only that state")});
     rows.push_back({tr("Shift/Ctrl+click"), tr("Select several keys")});
-    rows.push_back({tr("Space, →"), tr("Race lab, teaching mode: the next step")});
+    rows.push_back({tr("→, Page Down"), tr("Race lab, teaching mode: the next step")});
+    rows.push_back({tr("F11"), tr("Race lab: projector mode")});
     table->setRowCount(static_cast<int>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
         table->setItem(i, 0, new QTableWidgetItem(rows[i].first));

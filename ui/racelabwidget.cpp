@@ -116,7 +116,7 @@ RaceLabWidget::RaceLabWidget(QWidget* parent) : QWidget(parent), m_runner(new La
     m_next = new QPushButton(tr("Next step ▸"), this);
     m_next->setObjectName(u"nextStep"_s);
     m_next->setEnabled(false);
-    m_next->setToolTip(tr("The next step (→, Page Down or Space)"));
+    m_next->setToolTip(tr("The next step (→ or Page Down: what a presenter's clicker sends)"));
     m_projectorButton = new QToolButton(this);
     m_projectorButton->setObjectName(u"projector"_s);
     m_projectorButton->setText(tr("Projector"));
@@ -224,7 +224,7 @@ RaceLabWidget::RaceLabWidget(QWidget* parent) : QWidget(parent), m_runner(new La
 
     connect(m_fire, &QPushButton::clicked, this, &RaceLabWidget::fire);
     connect(m_next, &QPushButton::clicked, this, &RaceLabWidget::nextStep);
-    for (const QKeySequence& key : {QKeySequence(Qt::Key_Right), QKeySequence(Qt::Key_PageDown), QKeySequence(Qt::Key_Space)}) {
+    for (const QKeySequence& key : {QKeySequence(Qt::Key_Right), QKeySequence(Qt::Key_PageDown)}) {
         auto* shortcut = new QShortcut(key, this);
         shortcut->setContext(Qt::WidgetWithChildrenShortcut);
         connect(shortcut, &QShortcut::activated, this, [this] {
