@@ -18,6 +18,7 @@
 #include "testsupport.h"
 
 #include "idem/engine/store.h"
+#include "idem/errors.h"
 #include "idem/monitor/monitor.h"
 #include "idem/redis/localserver.h"
 
@@ -112,6 +113,13 @@ void selectKey(MainWindow& w, const QString& key)
     QVERIFY(i.isValid());
     w.table()->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 }
+
+ConsoleWorker::Link lastLink(const QSignalSpy& links)
+{
+    return links.isEmpty() ? ConsoleWorker::Link::Disconnected : links.last().at(0).value<ConsoleWorker::Link>();
+}
+
+QString linkText(const MainWindow& w) { return w.findChild<ElidedLabel*>(u"linkState"_s)->text(); }
 
 QSet<std::string> keysUnder(idem::Connection& c, const std::string& pattern)
 {
@@ -613,6 +621,176 @@ private slots:
         QVERIFY2(w2.bannerText().contains(u"refused the user name or password"_s), qPrintable(w2.bannerText()));
         QTRY_VERIFY_WITH_TIMEOUT(w2.connectDialog(), 3000);
         QVERIFY(w2.connectDialog()->fieldWidget(u"password"_s)->property("needsFix").toBool());
+    }
+
+    // Connect's TLS fields and the Sentinel password become the connection's options, for the URLs
+    // they fit; what does not fit is refused with the field named, before anything is tried
+    void connectDialogMapsTlsAndSentinelSettings()
+    {
+        ConnectDialog dialog(nullptr);
+        ConnectionSettings given;
+        given.url = u"rediss://127.0.0.1:6380/2"_s;
+        given.tlsCa = u"ca.pem"_s;
+        given.tlsCert = u"client.pem"_s;
+        given.tlsKey = u"client.key"_s;
+        given.tlsServerName = u"redis.internal"_s;
+        given.tlsInsecure = true;
+        dialog.setSettings(given);
+        QVERIFY(dialog.fieldWidget(u"tls-ca"_s)->isEnabled());
+        QVERIFY(!dialog.fieldWidget(u"sentinel-password"_s)->isEnabled());
+        QVERIFY(dialog.findChild<QWidget*>(u"tls-ca-pick"_s)); // a file picker beside each file
+        QVERIFY(dialog.findChild<QWidget*>(u"tls-key-pick"_s));
+        ConnectionSettings s = dialog.settings();
+        idem::ConnectionOptions o = connectionOptions(s);
+        QVERIFY(o.tls.enabled);
+        QCOMPARE(o.tls.caFile, std::string("ca.pem"));
+        QCOMPARE(o.tls.certFile, std::string("client.pem"));
+        QCOMPARE(o.tls.keyFile, std::string("client.key"));
+        QCOMPARE(o.tls.serverName, std::string("redis.internal"));
+        QVERIFY(o.tls.insecure);
+        QCOMPARE(o.db, 2);
+
+        // a plaintext URL: the TLS fields are greyed out and not used
+        qobject_cast<QComboBox*>(dialog.fieldWidget(u"url"_s))->setCurrentText(u"redis://127.0.0.1:6379/0"_s);
+        QVERIFY(!dialog.fieldWidget(u"tls-ca"_s)->isEnabled());
+        QVERIFY(!dialog.fieldWidget(u"tls-insecure"_s)->isEnabled());
+        s = dialog.settings();
+        QVERIFY(s.tlsCa.isEmpty() && !s.tlsInsecure);
+        QVERIFY(!connectionOptions(s).tls.enabled);
+
+        // Sentinel: the sentinels' password for redis-sentinel:// and rediss-sentinel:// URLs
+        qobject_cast<QComboBox*>(dialog.fieldWidget(u"url"_s))
+            ->setCurrentText(u"rediss-sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/0#mymaster"_s);
+        QVERIFY(dialog.fieldWidget(u"sentinel-password"_s)->isEnabled());
+        QVERIFY(dialog.fieldWidget(u"tls-ca"_s)->isEnabled());
+        qobject_cast<QLineEdit*>(dialog.fieldWidget(u"sentinel-password"_s))->setText(u"sentinel-pw"_s);
+        o = connectionOptions(dialog.settings());
+        QVERIFY(o.viaSentinel() && o.tls.enabled);
+        QCOMPARE(o.sentinel.nodes.size(), std::size_t(2));
+        QCOMPARE(o.sentinel.master, std::string("mymaster"));
+        QCOMPARE(o.sentinel.password, std::string("sentinel-pw"));
+        QCOMPARE(o.password, std::string("pw"));
+
+        // settings that do not fit the URL name the field to change
+        ConnectionSettings wrong;
+        wrong.url = u"redis://127.0.0.1:6379/0"_s;
+        wrong.tlsCa = u"ca.pem"_s;
+        try {
+            (void)connectionOptions(wrong);
+            QFAIL("a CA file for a plaintext URL was taken");
+        } catch (const idem::ConfigError& e) {
+            QCOMPARE(e.field(), std::string("tls-ca"));
+        }
+        wrong.tlsCa.clear();
+        wrong.sentinelPassword = u"x"_s;
+        try {
+            (void)connectionOptions(wrong);
+            QFAIL("a Sentinel password for a plain URL was taken");
+        } catch (const idem::ConfigError& e) {
+            QCOMPARE(e.field(), std::string("sentinel-password"));
+        }
+    }
+
+    // A TLS-only server whose CA the console is not given: no retries, the reason in words, and
+    // Connect opens with the CA file marked; with the CA file chosen there, it connects.
+    void tlsRefusalOpensConnectOnTheCaFile()
+    {
+        const idemtest::TestCerts& certs = idemtest::TestCerts::get();
+        idem::LocalServer server(certs.serverOptions());
+        MainWindow w(optionsFor(server, u"tls"_s));
+        QVERIFY(server.url().starts_with("rediss://"));
+        QSignalSpy links(&w, &MainWindow::linkStateChanged);
+        w.show();
+        QTRY_VERIFY_WITH_TIMEOUT(lastLink(links) == ConsoleWorker::Link::Refused, 5000);
+        QVERIFY2(w.bannerText().contains(u"TLS connection"_s) && w.bannerText().contains(u"CA file"_s),
+                 qPrintable(w.bannerText()));
+        QTRY_VERIFY_WITH_TIMEOUT(w.connectDialog() && w.connectDialog()->isVisible(), 3000);
+        QWidget* ca = w.connectDialog()->fieldWidget(u"tls-ca"_s);
+        QVERIFY(ca->property("needsFix").toBool());
+        QVERIFY(ca->isEnabled());
+        QVERIFY(!w.connectDialog()->fieldWidget(u"url"_s)->property("needsFix").toBool());
+        const qsizetype changes = links.size();
+        QTest::qWait(2500); // retrying stopped
+        QCOMPARE(links.size(), changes);
+        QVERIFY(!w.findChild<QLabel*>(u"insecureTls"_s)->isVisible());
+
+        qobject_cast<QLineEdit*>(ca)->setText(QString::fromStdString(certs.path("ca.pem")));
+        w.connectDialog()->accept();
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);
+        QVERIFY(!w.windowTitle().contains(u"NOT VERIFIED"_s));
+
+        // a server that wants a client certificate, given none: the certificate is the field
+        idem::LocalServer mutual(certs.serverOptions("server.pem", true));
+        MainWindow::Options o = optionsFor(mutual, u"tls"_s);
+        o.connection.tlsCa = QString::fromStdString(certs.path("ca.pem"));
+        MainWindow w2(o);
+        QSignalSpy links2(&w2, &MainWindow::linkStateChanged);
+        w2.show();
+        QTRY_VERIFY_WITH_TIMEOUT(lastLink(links2) == ConsoleWorker::Link::Refused, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w2.connectDialog(), 3000);
+        QVERIFY2(w2.connectDialog()->fieldWidget(u"tls-cert"_s)->property("needsFix").toBool(),
+                 qPrintable(w2.bannerText()));
+        o.connection.tlsCert = QString::fromStdString(certs.path("client.pem"));
+        o.connection.tlsKey = QString::fromStdString(certs.path("client.key"));
+        MainWindow w3(o);
+        w3.show();
+        QTRY_COMPARE_WITH_TIMEOUT(w3.freshness(), MainWindow::Freshness::Live, 10000);
+    }
+
+    // No verification: it connects to a server whose certificate nothing vouches for, and says
+    // so in the title (first, where it is not cut off) and in the status bar
+    void insecureTlsIsAWarningInTitleAndStatusBar()
+    {
+        const idemtest::TestCerts& certs = idemtest::TestCerts::get();
+        idem::LocalServer server(certs.serverOptions("other-server.pem"));
+        MainWindow::Options o = optionsFor(server, u"tls"_s);
+        o.connection.tlsInsecure = true;
+        MainWindow w(o);
+        w.show();
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);
+        QVERIFY2(w.windowTitle().startsWith(u"⚠ TLS NOT VERIFIED"_s), qPrintable(w.windowTitle()));
+        auto* label = w.findChild<QLabel*>(u"insecureTls"_s);
+        QVERIFY(label->isVisible());
+        QVERIFY(label->text().contains(u"not verified"_s));
+        QVERIFY(w.statusBar()->isAncestorOf(label));
+
+        // connecting elsewhere without it: the warning goes
+        w.connectTo(optionsFor(server, u"tls"_s).connection);
+        QVERIFY(!label->isVisible());
+        QVERIFY(!w.windowTitle().contains(u"NOT VERIFIED"_s));
+    }
+
+    // Through Sentinel: the status bar names the primary. A primary demoted by SENTINEL FAILOVER
+    // goes on answering reads: the console notices it from the sentinels and names the new one.
+    // A primary that dies: "failing over", then the new primary, without a restart or a click.
+    void sentinelFailoverIsSaidAndTheNewPrimaryNamed()
+    {
+        idemtest::LocalSentinelSet set(2);
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(set.url());
+        MainWindow w(o);
+        QSignalSpy links(&w, &MainWindow::linkStateChanged);
+        w.show();
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);
+        const auto primary = [&](int node) { return u"primary 127.0.0.1:%1"_s.arg(set.node(node).port()); };
+        QVERIFY2(linkText(w).contains(primary(0)), qPrintable(linkText(w)));
+
+        idem::Connection(set.sentinel(0).connectionOptions()).checked({"SENTINEL", "FAILOVER", "mymaster"});
+        const int promoted = set.waitForNewPrimary(0);
+        QTRY_VERIFY2_WITH_TIMEOUT(linkText(w).contains(primary(promoted)), qPrintable(linkText(w)), 15000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);
+        set.waitForReplicas(2);
+
+        set.node(promoted).kill();
+        QTRY_VERIFY_WITH_TIMEOUT(linkText(w).contains(u"failing over"_s), 5000);
+        QVERIFY2(linkText(w).contains(primary(promoted) + u" lost"_s), qPrintable(linkText(w)));
+        QVERIFY2(w.bannerText().contains(u"failing over"_s), qPrintable(w.bannerText()));
+        QVERIFY(!w.purgeAction()->isEnabled());
+        const int third = set.waitForNewPrimary(promoted);
+        QTRY_VERIFY2_WITH_TIMEOUT(linkText(w).contains(primary(third)), qPrintable(linkText(w)), 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);
+        for (const auto& change : links) // a failover is never taken for a refusal
+            QVERIFY(change.at(0).value<ConsoleWorker::Link>() != ConsoleWorker::Link::Refused);
     }
 
     // The inspector is read again after each action, and cleared when the filter hides its row

@@ -8,9 +8,13 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QFileDialog>
 #include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "theme.h"
@@ -27,6 +31,9 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     if (m_url->count() == 0)
         m_url->addItem(u"redis://127.0.0.1:6379/0"_s);
     m_url->setObjectName(u"url"_s);
+    m_url->setToolTip(tr("redis://[user:password@]host[:port][/db], rediss://… (TLS), unix:///path.sock, "
+                         "redis-sentinel://[user:password@]host1[:port1],host2[:port2][/db]#PRIMARY or "
+                         "rediss-sentinel://… (TLS to the data nodes)"));
     m_url->setMinimumWidth(std::min(360, fontMetrics().averageCharWidth() * 40));
     m_user = new QLineEdit(this);
     m_user->setObjectName(u"user"_s);
@@ -53,6 +60,43 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     }
     m_format->setToolTip(tr("When a namespace is known to hold one library's records, read every key as that "
                             "library's: what it cannot read is then malformed, not someone else's."));
+    m_sentinelPassword = new QLineEdit(this);
+    m_sentinelPassword->setObjectName(u"sentinel-password"_s);
+    m_sentinelPassword->setEchoMode(QLineEdit::Password);
+    m_sentinelPassword->setPlaceholderText(tr("the sentinels' own, if they have one"));
+    m_sentinelPassword->setToolTip(tr("For redis-sentinel:// URLs: the password of the sentinels themselves (the "
+                                      "user and password above are the data nodes'). Never kept."));
+
+    auto* tlsGroup = new QGroupBox(tr("TLS"), this);
+    m_tlsBox = tlsGroup;
+    m_tlsHint = new QLabel(tr("For rediss:// and rediss-sentinel:// URLs."), tlsGroup);
+    m_tlsHint->setWordWrap(true);
+    QWidget *caRow = nullptr, *certRow = nullptr, *keyRow = nullptr;
+    m_tlsCa = fileField(u"tls-ca"_s, tr("the CA bundle that verifies the server"),
+                        tr("Certificates (*.pem *.crt *.cer);;All files (*)"), &caRow);
+    m_tlsCa->setPlaceholderText(tr("the system's CA certificates"));
+    m_tlsCert = fileField(u"tls-cert"_s, tr("the client certificate (servers with tls-auth-clients yes)"),
+                          tr("Certificates (*.pem *.crt *.cer);;All files (*)"), &certRow);
+    m_tlsCert->setPlaceholderText(tr("none"));
+    m_tlsKey = fileField(u"tls-key"_s, tr("the client certificate's private key"),
+                         tr("Keys (*.key *.pem);;All files (*)"), &keyRow);
+    m_tlsKey->setPlaceholderText(tr("none"));
+    m_tlsServerName = new QLineEdit(tlsGroup);
+    m_tlsServerName->setObjectName(u"tls-server-name"_s);
+    m_tlsServerName->setPlaceholderText(tr("the host in the URL"));
+    m_tlsServerName->setToolTip(tr("The name sent as SNI and verified in the server's certificate"));
+    m_tlsInsecure = new QCheckBox(tr("Insecure: no verification of the server's certificate"), tlsGroup);
+    m_tlsInsecure->setObjectName(u"tls-insecure"_s);
+    m_tlsInsecure->setToolTip(tr("Anyone on the path can then read and change what the console sends and shows. "
+                                 "The title and the status bar say so while connected. Never kept."));
+    auto* tlsForm = new QFormLayout(tlsGroup);
+    tlsForm->addRow(m_tlsHint);
+    tlsForm->addRow(tr("CA file:"), caRow);
+    tlsForm->addRow(tr("Client certificate:"), certRow);
+    tlsForm->addRow(tr("Client key:"), keyRow);
+    tlsForm->addRow(tr("Server name:"), m_tlsServerName);
+    tlsForm->addRow(m_tlsInsecure);
+
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_problem);
     auto* form = new QFormLayout;
@@ -61,9 +105,11 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     form->addRow(tr("ACL user:"), m_user);
     form->addRow(tr("Password:"), m_password);
     form->addRow(QString(), m_remember);
+    form->addRow(tr("Sentinel password:"), m_sentinelPassword);
     form->addRow(tr("Namespace:"), m_namespace);
     form->addRow(tr("Pattern:"), m_pattern);
     form->addRow(tr("Records written by:"), m_format);
+    layout->addWidget(tlsGroup);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -72,8 +118,47 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     urlChosen(m_url->currentText());
 }
 
+QLineEdit* ConnectDialog::fileField(const QString& name, const QString& what, const QString& filter, QWidget** row)
+{
+    *row = new QWidget(this);
+    auto* edit = new QLineEdit(*row);
+    edit->setObjectName(name);
+    edit->setToolTip(tr("A PEM file: %1").arg(what));
+    auto* pick = new QToolButton(*row);
+    pick->setObjectName(name + u"-pick"_s);
+    pick->setText(tr("…"));
+    pick->setToolTip(tr("Choose %1").arg(what));
+    connect(pick, &QToolButton::clicked, this, [this, edit, what, filter] {
+        const QString file = QFileDialog::getOpenFileName(this, tr("Choose %1").arg(what), edit->text(), filter);
+        if (!file.isEmpty())
+            edit->setText(file);
+    });
+    auto* h = new QHBoxLayout(*row);
+    h->setContentsMargins(0, 0, 0, 0);
+    h->addWidget(edit, 1);
+    h->addWidget(pick);
+    return edit;
+}
+
+void ConnectDialog::updateEnabled()
+{
+    const QString url = m_url->currentText().trimmed();
+    const bool tls = url.startsWith(u"rediss://"_s, Qt::CaseInsensitive) ||
+                     url.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
+    const bool sentinel = url.startsWith(u"redis-sentinel://"_s, Qt::CaseInsensitive) ||
+                          url.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
+    for (QWidget* w : m_tlsBox->findChildren<QWidget*>())
+        if (w != m_tlsHint)
+            w->setEnabled(tls);
+    m_tlsHint->setText(tls ? tr("The server's certificate is verified against the CA file (or the system's CA "
+                                "certificates) and the server name.")
+                           : tr("For rediss:// and rediss-sentinel:// URLs."));
+    m_sentinelPassword->setEnabled(sentinel);
+}
+
 void ConnectDialog::urlChosen(const QString& url)
 {
+    updateEnabled();
     if (!m_credentials)
         return;
     m_credentials->load(url, [this, url](const QString& password, const QString&) {
@@ -93,6 +178,15 @@ ConnectionSettings ConnectDialog::settings() const
     s.keyNamespace = m_namespace->text().trimmed().isEmpty() ? u"idempotency"_s : m_namespace->text().trimmed();
     s.pattern = m_pattern->text().trimmed();
     s.format = m_format->currentData().toString();
+    if (m_tlsCa->isEnabled()) { // TLS settings for a TLS URL only: what is greyed out is not used
+        s.tlsCa = m_tlsCa->text().trimmed();
+        s.tlsCert = m_tlsCert->text().trimmed();
+        s.tlsKey = m_tlsKey->text().trimmed();
+        s.tlsServerName = m_tlsServerName->text().trimmed();
+        s.tlsInsecure = m_tlsInsecure->isChecked();
+    }
+    if (m_sentinelPassword->isEnabled())
+        s.sentinelPassword = m_sentinelPassword->text();
     return s;
 }
 
@@ -107,6 +201,13 @@ void ConnectDialog::setSettings(const ConnectionSettings& s)
     m_pattern->setText(s.pattern == u"*"_s ? QString() : s.pattern);
     if (const int i = m_format->findData(s.format); i >= 0)
         m_format->setCurrentIndex(i);
+    m_tlsCa->setText(s.tlsCa);
+    m_tlsCert->setText(s.tlsCert);
+    m_tlsKey->setText(s.tlsKey);
+    m_tlsServerName->setText(s.tlsServerName);
+    m_tlsInsecure->setChecked(s.tlsInsecure);
+    m_sentinelPassword->setText(s.sentinelPassword);
+    updateEnabled();
 }
 
 QWidget* ConnectDialog::fieldWidget(const QString& field) const
@@ -115,7 +216,19 @@ QWidget* ConnectDialog::fieldWidget(const QString& field) const
         return m_password;
     if (field == u"user"_s)
         return m_user;
-    return m_url;
+    if (field == u"sentinel-password"_s)
+        return m_sentinelPassword;
+    if (field == u"tls-ca"_s)
+        return m_tlsCa;
+    if (field == u"tls-cert"_s)
+        return m_tlsCert;
+    if (field == u"tls-key"_s)
+        return m_tlsKey;
+    if (field == u"tls-server-name"_s)
+        return m_tlsServerName;
+    if (field == u"tls-insecure"_s)
+        return m_tlsInsecure;
+    return m_url; // "url", "sentinel" (the name after #), and anything else
 }
 
 void ConnectDialog::highlight(const QString& field, const QString& message)

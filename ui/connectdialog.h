@@ -11,8 +11,10 @@ class QLineEdit;
 class CredentialStore;
 
 // Where to connect: URL (recent ones offered), ACL user and password (kept in the system
-// keychain when asked, never in the settings), namespace and pattern. Opened after the server
-// refused the settings, it says why above the form and marks the field to correct.
+// keychain when asked, never in the settings), the Sentinel password (redis-sentinel:// URLs),
+// TLS files and names (rediss:// URLs: CA, client certificate and key with file pickers, server
+// name, and no verification at all), namespace and pattern. Opened after a refusal retrying
+// cannot fix, it says why above the form and marks the field to correct.
 class ConnectDialog : public QDialog {
     Q_OBJECT
 public:
@@ -21,12 +23,16 @@ public:
     bool rememberPassword() const;
     // The settings in use (the password too: the one that was refused, or none).
     void setSettings(const ConnectionSettings& s);
-    // Marks the field to correct ("password", "user", "url"; anything else: the URL) and says why.
+    // Marks the field to correct (idem::ConfigError's field: "password", "user", "url", "tls-ca",
+    // "tls-cert", "tls-key", "tls-server-name", "tls-insecure", "sentinel-password"; anything
+    // else: the URL) and says why.
     void highlight(const QString& field, const QString& message);
     QWidget* fieldWidget(const QString& field) const;
 
 private:
     void urlChosen(const QString& url);
+    void updateEnabled(); // TLS fields for TLS URLs, the Sentinel password for Sentinel URLs
+    QLineEdit* fileField(const QString& name, const QString& what, const QString& filter, QWidget** row);
 
     CredentialStore* m_credentials;
     QComboBox* m_url;
@@ -36,5 +42,13 @@ private:
     QLineEdit* m_namespace;
     QLineEdit* m_pattern;
     QComboBox* m_format;
+    QLineEdit* m_sentinelPassword;
+    QWidget* m_tlsBox;
+    QLabel* m_tlsHint;
+    QLineEdit* m_tlsCa;
+    QLineEdit* m_tlsCert;
+    QLineEdit* m_tlsKey;
+    QLineEdit* m_tlsServerName;
+    QCheckBox* m_tlsInsecure;
     QLabel* m_problem;
 };

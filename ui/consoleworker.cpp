@@ -17,6 +17,7 @@ using namespace Qt::StringLiterals;
 
 namespace {
 constexpr int kMaxRetryDelayMs = 10'000;
+constexpr int kMaxFailoverRetryDelayMs = 2'000;
 constexpr int kResyncWithNotificationsMs = 60'000;
 constexpr int kMaxBatchesInFlight = 4;
 constexpr int kMaxErrorShown = 1000; // a FAILED record's error longer than this stays in the inspector
@@ -41,6 +42,41 @@ QString when(std::int64_t serverMs, std::int64_t nowMs)
 }
 } // namespace
 
+idem::ConnectionOptions connectionOptions(const ConnectionSettings& settings)
+{
+    idem::ConnectionOptions o = idem::ConnectionOptions::fromUrl(settings.url.trimmed().toStdString());
+    if (o.user.empty())
+        o.user = settings.user.toStdString();
+    if (o.password.empty())
+        o.password = settings.password.toStdString();
+    const std::string url = o.describe();
+    const auto tls = [&](const QString& value, std::string& into, const char* field, const char* what) {
+        if (value.isEmpty())
+            return;
+        if (!o.tls.enabled)
+            throw idem::ConfigError(std::string(what) + " is given, but " + url +
+                                        " is not a TLS URL: use rediss:// (or rediss-sentinel://), or leave it empty",
+                                    field);
+        into = value.toStdString();
+    };
+    tls(settings.tlsCa, o.tls.caFile, "tls-ca", "a CA file");
+    tls(settings.tlsCert, o.tls.certFile, "tls-cert", "a client certificate");
+    tls(settings.tlsKey, o.tls.keyFile, "tls-key", "a client key");
+    tls(settings.tlsServerName, o.tls.serverName, "tls-server-name", "a TLS server name");
+    if (settings.tlsInsecure) {
+        if (!o.tls.enabled)
+            throw idem::ConfigError("no verification is asked for, but " + url + " is not a TLS URL", "tls-insecure");
+        o.tls.insecure = true;
+    }
+    if (!settings.sentinelPassword.isEmpty()) {
+        if (!o.viaSentinel())
+            throw idem::ConfigError("a Sentinel password is given, but " + url + " is not a redis-sentinel:// URL",
+                                    "sentinel-password");
+        o.sentinel.password = settings.sentinelPassword.toStdString();
+    }
+    return o;
+}
+
 QString settingToFix(const std::exception& e, const QString& server, QString* message)
 {
     const QString raw = QString::fromUtf8(e.what());
@@ -53,23 +89,47 @@ QString settingToFix(const std::exception& e, const QString& server, QString* me
         field = u"user"_s;
     if (field.isEmpty() || !message)
         return field;
+    QString said = raw.section(u": "_s, -1); // the server's own words
+    QString reason = raw;                    // ours, without "Redis at URL: " in front
+    while (reason.startsWith(u"Redis at "_s) && reason.contains(u": "_s))
+        reason = reason.section(u": "_s, 1);
     QString what;
-    if (raw.contains(u"NOAUTH"_s))
+    bool ours = false; // the reason is the console's (TLS, Sentinel), not an answer of the server
+    if (raw.contains(u"NOAUTH"_s) && field != u"sentinel-password"_s)
         what = u"%1 needs a password, and none was given."_s;
-    else if (raw.contains(u"without any password configured"_s))
+    else if (raw.contains(u"without any password configured"_s) && field != u"sentinel-password"_s)
         what = u"%1 has no password set, but a password was given."_s;
-    else if (raw.contains(u"WRONGPASS"_s) || raw.contains(u"invalid password"_s))
+    else if ((raw.contains(u"WRONGPASS"_s) || raw.contains(u"invalid password"_s)) && field != u"sentinel-password"_s)
         what = u"%1 refused the user name or password."_s;
     else if (raw.contains(u"NOPERM"_s))
         what = u"The user may not run a command the console needs on %1 (NOPERM)."_s;
-    else if (field == u"url"_s)
+    else if (field.startsWith(u"tls-"_s) || raw.contains(u"TLS"_s)) {
+        what = u"A TLS connection to %1 cannot be made with these settings."_s;
+        ours = true;
+    } else if (field == u"sentinel"_s) {
+        what = u"No sentinel of %1 knows the primary named after “#” in the URL."_s;
+        ours = true;
+    } else if (field == u"sentinel-password"_s) {
+        what = u"The sentinels of %1 refused the Sentinel password."_s;
+        ours = true;
+    } else if (field == u"url"_s)
         what = u"%1 cannot be used as given: the URL names something the server does not have."_s;
     else
         what = u"%1 refused the connection settings."_s;
     static const QHash<QString, QString> kFieldNames = {
-        {u"password"_s, u"password"_s}, {u"user"_s, u"ACL user"_s}, {u"url"_s, u"URL"_s}};
-    *message = what.arg(server) + u" Retrying will not change that: correct the %1 in Connect (Ctrl+O). The server said: %2"_s.arg(
-                                       kFieldNames.value(field, field), raw.section(u": "_s, -1));
+        {u"password"_s, u"password"_s},
+        {u"user"_s, u"ACL user"_s},
+        {u"url"_s, u"URL"_s},
+        {u"tls-ca"_s, u"CA file"_s},
+        {u"tls-cert"_s, u"client certificate"_s},
+        {u"tls-key"_s, u"client key"_s},
+        {u"tls-server-name"_s, u"server name"_s},
+        {u"tls-insecure"_s, u"“no verification” choice"_s},
+        {u"sentinel"_s, u"primary's name in the URL"_s},
+        {u"sentinel-password"_s, u"Sentinel password"_s}};
+    *message = what.arg(server) + (ours ? u" Retrying will not change that: correct the %1 in Connect (Ctrl+O). Why: %2"_s
+                                        : u" Retrying will not change that: correct the %1 in Connect (Ctrl+O). The server said: %2"_s)
+                                      .arg(kFieldNames.value(field, field), ours ? reason : said);
     return field;
 }
 
@@ -119,6 +179,7 @@ void ConsoleWorker::open(const ConnectionSettings& settings)
 {
     close();
     m_settings = settings;
+    m_endpoint.clear(); // a primary lost later is a failover; before the first, only unreachable
     m_retryDelayMs = 500;
     connectNow();
 }
@@ -150,15 +211,18 @@ void ConsoleWorker::connectNow()
     m_listener.reset();
     idem::ConnectionOptions o;
     try {
-        o = idem::ConnectionOptions::fromUrl(m_settings.url.toStdString());
+        o = connectionOptions(m_settings);
+    } catch (const idem::ConfigError& e) {
+        QString message;
+        refuse(settingToFix(e, qs(idem::ConnectionOptions::fromUrl(m_settings.url.trimmed().toStdString()).describe()),
+                            &message),
+               message); // (the URL parsed: a ConfigError comes after that)
+        return;
     } catch (const idem::Error& e) {
         refuse(u"url"_s, u"The URL cannot be used: %1. Correct it in Connect (Ctrl+O)."_s.arg(qs(e.what())));
         return;
     }
-    if (o.user.empty())
-        o.user = m_settings.user.toStdString();
-    if (o.password.empty())
-        o.password = m_settings.password.toStdString();
+    m_viaSentinel = o.viaSentinel();
     o.connectTimeout = idem::Millis(1500);
     o.commandTimeout = idem::Millis(3000);
     m_link = Link::Connecting;
@@ -191,7 +255,9 @@ void ConsoleWorker::connectNow()
     }
     m_retryDelayMs = 500;
     m_link = Link::Connected;
-    Q_EMIT linkChanged(m_link, u"connected to %1"_s.arg(qs(o.describe())));
+    m_endpoint = qs(m_conn->endpoint());
+    Q_EMIT linkChanged(m_link, m_viaSentinel ? u"connected to %1 — primary %2"_s.arg(qs(o.describe()), m_endpoint)
+                                             : u"connected to %1"_s.arg(qs(o.describe())));
     probeWriteAccess();
     m_heartbeatTimer->start();
 
@@ -244,6 +310,12 @@ void ConsoleWorker::beat()
     if (m_scanning) // its pages are the news
         return;
     try {
+        // through Sentinel, a primary that was replaced may go on answering reads as a replica:
+        // the sentinels are asked whether it is still the one
+        if (m_viaSentinel && !m_conn->checkPrimary()) {
+            lost(u"the sentinels named another primary"_s);
+            return;
+        }
         const auto t = m_conn->checked({"TIME"});
         Q_EMIT heartbeat(idem::reply::integer(idem::reply::element(t.get(), 0)) * 1000 +
                          idem::reply::integer(idem::reply::element(t.get(), 1)) / 1000);
@@ -328,9 +400,15 @@ void ConsoleWorker::lost(const QString& why)
     m_scanning = false;
     m_waitingForGui = false;
     m_link = Link::Retrying;
-    Q_EMIT linkChanged(m_link, u"%1 — retrying in %2 s"_s.arg(why).arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
+    if (m_viaSentinel && !m_endpoint.isEmpty()) // the sentinels are asked for the primary on every attempt
+        Q_EMIT linkChanged(m_link, u"failing over: primary %1 lost (%2) — asking the sentinels for the new one in %3 s"_s
+                                       .arg(m_endpoint, why.section(u": "_s, -1))
+                                       .arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
+    else
+        Q_EMIT linkChanged(m_link, u"%1 — retrying in %2 s"_s.arg(why).arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
     m_retryTimer->start(m_retryDelayMs);
-    m_retryDelayMs = std::min(m_retryDelayMs * 2, kMaxRetryDelayMs);
+    // a failover takes seconds: the sentinels are asked often enough to see its end soon after
+    m_retryDelayMs = std::min(m_retryDelayMs * 2, m_viaSentinel ? kMaxFailoverRetryDelayMs : kMaxRetryDelayMs);
 }
 
 void ConsoleWorker::rescan()

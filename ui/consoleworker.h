@@ -2,6 +2,8 @@
 
 #include "keyrow.h"
 
+#include "idem/redis/options.h"
+
 #include <QElapsedTimer>
 #include <QObject>
 #include <QSet>
@@ -28,8 +30,22 @@ struct ConnectionSettings {
     QString format;   // every key read as this library's (idem::formatFromString); empty: each key's own
     int rescanIntervalMs = 5000; // when keyspace notifications are unavailable
     int scanCount = 500;
+    // TLS, for a rediss:// (or rediss-sentinel://) URL, as idemctl's --tls-* flags; empty: the
+    // defaults (the system's CA bundle, no client certificate, the host's name)
+    QString tlsCa;
+    QString tlsCert;
+    QString tlsKey;
+    QString tlsServerName;
+    bool tlsInsecure = false;  // no verification: said in the title and the status bar; never stored
+    QString sentinelPassword;  // the sentinels' own, for a redis-sentinel:// URL; never stored
 };
 Q_DECLARE_METATYPE(ConnectionSettings)
+
+// The options that reach Redis with these settings (URL, then user, password, TLS and Sentinel
+// settings the URL does not give). Settings that do not fit the URL (TLS files for a plaintext
+// URL, a Sentinel password without sentinels) throw idem::ConfigError naming the field to change;
+// a URL that cannot be parsed throws idem::UsageError.
+idem::ConnectionOptions connectionOptions(const ConnectionSettings& settings);
 
 struct ActionResult {
     QString action; // "force-fail" or "purge"
@@ -49,9 +65,12 @@ Q_DECLARE_METATYPE(ActionResult)
 // pages (returning to its event loop between pages, so actions and inspections interleave),
 // follows keyspace notifications when the server has them, rescans on an interval otherwise,
 // asks the server's clock every 2 s while idle (so a server that went away is noticed at once),
-// reconnects with backoff after a drop. What retrying cannot fix (a wrong or missing password, a
-// user without a permission, a database out of range) stops the retries: `refused` names the
-// setting to change. Results go back to the GUI as queued signals.
+// reconnects with backoff after a drop. What retrying cannot fix (idem::ConfigError: a wrong or
+// missing password, a user without a permission, a database out of range, a certificate refused,
+// a host name mismatch, TLS on one side only, a primary no sentinel knows) stops the retries:
+// `refused` names the setting to change. Through Sentinel, a lost primary is "failing over" until
+// the sentinels name the new one, which the link's detail then names. Results go back to the GUI
+// as queued signals.
 class ConsoleWorker : public QObject {
     Q_OBJECT
 public:
@@ -138,4 +157,6 @@ private:
     QElapsedTimer m_scanClock;
     QSet<QString> m_dirty;
     Link m_link = Link::Disconnected;
+    bool m_viaSentinel = false; // lost: "failing over", and the sentinels are asked again
+    QString m_endpoint;         // host:port last connected to (through Sentinel: the primary)
 };

@@ -73,14 +73,9 @@ QString describe(const QString& url)
 std::optional<idem::ConnectionOptions> connectionOf(const ConnectionSettings& settings)
 {
     try {
-        auto o = idem::ConnectionOptions::fromUrl(settings.url.toStdString());
-        if (o.user.empty())
-            o.user = settings.user.toStdString();
-        if (o.password.empty())
-            o.password = settings.password.toStdString();
-        return o;
+        return connectionOptions(settings);
     } catch (const idem::Error&) {
-        return std::nullopt; // a bad URL: the worker says so
+        return std::nullopt; // settings that cannot be used: the worker says so
     }
 }
 
@@ -194,6 +189,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         }
         const QString mark = link == ConsoleWorker::Link::Connected    ? u"● "_s
                              : link == ConsoleWorker::Link::Connecting ? u"◌ "_s
+                             : detail.startsWith(u"failing over"_s)    ? u"◌ "_s // under way, not broken
                                                                        : u"✖ "_s;
         m_linkLabel->setText(mark + detail);
         updateFreshness();
@@ -265,8 +261,10 @@ void MainWindow::changeEvent(QEvent* event)
     QMainWindow::changeEvent(event);
     if (event->type() == QEvent::FontChange || event->type() == QEvent::ApplicationFontChange)
         sizeColumns();
-    if (event->type() == QEvent::PaletteChange && m_banner)
+    if (event->type() == QEvent::PaletteChange && m_banner) {
         updateFreshness(); // the banner's colours follow the palette
+        m_insecureLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
+    }
 }
 
 // The first size fits the screen the window opens on (status bar included); a size the user gave
@@ -417,6 +415,14 @@ void MainWindow::buildUi()
     m_scanLabel = new ElidedLabel(this);
     m_modeLabel = new ElidedLabel(this);
     m_modeLabel->setObjectName(u"modeLabel"_s);
+    m_insecureLabel = new QLabel(tr("⚠ TLS not verified"), this);
+    m_insecureLabel->setObjectName(u"insecureTls"_s);
+    m_insecureLabel->setToolTip(tr("Started with --tls-insecure (or “no verification” in Connect): the server's "
+                                   "certificate is not checked, so anyone on the path can read and change what the "
+                                   "console sends and shows."));
+    m_insecureLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
+    m_insecureLabel->hide();
+    statusBar()->addPermanentWidget(m_insecureLabel);
     statusBar()->addPermanentWidget(m_modeLabel, 1);
     statusBar()->addPermanentWidget(m_scanLabel, 2);
     statusBar()->addPermanentWidget(m_liveLabel, 1);
@@ -592,8 +598,11 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
     m_link = ConsoleWorker::Link::Connecting;
     m_linkDetail = tr("connecting to %1").arg(m_server);
     m_chart->setServer(m_server); // that server's own history
-    setWindowTitle(tr("idem console — %1%2").arg(m_server, m_options.titleNote.isEmpty() ? QString()
+    // no verification of the server: first in the title (never elided away) and in the status bar
+    setWindowTitle((settings.tlsInsecure ? tr("⚠ TLS NOT VERIFIED — ") : QString()) +
+                   tr("idem console — %1%2").arg(m_server, m_options.titleNote.isEmpty() ? QString()
                                                                                        : u" — "_s + m_options.titleNote));
+    m_insecureLabel->setVisible(settings.tlsInsecure);
     QMetaObject::invokeMethod(m_worker, [w = m_worker, settings] { w->open(settings); });
     m_raceLab->setConnectedServer(connectionOf(settings), m_server);
     updateFreshness();
@@ -669,7 +678,7 @@ void MainWindow::updateFreshness()
         if (m_everHeard)
             text += u' ' + tr("The data shown is as of %1.").arg(asOf);
         offerConnect = true;
-        chartText = tr("No data: %1 refused the connection settings.").arg(m_server);
+        chartText = tr("No data: the settings for %1 need correcting (Connect…).").arg(m_server);
     } else if (m_link == Link::Connected) {
         if (f == Freshness::NoData)
             text = tr("Connected to %1 — reading the keys…").arg(m_server);
@@ -686,6 +695,12 @@ void MainWindow::updateFreshness()
         offerConnect = m_link != Link::Connecting;
         chartText = m_link == Link::Connecting ? tr("Connecting to %1…").arg(m_server)
                                                : tr("No data: not connected to %1.").arg(m_server);
+    } else if (m_linkDetail.startsWith(u"failing over"_s)) {
+        severity = theme::Severity::Warning;
+        text = tr("%1 is failing over since %2: the console asks the sentinels for the new primary (%3). The data "
+                  "shown is as of %4: countdowns are stopped, and force-fail and purge are off until the new primary "
+                  "answers.")
+                   .arg(m_server, m_lostAt.toString(u"HH:mm:ss"_s), m_linkDetail.section(u": "_s, 1), asOf);
     } else {
         severity = theme::Severity::Warning;
         text = tr("Connection to %1 lost at %2 (%3). The data shown is as of %4: countdowns are stopped, and force-fail "

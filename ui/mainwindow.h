@@ -151,6 +151,7 @@ private:
     ElidedLabel* m_liveLabel = nullptr;
     ElidedLabel* m_scanLabel = nullptr;
     ElidedLabel* m_modeLabel = nullptr;
+    QLabel* m_insecureLabel = nullptr; // TLS without verification
     QLabel* m_coverageLabel = nullptr;
     QAction* m_forceFail = nullptr;
     QAction* m_purge = nullptr;
