@@ -13,6 +13,7 @@
 #include "keytablemodel.h"
 #include "mainwindow.h"
 #include "racelabwidget.h"
+#include "settings.h"
 #include "theme.h"
 #include "timelineview.h"
 #include "testsupport.h"
@@ -28,6 +29,7 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QHeaderView>
 #include <QImage>
 #include <QJsonArray>
@@ -1163,11 +1165,13 @@ private slots:
     // The first size fits the screen it opens on; a size given later comes back
     void windowFitsTheScreenAndRemembersItsGeometry()
     {
+        Settings::instance().setWindowGeometry({}); // a first start
         QRect given;
         {
             MainWindow w(options());
             w.show();
             const QRect avail = w.screen()->availableGeometry();
+            qInfo("screen %dx%d", avail.width(), avail.height());
             QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(u"%1,%2 %3x%4 on %5x%6"_s.arg(w.x()).arg(w.y())
                                                                       .arg(w.width()).arg(w.height())
                                                                       .arg(avail.width()).arg(avail.height())));
@@ -1178,6 +1182,34 @@ private slots:
         MainWindow w(options());
         w.show();
         QCOMPARE(w.size(), given.size());
+    }
+
+    // The same on a 1024x700 screen with window frames (#14: it ran off the right and bottom
+    // edges): this test binary again, on an offscreen screen of that size
+    void windowFitsA1024x700Screen()
+    {
+        if (qEnvironmentVariableIsSet("IDEM_SMALL_SCREEN_CHILD"))
+            QSKIP("the child itself");
+        QFile config(tmp.filePath(u"screen-1024x700.json"_s));
+        QVERIFY(config.open(QIODevice::WriteOnly));
+        config.write(R"({"windowFrameMargins": true, "screens": [{"name": "small", "x": 0, "y": 0, "width": 1024,
+                        "height": 700, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
+        config.close();
+        QProcess child;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"QT_QPA_PLATFORM"_s, u"offscreen:configfile="_s + config.fileName());
+        env.insert(u"IDEM_SMALL_SCREEN_CHILD"_s, u"1"_s);
+        child.setProcessEnvironment(env);
+        child.setProcessChannelMode(QProcess::MergedChannels);
+        child.start(QCoreApplication::applicationFilePath(),
+                    {u"windowFitsTheScreenAndRemembersItsGeometry"_s, u"layoutFitsSmallScreens"_s});
+        QVERIFY(child.waitForFinished(120000));
+        const QByteArray out = child.readAll();
+        QVERIFY2(child.exitStatus() == QProcess::NormalExit && child.exitCode() == 0, out.constData());
+        QVERIFY2(out.contains("screen 1024x700") && out.contains(" 0 failed") &&
+                     out.contains("PASS   : TestConsole::windowFitsTheScreenAndRemembersItsGeometry()") &&
+                     out.contains("PASS   : TestConsole::layoutFitsSmallScreens()"),
+                 out.constData());
     }
 
     // Help ▸ Keyboard shortcuts lists every shortcut of the menus, and Esc
@@ -1228,6 +1260,22 @@ private slots:
         QVERIFY(out.contains("Unknown option 'bogus'"));
         QCOMPARE(run({}, &out), 1); // no display: a sentence, not an abort in the platform plugin
         QVERIFY2(out.contains("no display"), out.constData());
+        // idemctl's global TLS and Sentinel flags, checked as it checks them
+        QCOMPARE(run({u"--help"_s}, &out), 0);
+        for (const char* flag : {"--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--tls-insecure",
+                                 "--sentinel-password", "rediss://", "redis-sentinel://"})
+            QVERIFY2(out.contains(flag), flag);
+        QCOMPARE(run({u"--url"_s, u"redis://127.0.0.1:6379/0"_s, u"--tls-ca"_s, u"ca.pem"_s}, &out), 64);
+        QVERIFY2(out.contains("--tls-ca") && out.contains("not a TLS URL"), out.constData());
+        QCOMPARE(run({u"--url"_s, u"redis://127.0.0.1:6379/0"_s, u"--sentinel-password"_s, u"x"_s}, &out), 64);
+        QVERIFY2(out.contains("redis-sentinel://"), out.constData());
+        QCOMPARE(run({u"--tls-insecure"_s}, &out), 64); // the embedded server speaks plaintext
+        QVERIFY2(out.contains("need --url"), out.constData());
+        QCOMPARE(run({u"--url"_s, u"rediss://127.0.0.1:6379/0"_s, u"--tls-key"_s, u""_s}, &out), 64);
+        QVERIFY2(out.contains("must not be empty"), out.constData());
+        // a right one goes on to need a display, with the warning printed first
+        QCOMPARE(run({u"--url"_s, u"rediss://127.0.0.1:6379/0"_s, u"--tls-insecure"_s}, &out), 1);
+        QVERIFY2(out.contains("warning: --tls-insecure"), out.constData());
     }
 
     // Closing the console while Redis hangs (SIGSTOP) and the worker waits on it: the window goes

@@ -93,7 +93,22 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
         "starts a private redis-server with demo traffic and stops it on exit."_s);
     const QCommandLineOption help = parser.addHelpOption();
     const QCommandLineOption version = parser.addVersionOption();
-    const QCommandLineOption url(u"url"_s, u"redis://[user:password@]host:port/db or unix:///path.sock"_s, u"URL"_s);
+    const QCommandLineOption url(u"url"_s,
+                                 u"redis://[user:password@]host[:port][/db], rediss://... (TLS), "
+                                 "unix:///path.sock[?db=N], redis-sentinel://[user:pw@]h1[:p1],h2[:p2][/db]#PRIMARY "
+                                 "or rediss-sentinel://... (default: $IDEM_URL, else an embedded demo server)"_s,
+                                 u"URL"_s);
+    const QCommandLineOption tlsCa(u"tls-ca"_s, u"CA bundle that verifies the server (default: the system's)"_s,
+                                   u"FILE"_s);
+    const QCommandLineOption tlsCert(u"tls-cert"_s, u"Client certificate (servers with tls-auth-clients yes)"_s,
+                                     u"FILE"_s);
+    const QCommandLineOption tlsKey(u"tls-key"_s, u"The client certificate's key"_s, u"FILE"_s);
+    const QCommandLineOption tlsServerName(u"tls-server-name"_s,
+                                           u"The name to verify and send as SNI (default: the host)"_s, u"NAME"_s);
+    const QCommandLineOption tlsInsecure(u"tls-insecure"_s,
+                                         u"Do not verify the server's certificate (a warning is printed, and shown in "
+                                         "the window's title and status bar)"_s);
+    const QCommandLineOption sentinelPassword(u"sentinel-password"_s, u"The sentinels' own password"_s, u"PW"_s);
     const QCommandLineOption ns(u"namespace"_s, u"Key namespace (default: idempotency)"_s, u"NAME"_s,
                                 u"idempotency"_s);
     const QCommandLineOption pattern(u"pattern"_s, u"SCAN MATCH pattern (default: NAMESPACE:*)"_s, u"GLOB"_s);
@@ -110,7 +125,8 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                                      u"system (default), light or dark: the desktop's colours, or Fusion in light or "
                                      "dark colours"_s,
                                      u"NAME"_s, u"system"_s);
-    parser.addOptions({url, ns, pattern, format, readOnly, noDemo, audit, palette});
+    parser.addOptions({url, tlsCa, tlsCert, tlsKey, tlsServerName, tlsInsecure, sentinelPassword, ns, pattern, format,
+                       readOnly, noDemo, audit, palette});
     if (!parser.parse(withoutQtGuiOptions(app.arguments()))) {
         std::fprintf(stderr, "idem-console: %s See --help.\n", qPrintable(parser.errorText()));
         return 64;
@@ -131,6 +147,39 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                              "express-idempotency, idempotent-request, camel, json or plain\n");
         return 64;
     }
+    // TLS and Sentinel settings, as idemctl takes them: with a URL they fit, or not at all
+    for (const auto& [option, into] : {std::pair{&tlsCa, &options.connection.tlsCa},
+                                       std::pair{&tlsCert, &options.connection.tlsCert},
+                                       std::pair{&tlsKey, &options.connection.tlsKey},
+                                       std::pair{&tlsServerName, &options.connection.tlsServerName},
+                                       std::pair{&sentinelPassword, &options.connection.sentinelPassword}}) {
+        if (!parser.isSet(*option))
+            continue;
+        *into = parser.value(*option);
+        if (into->isEmpty()) {
+            std::fprintf(stderr, "idem-console: --%s must not be empty\n", qPrintable(option->names().constFirst()));
+            return 64;
+        }
+    }
+    options.connection.tlsInsecure = parser.isSet(tlsInsecure);
+    const bool tlsOrSentinel = parser.isSet(tlsCa) || parser.isSet(tlsCert) || parser.isSet(tlsKey) ||
+                               parser.isSet(tlsServerName) || parser.isSet(tlsInsecure) || parser.isSet(sentinelPassword);
+    if (tlsOrSentinel && options.connection.url.isEmpty()) {
+        std::fprintf(stderr, "idem-console: the --tls-* options and --sentinel-password need --url (or IDEM_URL): "
+                             "the embedded demo server speaks plaintext\n");
+        return 64;
+    }
+    try {
+        (void)connectionOptions(options.connection);
+    } catch (const idem::ConfigError& e) {
+        std::fprintf(stderr, "idem-console: --%s: %s\n", e.field().c_str(), e.what());
+        return 64;
+    } catch (const idem::Error&) {
+        // a URL that cannot be used: the window says so and opens Connect to correct it
+    }
+    if (options.connection.tlsInsecure)
+        std::fprintf(stderr, "idem-console: warning: --tls-insecure: the server's certificate is not verified; anyone "
+                             "on the path can read and change what the console sends and shows\n");
     options.readOnly = parser.isSet(readOnly);
     options.auditPath = parser.value(audit);
     if (options.connection.keyNamespace.isEmpty() || options.connection.keyNamespace.contains(u'{') ||
