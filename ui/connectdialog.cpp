@@ -67,10 +67,8 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_sentinelPassword->setToolTip(tr("For redis-sentinel:// URLs: the password of the sentinels themselves (the "
                                       "user and password above are the data nodes'). Never kept."));
 
-    auto* tlsGroup = new QGroupBox(tr("TLS"), this);
+    auto* tlsGroup = new QGroupBox(tr("TLS (rediss:// and rediss-sentinel:// URLs)"), this);
     m_tlsBox = tlsGroup;
-    m_tlsHint = new QLabel(tr("For rediss:// and rediss-sentinel:// URLs."), tlsGroup);
-    m_tlsHint->setWordWrap(true);
     QWidget *caRow = nullptr, *certRow = nullptr, *keyRow = nullptr;
     m_tlsCa = fileField(u"tls-ca"_s, tr("the CA bundle that verifies the server"),
                         tr("Certificates (*.pem *.crt *.cer);;All files (*)"), &caRow);
@@ -90,7 +88,6 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_tlsInsecure->setToolTip(tr("Anyone on the path can then read and change what the console sends and shows. "
                                  "The title and the status bar say so while connected. Never kept."));
     auto* tlsForm = new QFormLayout(tlsGroup);
-    tlsForm->addRow(m_tlsHint);
     tlsForm->addRow(tr("CA file:"), caRow);
     tlsForm->addRow(tr("Client certificate:"), certRow);
     tlsForm->addRow(tr("Client key:"), keyRow);
@@ -148,11 +145,7 @@ void ConnectDialog::updateEnabled()
     const bool sentinel = url.startsWith(u"redis-sentinel://"_s, Qt::CaseInsensitive) ||
                           url.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
     for (QWidget* w : m_tlsBox->findChildren<QWidget*>())
-        if (w != m_tlsHint)
-            w->setEnabled(tls);
-    m_tlsHint->setText(tls ? tr("The server's certificate is verified against the CA file (or the system's CA "
-                                "certificates) and the server name.")
-                           : tr("For rediss:// and rediss-sentinel:// URLs."));
+        w->setEnabled(tls); // the group's title stays readable: it says which URLs these are for
     m_sentinelPassword->setEnabled(sentinel);
 }
 

@@ -44,7 +44,6 @@ private:
     QComboBox* m_format;
     QLineEdit* m_sentinelPassword;
     QWidget* m_tlsBox;
-    QLabel* m_tlsHint;
     QLineEdit* m_tlsCa;
     QLineEdit* m_tlsCert;
     QLineEdit* m_tlsKey;
