@@ -716,6 +716,17 @@ private slots:
         QCOMPARE(links.size(), changes);
         QVERIFY(!w.findChild<QLabel*>(u"insecureTls"_s)->isVisible());
 
+        // redis:// to a TLS port: the URL is what to correct
+        MainWindow::Options plain = optionsFor(server, u"tls"_s);
+        plain.connection.url = u"redis://127.0.0.1:%1/0"_s.arg(server.port());
+        MainWindow w0(plain);
+        QSignalSpy links0(&w0, &MainWindow::linkStateChanged);
+        w0.show();
+        QTRY_VERIFY_WITH_TIMEOUT(lastLink(links0) == ConsoleWorker::Link::Refused, 8000);
+        QVERIFY2(w0.bannerText().contains(u"do not agree on TLS"_s), qPrintable(w0.bannerText()));
+        QTRY_VERIFY_WITH_TIMEOUT(w0.connectDialog(), 3000);
+        QVERIFY(w0.connectDialog()->fieldWidget(u"url"_s)->property("needsFix").toBool());
+
         qobject_cast<QLineEdit*>(ca)->setText(QString::fromStdString(certs.path("ca.pem")));
         w.connectDialog()->accept();
         QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);

@@ -103,7 +103,10 @@ QString settingToFix(const std::exception& e, const QString& server, QString* me
         what = u"%1 refused the user name or password."_s;
     else if (raw.contains(u"NOPERM"_s))
         what = u"The user may not run a command the console needs on %1 (NOPERM)."_s;
-    else if (field.startsWith(u"tls-"_s) || raw.contains(u"TLS"_s)) {
+    else if (field == u"url"_s && raw.contains(u"TLS"_s)) { // a TLS port for redis://, or the reverse
+        what = u"%1 and the server do not agree on TLS."_s;
+        ours = true;
+    } else if (field.startsWith(u"tls-"_s) || raw.contains(u"TLS"_s)) {
         what = u"A TLS connection to %1 cannot be made with these settings."_s;
         ours = true;
     } else if (field == u"sentinel"_s) {
