@@ -965,11 +965,14 @@ private slots:
     // all four strategies side by side, exports
     void raceLabOnItsOwnServerTeachesInOrder()
     {
-        MainWindow w(options());
+        // the watched server is a private one: the shared server's keys change with whatever other
+        // tests run beside this one
+        idem::LocalServer watched;
+        MainWindow w(optionsFor(watched, QString::fromStdString(ns)));
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
         w.show();
         QVERIFY(scans.wait(10000));
-        idem::Connection shared(idemtest::sharedRedis());
+        idem::Connection shared(watched.connectionOptions());
         const auto before = keysUnder(shared, "*");
         RaceLabWidget* lab = w.raceLab();
         w.tabs()->setCurrentWidget(lab);
