@@ -97,12 +97,10 @@ void FrozenTableView::updateGeometries()
     updateFrozenGeometry();
 }
 
-bool FrozenTableView::viewportEvent(QEvent* event)
+void FrozenTableView::repaintRows()
 {
-    // a repaint of the main view (countdowns, a new palette) repaints the frozen column too
-    if (event->type() == QEvent::Paint)
-        m_frozen->viewport()->update();
-    return QTableView::viewportEvent(event);
+    viewport()->update();
+    m_frozen->viewport()->update();
 }
 
 void FrozenTableView::resizeEvent(QResizeEvent* event)

@@ -11,13 +11,17 @@ public:
     explicit FrozenTableView(QWidget* parent = nullptr);
     void setModel(QAbstractItemModel* model) override;
     QTableView* frozenView() const { return m_frozen; }
+    // Both views' visible rows drawn again (countdowns, data no longer current): what the model
+    // does not announce. The frozen column follows the model, the selection and the palette by
+    // itself; it is not repainted with every repaint of the main view, which would paint it twice
+    // per batch of rows arriving, each time finding a million rows' positions again.
+    void repaintRows();
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
     QModelIndex moveCursor(CursorAction cursorAction, Qt::KeyboardModifiers modifiers) override;
     void scrollTo(const QModelIndex& index, ScrollHint hint = EnsureVisible) override;
     void updateGeometries() override;
-    bool viewportEvent(QEvent* event) override;
     void changeEvent(QEvent* event) override;
 
 private:

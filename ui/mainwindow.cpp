@@ -263,7 +263,8 @@ void MainWindow::changeEvent(QEvent* event)
         sizeColumns();
     if (event->type() == QEvent::PaletteChange && m_banner) {
         updateFreshness(); // the banner's colours follow the palette
-        m_insecureLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
+        if (m_insecureLabel)
+            m_insecureLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
     }
 }
 
@@ -721,7 +722,7 @@ void MainWindow::updateFreshness()
                                                         "connection to %2 is down.")
                                                          .arg(asOf, m_server)
                                                    : QString());
-    m_table->viewport()->update();
+    m_table->repaintRows();
     updateCounters();
     updateActions();
     if (changed)
@@ -879,7 +880,7 @@ void MainWindow::tick()
     if (live) {
         // countdowns: data() computes remaining time from deadlines; repainting the viewport
         // repaints the visible rows only
-        m_table->viewport()->update();
+        m_table->repaintRows();
         // leases run out between scans: a stale view follows the clock (cheap below 100k rows;
         // larger tables catch up when rows change or the next scan ends)
         if (m_proxy->stateFilter() == idem::StateFilter::Stale && m_model->rowCount() <= 100'000)
