@@ -137,16 +137,26 @@ QLineEdit* ConnectDialog::fileField(const QString& name, const QString& what, co
     return edit;
 }
 
+namespace {
+bool isTlsUrl(const QString& url)
+{
+    const QString u = url.trimmed();
+    return u.startsWith(u"rediss://"_s, Qt::CaseInsensitive) || u.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
+}
+bool isSentinelUrl(const QString& url)
+{
+    const QString u = url.trimmed();
+    return u.startsWith(u"redis-sentinel://"_s, Qt::CaseInsensitive) ||
+           u.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
+}
+} // namespace
+
 void ConnectDialog::updateEnabled()
 {
-    const QString url = m_url->currentText().trimmed();
-    const bool tls = url.startsWith(u"rediss://"_s, Qt::CaseInsensitive) ||
-                     url.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
-    const bool sentinel = url.startsWith(u"redis-sentinel://"_s, Qt::CaseInsensitive) ||
-                          url.startsWith(u"rediss-sentinel://"_s, Qt::CaseInsensitive);
+    const bool tls = isTlsUrl(m_url->currentText());
     for (QWidget* w : m_tlsBox->findChildren<QWidget*>())
         w->setEnabled(tls); // the group's title stays readable: it says which URLs these are for
-    m_sentinelPassword->setEnabled(sentinel);
+    m_sentinelPassword->setEnabled(isSentinelUrl(m_url->currentText()));
 }
 
 void ConnectDialog::urlChosen(const QString& url)
@@ -171,14 +181,14 @@ ConnectionSettings ConnectDialog::settings() const
     s.keyNamespace = m_namespace->text().trimmed().isEmpty() ? u"idempotency"_s : m_namespace->text().trimmed();
     s.pattern = m_pattern->text().trimmed();
     s.format = m_format->currentData().toString();
-    if (m_tlsCa->isEnabled()) { // TLS settings for a TLS URL only: what is greyed out is not used
+    if (isTlsUrl(s.url)) { // TLS settings for a TLS URL only: what is greyed out is not used
         s.tlsCa = m_tlsCa->text().trimmed();
         s.tlsCert = m_tlsCert->text().trimmed();
         s.tlsKey = m_tlsKey->text().trimmed();
         s.tlsServerName = m_tlsServerName->text().trimmed();
         s.tlsInsecure = m_tlsInsecure->isChecked();
     }
-    if (m_sentinelPassword->isEnabled())
+    if (isSentinelUrl(s.url))
         s.sentinelPassword = m_sentinelPassword->text();
     return s;
 }
