@@ -6,6 +6,7 @@
 #include "idem/errors.h"
 #include "idem/monitor/keyspacelistener.h"
 #include "idem/monitor/monitor.h"
+#include "idem/monitor/scanner.h"
 #include "idem/engine/store.h"
 
 #include <QDateTime>
@@ -160,6 +161,27 @@ ConsoleWorker::~ConsoleWorker() { close(); }
 
 idem::Monitor& ConsoleWorker::monitor() { return *m_monitor; }
 
+void ConsoleWorker::stopListeners()
+{
+    for (auto& l : m_listeners)
+        l->stop();
+    m_listeners.clear();
+}
+
+KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
+{
+    KeyRow row = KeyRow::fromRecord(r, serverNowMs, m_monitor->options().keyNamespace);
+    if (!r.node.empty()) {
+        auto [at, added] = m_nodeIndex.try_emplace(r.node, static_cast<quint8>(std::min<std::size_t>(m_nodeIndex.size() + 1, 255)));
+        if (added) {
+            m_nodeNames << qs(r.node);
+            Q_EMIT nodesChanged(m_nodeNames);
+        }
+        row.node = at->second;
+    }
+    return row;
+}
+
 void ConsoleWorker::abortIo()
 {
     std::lock_guard lock(m_ioMutex);
@@ -167,6 +189,8 @@ void ConsoleWorker::abortIo()
         m_conn->interrupt();
     if (m_pool)
         m_pool->interruptAll();
+    if (m_scanner)
+        m_scanner->interrupt();
 }
 
 void ConsoleWorker::dropIo()
@@ -174,7 +198,8 @@ void ConsoleWorker::dropIo()
     m_store.reset();
     std::lock_guard lock(m_ioMutex);
     m_pool.reset();
-    m_monitor.reset();
+    m_monitor = nullptr;
+    m_scanner.reset();
     m_conn.reset();
 }
 
@@ -189,15 +214,12 @@ void ConsoleWorker::open(const ConnectionSettings& settings)
 
 void ConsoleWorker::close()
 {
-    if (m_listener)
-        m_listener->stop();
-    m_listener.reset();
+    stopListeners();
     m_rescanTimer->stop();
     m_retryTimer->stop();
     m_dirtyTimer->stop();
     m_heartbeatTimer->stop();
     dropIo();
-    Q_EMIT coverageChanged({});
     m_scanning = false;
     m_rescanQueued = false;
     m_waitingForGui = false;
@@ -209,9 +231,7 @@ void ConsoleWorker::close()
 
 void ConsoleWorker::connectNow()
 {
-    if (m_listener)
-        m_listener->stop();
-    m_listener.reset();
+    stopListeners();
     idem::ConnectionOptions o;
     try {
         o = connectionOptions(m_settings);
@@ -243,7 +263,15 @@ void ConsoleWorker::connectNow()
             mo.format = idem::formatFromString(m_settings.format.toStdString());
         mo.pattern = m_settings.pattern.toStdString();
         mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
-        m_monitor = std::make_unique<idem::Monitor>(*m_conn, mo);
+        {
+            std::lock_guard lock(m_ioMutex);
+            m_scanner = std::make_unique<idem::Scanner>(o, mo);
+        }
+        m_scanner->open(); // on a cluster: the topology, from any node given
+        m_monitor = &m_scanner->seedMonitor();
+        m_nodeIndex.clear();
+        m_nodeNames.clear();
+        Q_EMIT nodesChanged(m_nodeNames);
         {
             std::lock_guard lock(m_ioMutex);
             m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
@@ -251,7 +279,6 @@ void ConsoleWorker::connectNow()
         idem::StoreOptions so;
         so.keyNamespace = mo.keyNamespace;
         m_store = std::make_unique<idem::Store>(*m_pool, so);
-        Q_EMIT coverageChanged(qs(idem::scanCoverage(*m_conn).warning()));
     } catch (const idem::Error& e) {
         failed(e);
         return;
@@ -264,15 +291,24 @@ void ConsoleWorker::connectNow()
     probeWriteAccess();
     m_heartbeatTimer->start();
 
-    // Live updates: keyspace notifications if the server sends them (never turned on by us).
-    m_listener = std::make_unique<idem::KeyspaceListener>(
-        o, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
-            QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
-        });
+    // Live updates: keyspace notifications if the server sends them (never turned on by us); on a
+    // cluster each node sends its own keys' only, so one subscription per node read
     std::string why;
-    const bool live = m_listener->start(&why);
+    bool live = true;
+    for (const std::string& node : m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}) {
+        idem::ConnectionOptions lo = node.empty() ? o : m_scanner->optionsFor(node);
+        lo.readOnly = false; // a subscription reads no key
+        m_listeners.push_back(std::make_unique<idem::KeyspaceListener>(
+            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
+                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            }));
+        if (!m_listeners.back()->start(&why)) {
+            live = false;
+            break;
+        }
+    }
     if (!live)
-        m_listener.reset();
+        stopListeners();
     Q_EMIT liveUpdates(live, live ? u"keyspace notifications"_s
                                   : u"rescanning every %1 s (%2)"_s.arg(m_settings.rescanIntervalMs / 1000).arg(qs(why)));
     m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
@@ -292,9 +328,7 @@ void ConsoleWorker::failed(const idem::Error& e)
 void ConsoleWorker::refuse(const QString& field, const QString& message)
 {
     qCWarning(lcWorker).noquote() << "not retrying:" << message;
-    if (m_listener)
-        m_listener->stop();
-    m_listener.reset();
+    stopListeners();
     m_rescanTimer->stop();
     m_retryTimer->stop();
     m_heartbeatTimer->stop();
@@ -394,9 +428,7 @@ void ConsoleWorker::attachErrors(QVector<KeyRow>& rows)
 void ConsoleWorker::lost(const QString& why)
 {
     qCInfo(lcWorker) << "connection lost:" << why;
-    if (m_listener)
-        m_listener->stop();
-    m_listener.reset();
+    stopListeners();
     m_rescanTimer->stop();
     m_heartbeatTimer->stop();
     dropIo();
@@ -425,13 +457,12 @@ void ConsoleWorker::rescan()
     m_scanning = true;
     m_rescanQueued = false;
     ++m_generation;
-    m_cursor.clear();
     m_summary = ScanSummary{};
     m_summary.generation = m_generation;
     m_scanClock.start();
     try {
-        const auto size = idem::reply::integer(m_conn->checked({"DBSIZE"}).get()); // O(1)
-        Q_EMIT scanStarted(m_generation, size);
+        m_scanner->restart();
+        Q_EMIT scanStarted(m_generation, m_scanner->keyCount()); // DBSIZE of each node: O(1)
     } catch (const idem::Error& e) {
         failed(e);
         return;
@@ -444,21 +475,25 @@ void ConsoleWorker::scanStep()
     if (!m_monitor || !m_scanning)
         return;
     try {
-        idem::ScanPage page = m_monitor->scanPage(m_cursor.empty() ? "0" : m_cursor);
-        QVector<KeyRow> rows;
-        rows.reserve(static_cast<qsizetype>(page.records.size()));
-        for (const auto& r : page.records)
-            rows.push_back(KeyRow::fromRecord(r, page.serverNowMs, m_monitor->options().keyNamespace));
-        attachErrors(rows);
-        m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
-        ++m_summary.pages;
-        m_summary.serverNowMs = page.serverNowMs;
-        if (!rows.isEmpty()) {
-            ++m_inFlight;
-            Q_EMIT rowsArrived(rows, page.serverNowMs, m_generation);
+        idem::ScanStep step = m_scanner->next(); // a page of every shard, side by side
+        for (const auto& note : step.notes)
+            qCInfo(lcWorker).noquote() << "cluster:" << qs(note);
+        for (const auto& shard : step.pages) {
+            const idem::ScanPage& page = shard.page;
+            QVector<KeyRow> rows;
+            rows.reserve(static_cast<qsizetype>(page.records.size()));
+            for (const auto& r : page.records)
+                rows.push_back(rowOf(r, page.serverNowMs));
+            attachErrors(rows);
+            m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
+            ++m_summary.pages;
+            m_summary.serverNowMs = page.serverNowMs;
+            if (!rows.isEmpty()) {
+                ++m_inFlight;
+                Q_EMIT rowsArrived(rows, page.serverNowMs, m_generation);
+            }
         }
-        m_cursor = page.cursor;
-        if (m_cursor == "0") {
+        if (m_scanner->done()) {
             m_scanning = false;
             m_summary.elapsedMs = m_scanClock.elapsed();
             Q_EMIT scanFinished(m_summary);
@@ -507,10 +542,10 @@ void ConsoleWorker::flushDirty()
             std::vector<std::string> chunk(keys.begin() + static_cast<long>(first),
                                            keys.begin() + static_cast<long>(std::min(keys.size(), first + 500)));
             std::int64_t now = 0;
-            const auto records = m_monitor->classify(chunk, &now);
+            const auto records = m_scanner->classify(chunk, &now);
             QVector<KeyRow> rows;
             for (const auto& r : records) {
-                rows.push_back(KeyRow::fromRecord(r, now, m_monitor->options().keyNamespace));
+                rows.push_back(rowOf(r, now));
                 gone.remove(rows.back().keyText());
             }
             attachErrors(rows);
@@ -684,7 +719,7 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
             keys.push_back(row.key.toStdString());
         }
         if (!release.empty()) {
-            const auto n = static_cast<int>(m_monitor->unlinkIfUnchanged(release));
+            const auto n = static_cast<int>(m_scanner->unlinkIfUnchanged(release));
             result.changed += n;
             result.skipped += static_cast<int>(release.size()) - n;
         }
@@ -710,7 +745,7 @@ void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, co
         for (qsizetype i = 0; i < rows.size(); ++i) {
             batch.push_back(rows[i].toGuardRecord());
             if (batch.size() == 500 || i + 1 == rows.size()) {
-                result.changed += static_cast<int>(m_monitor->unlinkIfUnchanged(batch));
+                result.changed += static_cast<int>(m_scanner->unlinkIfUnchanged(batch));
                 batch.clear();
             }
         }

@@ -9,7 +9,9 @@
 #include <QSet>
 #include <QString>
 #include <QTimer>
+#include <map>
 #include <memory>
+#include <vector>
 #include <mutex>
 
 namespace idem {
@@ -18,6 +20,7 @@ class Connection;
 class ConnectionPool;
 class KeyspaceListener;
 class Monitor;
+class Scanner;
 class Store;
 } // namespace idem
 
@@ -109,7 +112,8 @@ Q_SIGNALS:
     void writeAccess(bool allowed, const QString& why);
     void liveUpdates(bool notifications, const QString& detail);
     // what the scan cannot see (a node of a multi-primary cluster), one line; empty = every key
-    void coverageChanged(const QString& warning);
+    // The nodes rows name (KeyRow::node - 1 indexes it): sent before the first row that names a new one.
+    void nodesChanged(const QStringList& nodes);
     void rowsArrived(const QVector<KeyRow>& rows, qint64 serverNowMs, quint64 generation);
     void rowsGone(const QStringList& keys);
     void scanStarted(quint64 generation, qint64 keysInDatabase);
@@ -131,6 +135,8 @@ private:
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
     idem::Monitor& monitor();
+    void stopListeners();
+    KeyRow rowOf(const idem::Record& r, std::int64_t serverNowMs); // with its node's index
     // an action's result with its name and size; not connected: already answered, with that error
     ActionResult startAction(const QString& action, const QVector<KeyRow>& rows, bool connected);
     void noteRefusedWrite(const QString& error); // NOPERM, READONLY: writeAccess(false)
@@ -139,9 +145,10 @@ private:
     std::mutex m_ioMutex; // guards the m_conn and m_pool pointers for abortIo()
     std::unique_ptr<idem::Connection> m_conn;
     std::unique_ptr<idem::ConnectionPool> m_pool;
-    std::unique_ptr<idem::Monitor> m_monitor;
+    std::unique_ptr<idem::Scanner> m_scanner; // every shard of a cluster, or the one server
+    idem::Monitor* m_monitor = nullptr;       // the scanner's seed monitor: options, decoding
     std::unique_ptr<idem::Store> m_store;
-    std::unique_ptr<idem::KeyspaceListener> m_listener;
+    std::vector<std::unique_ptr<idem::KeyspaceListener>> m_listeners; // one per node read
     QTimer* m_rescanTimer = nullptr;
     QTimer* m_retryTimer = nullptr;
     QTimer* m_dirtyTimer = nullptr;
@@ -151,7 +158,8 @@ private:
     int m_inFlight = 0;           // rowsArrived batches the GUI has not taken in yet
     bool m_waitingForGui = false; // a scan step waits for batchConsumed()
     bool m_rescanQueued = false;
-    std::string m_cursor;
+    std::map<std::string, quint8> m_nodeIndex; // a row's node as a small index (KeyRow::node)
+    QStringList m_nodeNames;                   // index - 1 -> "host:port"
     quint64 m_generation = 0;
     ScanSummary m_summary;
     QElapsedTimer m_scanClock;

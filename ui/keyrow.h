@@ -30,6 +30,7 @@ struct KeyRow {
     idem::RecordFormat format = idem::RecordFormat::Unknown;
     Type type = Type::Other;
     quint8 flags = 0;
+    quint8 node = 0; // on a cluster: 1 + the index of the node it was read from (the worker's list)
     qint32 attempt = 0;
     quint32 seenInGeneration = 0;
     quint32 valueBytes = 0;  // strings: the length the guard was read with

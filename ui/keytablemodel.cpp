@@ -128,6 +128,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         case Fence: return r.fence > 0 ? QVariant(r.fence) : QVariant();
         case Format: return QString::fromUtf8(idem::nameOf(r.format).data());
         case Note: return noteOf(r, now);
+        case Node: return nodeOf(r);
         }
         break;
     case SortRole: // KeyFilterProxy::lessThan compares rows directly; this serves other views
@@ -214,7 +215,8 @@ QVariant KeyTableModel::headerData(int section, Qt::Orientation orientation, int
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     static const QString names[] = {u"ID"_s,    u"State"_s,    u"Age"_s,   u"TTL"_s,    u"Lease left"_s,
-                                    u"Owner"_s, u"Attempts"_s, u"Fence"_s, u"Format"_s, u"Note"_s};
+                                    u"Owner"_s, u"Attempts"_s, u"Fence"_s, u"Format"_s, u"Note"_s,
+                                    u"Node"_s};
     return section >= 0 && section < ColumnCount ? names[section] : QVariant();
 }
 
@@ -228,7 +230,7 @@ bool sameRow(const KeyRow& a, const KeyRow& b)
     return sameDeadline && a.state == b.state && a.format == b.format && a.flags == b.flags &&
            a.leaseUntilMs == b.leaseUntilMs && std::abs(a.createdMs - b.createdMs) < 1000 &&
            std::abs(a.changesAtMs - b.changesAtMs) < 1000 && a.fence == b.fence && a.attempt == b.attempt &&
-           a.guard == b.guard && a.valueBytes == b.valueBytes && a.note == b.note;
+           a.guard == b.guard && a.valueBytes == b.valueBytes && a.note == b.note && a.node == b.node;
 }
 } // namespace
 
@@ -364,6 +366,7 @@ qint64 KeyTableModel::numericKey(const KeyRow& r, int column)
     case Attempt: return r.attempt;
     case Fence: return r.fence;
     case Format: return static_cast<qint64>(r.format);
+    case Node: return r.node; // in the order the nodes were first seen
     default: return 0;
     }
 }

@@ -18,7 +18,7 @@
 class KeyTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Id, State, Age, Ttl, Lease, Owner, Attempt, Fence, Format, Note, ColumnCount };
+    enum Column { Id, State, Age, Ttl, Lease, Owner, Attempt, Fence, Format, Note, Node, ColumnCount };
     enum Role {
         SortRole = Qt::UserRole + 1, // a value that sorts right (numbers, deadlines)
         StateRole,                   // idem::RecordState as int
@@ -58,6 +58,9 @@ public:
     int rowOfKey(const QString& key) const;
     // Ids are shown without "<namespace>:{" and "}".
     void setKeyNamespace(const QString& ns) { m_namespaceLength = ns.toUtf8().size(); }
+    // The nodes KeyRow::node indexes (from 1): the Node column's text.
+    void setNodes(const QStringList& nodes) { m_nodes = nodes; }
+    QString nodeOf(const KeyRow& r) const { return r.node > 0 && r.node <= m_nodes.size() ? m_nodes.at(r.node - 1) : QString(); }
     QString idOf(const KeyRow& r) const { return r.id(m_namespaceLength); }
     idem::Stats stats() const;
     qint64 serverNowMs() const;
@@ -91,6 +94,7 @@ private:
     qsizetype m_sortedRows = 0;     // model rows [0, m_sortedRows) were placed by the last sort
     qsizetype m_movedRows = 0;      // slots marked in m_moved
     qsizetype m_namespaceLength = 0;
+    QStringList m_nodes;
     int m_sortColumn = -1;
     Qt::SortOrder m_sortOrder = Qt::AscendingOrder;
     qint64 m_clockOffsetMs = 0; // server time - local time

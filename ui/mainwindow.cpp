@@ -203,9 +203,10 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         m_writeRefused = allowed ? QString() : why;
         updateActions();
     });
-    connect(m_worker, &ConsoleWorker::coverageChanged, this, [this](const QString& warning) {
-        m_coverageLabel->setText(u"⚠ "_s + warning);
-        m_coverageLabel->setVisible(!warning.isEmpty());
+    // a cluster's nodes: a Node column once rows come from more than one
+    connect(m_worker, &ConsoleWorker::nodesChanged, this, [this](const QStringList& nodes) {
+        m_model->setNodes(nodes);
+        m_table->setColumnHidden(KeyTableModel::Node, nodes.size() < 2);
     });
     connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
         m_liveLabel->setText(live ? tr("live: %1").arg(detail) : detail);
@@ -346,12 +347,6 @@ void MainWindow::buildUi()
     filterBar->addWidget(m_filter, 1);
     layout->addLayout(filterBar);
     // shown only when the scan cannot see every key (a node of a multi-primary Redis Cluster)
-    m_coverageLabel = new QLabel(central);
-    m_coverageLabel->setObjectName(u"coverageWarning"_s);
-    m_coverageLabel->setWordWrap(true);
-    m_coverageLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
-    m_coverageLabel->hide();
-    layout->addWidget(m_coverageLabel);
     connect(m_filter, &QLineEdit::textChanged, m_proxy, &KeyFilterProxy::setText);
     connect(m_stateBox, &QComboBox::currentIndexChanged, this, [this](int i) {
         const auto f = static_cast<idem::StateFilter>(m_stateBox->itemData(i).toInt());
@@ -367,6 +362,7 @@ void MainWindow::buildUi()
     m_table = new FrozenTableView(central);
     m_table->setObjectName(u"keyTable"_s);
     m_table->setModel(m_proxy);
+    m_table->setColumnHidden(KeyTableModel::Node, true); // shown when rows come from several nodes
     // unsorted (scan order) until the operator clicks a header: keeping a million rows sorted
     // while they stream in would cost more than it shows
     m_table->horizontalHeader()->setSortIndicatorClearable(true);

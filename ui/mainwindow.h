@@ -152,7 +152,6 @@ private:
     ElidedLabel* m_scanLabel = nullptr;
     ElidedLabel* m_modeLabel = nullptr;
     QLabel* m_insecureLabel = nullptr; // TLS without verification
-    QLabel* m_coverageLabel = nullptr;
     QAction* m_forceFail = nullptr;
     QAction* m_purge = nullptr;
     QAction* m_forceFailAll = nullptr;
