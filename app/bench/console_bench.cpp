@@ -14,7 +14,9 @@
 
 #include "idem/errors.h"
 #include "idem/redis/localserver.h"
-#include "idem/monitor/monitor.h"
+#include "idem/monitor/scanner.h"
+#include "idem/redis/cluster.h"
+#include "idem/redis/localcluster.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -83,14 +85,19 @@ int main(int argc, char** argv)
         qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     int keys = 1'000'000;
+    bool onCluster = false;
     const QStringList args = app.arguments();
     if (args.contains(u"--help"_s)) {
-        std::puts("usage: idem-console-bench [--keys N]   (default 1000000, at least 1000; starts a private "
-                  "redis-server)");
+        std::puts("usage: idem-console-bench [--keys N] [--cluster]   (default 1000000, at least 1000; starts a\n"
+                  "private redis-server, or with --cluster a private Redis Cluster of three primaries)");
         return 0;
     }
     for (qsizetype i = 1; i < args.size(); ++i) {
         bool ok = false;
+        if (args.at(i) == u"--cluster"_s) {
+            onCluster = true;
+            continue;
+        }
         if (args.at(i) == u"--keys"_s) {
             const QString value = i + 1 < args.size() ? args.at(++i) : QString();
             keys = value.toInt(&ok);
@@ -104,35 +111,61 @@ int main(int argc, char** argv)
         return 64;
     }
     try {
-        idem::LocalServer server;
-        idem::Connection c(server.connectionOptions());
+        // one server, or three primaries: every node gets its keys, and is measured the same way
+        std::unique_ptr<idem::LocalServer> single;
+        std::unique_ptr<idem::LocalCluster> cluster;
+        std::vector<std::unique_ptr<idem::Connection>> nodes;
+        if (onCluster) {
+            cluster = std::make_unique<idem::LocalCluster>(3);
+            for (int i = 0; i < 3; ++i)
+                nodes.push_back(std::make_unique<idem::Connection>(cluster->node(i)));
+        } else {
+            single = std::make_unique<idem::LocalServer>();
+            nodes.push_back(std::make_unique<idem::Connection>(single->connectionOptions()));
+        }
+        const idem::ConnectionOptions seed = onCluster ? cluster->node(0) : single->connectionOptions();
+        const std::string url = onCluster ? cluster->url(0) : single->url();
+        const auto portOf = [&](std::size_t i) { return nodes[i]->options().port; };
         QElapsedTimer t;
         t.start();
-        idembench::loadScaleData(keys, [&](std::string_view) -> idem::Connection& { return c; });
-        std::printf("idem-console-bench: %d keys loaded into a private redis-server in %.1f s\n\n", keys,
+        idembench::loadScaleData(keys, [&](std::string_view key) -> idem::Connection& {
+            if (!onCluster)
+                return *nodes[0];
+            const int slot = idem::hashSlot(key); // LocalCluster: node i serves 16384*i/3 .. 16384*(i+1)/3 - 1
+            std::size_t owner = 0;
+            while (slot > 16384 * static_cast<int>(owner + 1) / 3 - 1)
+                ++owner;
+            return *nodes[owner];
+        });
+        std::printf("idem-console-bench: %d keys loaded into %s in %.1f s\n\n", keys,
+                    onCluster ? "a private Redis Cluster of three primaries" : "a private redis-server",
                     t.elapsed() / 1000.0);
 
         long cliCount = 0;
-        const double cli = timeRedisCliScan(server.port(), &cliCount);
+        double cli = 0;
+        for (std::size_t i = 0; i < nodes.size(); ++i) { // redis-cli --scan walks one node
+            long n = 0;
+            cli += timeRedisCliScan(portOf(i), &n);
+            cliCount += n;
+        }
 
-        c.checked({"CONFIG", "SET", "slowlog-log-slower-than", "10000"});
-        c.checked({"SLOWLOG", "RESET"});
+        for (auto& c : nodes) {
+            c->checked({"CONFIG", "SET", "slowlog-log-slower-than", "10000"});
+            c->checked({"SLOWLOG", "RESET"});
+        }
         idem::MonitorOptions mo;
         mo.keyNamespace = "scale";
-        idem::Monitor monitor(c, mo);
+        idem::Scanner scanner(seed, mo);
         t.restart();
         std::size_t records = 0;
-        std::string cursor = "0";
-        do {
-            auto page = monitor.scanPage(cursor);
-            records += page.records.size();
-            cursor = page.cursor;
-        } while (cursor != "0");
+        scanner.open();
+        while (!scanner.done())
+            records += scanner.next().records();
         const double snapshot = static_cast<double>(t.nsecsElapsed()) / 1e9;
 
         // the console loads them; a 5 ms timer on the GUI thread measures its longest stall
         MainWindow::Options o;
-        o.connection.url = QString::fromStdString(server.url());
+        o.connection.url = QString::fromStdString(url);
         o.connection.keyNamespace = u"scale"_s;
         o.auditPath = u"/dev/null"_s;
         MainWindow w(o);
@@ -206,20 +239,25 @@ int main(int argc, char** argv)
         const int visible = w.table()->rowAt(w.table()->viewport()->height() - 1) - w.table()->rowAt(0) + 1;
         const qint64 repainted = counting->rows.size();
 
-        const auto slowlog = c.checked({"SLOWLOG", "GET", "128"});
-        const qint64 slow = static_cast<qint64>(idem::reply::arraySize(slowlog.get()));
-        for (qint64 i = 0; i < slow; ++i) {
-            const redisReply* e = idem::reply::element(slowlog.get(), static_cast<std::size_t>(i));
-            const redisReply* argv = idem::reply::element(e, 3);
-            std::string cmd;
-            for (std::size_t k = 0; k < std::min<std::size_t>(3, idem::reply::arraySize(argv)); ++k)
-                cmd += idem::reply::str(idem::reply::element(argv, k)) + " ";
-            std::printf("slowlog: %lld us  %s\n", static_cast<long long>(idem::reply::integer(idem::reply::element(e, 2))),
-                        cmd.c_str());
+        qint64 slow = 0;
+        for (auto& c : nodes) {
+            const auto slowlog = c->checked({"SLOWLOG", "GET", "128"});
+            const qint64 here = static_cast<qint64>(idem::reply::arraySize(slowlog.get()));
+            slow += here;
+            for (qint64 i = 0; i < here; ++i) {
+                const redisReply* e = idem::reply::element(slowlog.get(), static_cast<std::size_t>(i));
+                const redisReply* argv = idem::reply::element(e, 3);
+                std::string cmd;
+                for (std::size_t k = 0; k < std::min<std::size_t>(3, idem::reply::arraySize(argv)); ++k)
+                    cmd += idem::reply::str(idem::reply::element(argv, k)) + " ";
+                std::printf("slowlog: %lld us  %s\n", static_cast<long long>(idem::reply::integer(idem::reply::element(e, 2))),
+                            cmd.c_str());
+            }
         }
 
         std::printf("%-52s %22s   %-22s %s\n", "measurement", "value", "goal", "");
-        verdict("keys seen by redis-cli --scan (reference)", QString::number(cliCount), true, "");
+        verdict(onCluster ? "keys seen by redis-cli --scan of each node (reference)" : "keys seen by redis-cli --scan (reference)",
+                QString::number(cliCount), true, "");
         verdict("records in idem's snapshot", QString::number(records), static_cast<long>(records) == cliCount,
                 "= reference");
         verdict("snapshot time / redis-cli --scan time",
