@@ -24,11 +24,25 @@ std::future<T> promised(const std::function<void(StoreCallback<T>)>& call)
 }
 } // namespace
 
+struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
+    StoreOptions options;
+    std::string waitTrailer; // WAIT, with minReplicas
+    AsyncPool* pool = nullptr;
+
+    void ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
+                   bool waitForReplicas, StoreCallback<OwnerResult> done) const;
+    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done) const;
+};
+
 AsyncStore::AsyncStore(AsyncPool& pool, StoreOptions options) : m_pool(pool), m_options(std::move(options))
 {
     storecalls::checkOptions(m_options);
+    auto shared = std::make_shared<Shared>();
+    shared->options = m_options;
     if (m_options.minReplicas > 0)
-        m_waitTrailer = waitCommand(m_options.minReplicas, m_options.replicaTimeout);
+        shared->waitTrailer = waitCommand(m_options.minReplicas, m_options.replicaTimeout);
+    shared->pool = &pool;
+    m_shared = std::move(shared);
 }
 
 std::string AsyncStore::recordKey(std::string_view id) const
@@ -53,22 +67,23 @@ void AsyncStore::acquire(std::string_view id, std::string_view fingerprint, std:
         w, s, m_options.keyNamespace, 1, [&](std::size_t) { return id; }, [&](std::size_t) { return fingerprint; },
         [&](std::size_t) { return std::string_view(token); }, leaseMs, m_options.staleKeep.count());
     std::vector<std::size_t> ends = {call.size()};
-    auto handler = [this, id = std::string(id), token = std::move(token), leaseMs,
+    auto handler = [shared = m_shared, id = std::string(id), token = std::move(token), leaseMs,
                     done = std::move(done)](std::vector<ReplyPtr> replies, std::exception_ptr error) mutable {
         AcquireResult out;
         if (!error) {
             try {
                 storecalls::parseAcquireOne(out, replies.front().get(), id, token, leaseMs);
-                const std::int64_t acks = m_waitTrailer.empty() ? 0 : storecalls::replicasAcked(replies.back().get());
-                if (!m_waitTrailer.empty() && acks < m_options.minReplicas) {
+                const StoreOptions& o = shared->options;
+                const bool waited = !shared->waitTrailer.empty();
+                const std::int64_t acks = waited ? storecalls::replicasAcked(replies.back().get()) : 0;
+                if (waited && acks < o.minReplicas) {
                     // a lock no replica holds can vanish in a failover and the work run twice:
                     // give it back (its lease runs out anyway if this fails) and run nothing
                     if (out.status == AcquireStatus::Acquired)
-                        fail(out.ticket, FailPolicy::Release, "not replicated", [](OwnerResult, std::exception_ptr) {});
+                        shared->fail(out.ticket, FailPolicy::Release, "not replicated", [](OwnerResult, std::exception_ptr) {});
                     throw NotReplicatedError("acquire acknowledged by " + std::to_string(std::max<std::int64_t>(0, acks)) +
-                                             " of the " + std::to_string(m_options.minReplicas) +
-                                             " replica(s) asked within " +
-                                             std::to_string(m_options.replicaTimeout.count()) +
+                                             " of the " + std::to_string(o.minReplicas) + " replica(s) asked within " +
+                                             std::to_string(o.replicaTimeout.count()) +
                                              " ms; the lock is released, the work is not run");
                 }
             } catch (const Error&) {
@@ -78,26 +93,29 @@ void AsyncStore::acquire(std::string_view id, std::string_view fingerprint, std:
         }
         done(std::move(out), std::move(error));
     };
-    runScriptPipelinedAsync(m_pool.next(), s, std::move(call), std::move(ends), m_waitTrailer, std::move(handler));
+    runScriptPipelinedAsync(m_pool.next(), s, std::move(call), std::move(ends), m_shared->waitTrailer,
+                            std::move(handler));
 }
 
-void AsyncStore::ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
-                           bool waitForReplicas, StoreCallback<OwnerResult> done)
+void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
+                                   bool waitForReplicas, StoreCallback<OwnerResult> done) const
 {
-    storecalls::checkId(m_options, t.id);
-    const std::string rk = recordKey(t.id);
+    storecalls::checkId(options, t.id);
+    std::string rk(options.keyNamespace);
+    rk.append(storecalls::kTagOpen).append(t.id).append(storecalls::kTagClose);
     const std::string_view key = rk;
     std::string call;
     resp::Writer w(call);
     resp::evalsha(w, s, {&key, 1}, std::span<const std::string_view>(args.begin(), args.size()));
     std::vector<std::size_t> ends = {call.size()};
-    const bool waits = waitForReplicas && !m_waitTrailer.empty();
-    auto handler = [this, &s, waits, done = std::move(done)](std::vector<ReplyPtr> replies, std::exception_ptr error) {
+    const bool waits = waitForReplicas && !waitTrailer.empty();
+    auto handler = [shared = shared_from_this(), &s, waits, done = std::move(done)](std::vector<ReplyPtr> replies,
+                                                                                    std::exception_ptr error) {
         OwnerResult out;
         if (!error) {
             try {
                 const std::int64_t acks = waits ? storecalls::replicasAcked(replies.back().get()) : -1;
-                out = storecalls::parseOwnerReply(s, replies.front().get(), m_options, waits, acks);
+                out = storecalls::parseOwnerReply(s, replies.front().get(), shared->options, waits, acks);
             } catch (const Error&) {
                 error = std::current_exception();
                 out = OwnerResult();
@@ -105,21 +123,27 @@ void AsyncStore::ownerCall(const Script& s, const Ticket& t, std::initializer_li
         }
         done(std::move(out), std::move(error));
     };
-    runScriptPipelinedAsync(m_pool.next(), s, std::move(call), std::move(ends),
-                            waits ? std::string_view(m_waitTrailer) : std::string_view(), std::move(handler));
+    runScriptPipelinedAsync(pool->next(), s, std::move(call), std::move(ends),
+                            waits ? std::string_view(waitTrailer) : std::string_view(), std::move(handler));
+}
+
+void AsyncStore::Shared::fail(const Ticket& t, FailPolicy policy, std::string_view error,
+                              StoreCallback<OwnerResult> done) const
+{
+    const std::string retMs = std::to_string(options.failureRetention.count());
+    ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs}, false, std::move(done));
 }
 
 void AsyncStore::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention,
                           StoreCallback<OwnerResult> done)
 {
     const std::string retMs = std::to_string(storecalls::checkCompletion(m_options, response, retention).count());
-    ownerCall(scripts::complete(), t, {t.token, response, retMs}, true, std::move(done));
+    m_shared->ownerCall(scripts::complete(), t, {t.token, response, retMs}, true, std::move(done));
 }
 
 void AsyncStore::fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done)
 {
-    const std::string retMs = std::to_string(m_options.failureRetention.count());
-    ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs}, false, std::move(done));
+    m_shared->fail(t, policy, error, std::move(done));
 }
 
 void AsyncStore::renew(const Ticket& t, std::optional<Millis> lease, StoreCallback<OwnerResult> done)
@@ -127,7 +151,7 @@ void AsyncStore::renew(const Ticket& t, std::optional<Millis> lease, StoreCallba
     const Millis leaseFor = lease.value_or(m_options.lease);
     const std::string leaseMs = std::to_string(leaseFor.count());
     const std::string keepMs = std::to_string(m_options.staleKeep.count());
-    ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs}, false,
+    m_shared->ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs}, false,
               [leaseFor, done = std::move(done)](OwnerResult r, std::exception_ptr error) {
                   if (!error && r.status == OwnerStatus::Ok)
                       r.leaseUntilMs = r.serverNowMs + leaseFor.count(); // what the script wrote

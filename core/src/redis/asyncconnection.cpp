@@ -306,6 +306,11 @@ private:
             deliver(rq.done, {}, e);
     }
 
+    bool timedOutFront() const
+    {
+        return !m_inflight.empty() && m_inflight.front().deadline != kNever && !m_inflight.front().done;
+    }
+
     Millis hangGrace() const { return m_options.commandTimeout.count() > 0 ? m_options.commandTimeout : Millis(2000); }
 
     void checkTimeouts()
@@ -323,7 +328,7 @@ private:
                                                          " ms")));
         }
         // the oldest request timed out and still nothing came: the server is hung, not slow
-        if (!m_inflight.empty() && !m_inflight.front().done && m_inflight.front().deadline + hangGrace() <= now)
+        if (timedOutFront() && m_inflight.front().deadline + hangGrace() <= now)
             dropConnection(std::make_exception_ptr(
                 TimeoutError(where() + ": no reply for " + std::to_string(hangGrace().count()) +
                              " ms after a request timed out: the connection is dropped")));
@@ -334,7 +339,7 @@ private:
         auto until = kNever;
         if (!m_deadlines.empty())
             until = m_deadlines.top().first;
-        if (!m_inflight.empty() && !m_inflight.front().done)
+        if (timedOutFront())
             until = std::min(until, m_inflight.front().deadline + hangGrace());
         int timeoutMs = -1;
         if (until != kNever)

@@ -24,6 +24,8 @@ using StoreCallback = std::function<void(T value, std::exception_ptr error)>;
 // Callbacks run on a connection's I/O thread (see AsyncConnection). Bad arguments throw
 // UsageError at once, as Store's do. Thread-safe.
 //
+// Calls under way keep what they need: the AsyncStore may go before them (its pool may not).
+//
 // Standalone servers and Sentinel (a demoted primary's -READONLY drops the connection; the next
 // call asks the sentinels). Redis Cluster is not routed here yet: a key on another node comes back
 // as a ReplyError naming the node (MOVED), never as a wrong answer.
@@ -47,13 +49,12 @@ public:
     const StoreOptions& options() const { return m_options; }
     AsyncPool& pool() { return m_pool; }
 
-private:
-    void ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
-                   bool waitForReplicas, StoreCallback<OwnerResult> done);
+    struct Shared; // what calls under way need: options, WAIT, the pool
 
+private:
     AsyncPool& m_pool;
     StoreOptions m_options;
-    std::string m_waitTrailer; // WAIT, with minReplicas
+    std::shared_ptr<const Shared> m_shared;
 };
 
 } // namespace idem

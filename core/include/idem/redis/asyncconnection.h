@@ -27,7 +27,8 @@ using ReplyHandler = std::function<void(ReplyPtr reply, std::exception_ptr error
 // and replies are matched to requests in order (FIFO), like node-redis or ioredis. Thread-safe.
 //
 // Handlers run on the I/O thread: keep them short, never wait in one for another request of the
-// same connection (hand the work to a thread of yours instead).
+// same connection (hand the work to a thread of yours instead), never destroy the connection in
+// one. An exception a handler throws is dropped.
 //
 // The guarantees are Connection's: the same options, URL and handshake (AUTH, SELECT, Sentinel,
 // TLS through the same Stream), the same errors (ConfigError for what retrying cannot fix), the same
