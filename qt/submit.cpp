@@ -1,5 +1,7 @@
 #include "idem/qt/submit.h"
 
+#include "idem/errors.h"
+
 #include <QMetaObject>
 #include <QPointer>
 
@@ -22,6 +24,8 @@ struct Relay {
 
 Completion onThreadOf(QObject* context, std::function<void(const Outcome&)> callback)
 {
+    if (!context)
+        throw UsageError("idem::qt: a completion needs a context object");
     auto relay = std::make_shared<Relay>();
     relay->context = context;
     relay->watch = QObject::connect(

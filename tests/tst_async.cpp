@@ -451,6 +451,49 @@ private slots:
         QVERIFY(!lost);
     }
 
+    // minReplicas through submit(): WAIT rides in the acquire's unit; a frozen replica leaves the
+    // lock unacknowledged, so it is given back and the work does not run; thawed, it runs once
+    void minReplicasThroughSubmit()
+    {
+        idem::LocalServer primary;
+        idem::LocalServerOptions ro;
+        ro.extraArgs = {"--replicaof", "127.0.0.1", std::to_string(primary.port())};
+        idem::LocalServer replica(ro);
+        idem::Connection admin(primary.connectionOptions());
+        QTRY_VERIFY_WITH_TIMEOUT(text(admin.checked({"INFO", "replication"})).find("state=online") != std::string::npos,
+                                 10000);
+        idem::StoreOptions so = ns("replicated", idem::Millis(3000));
+        so.minReplicas = 1;
+        so.replicaTimeout = idem::Millis(300);
+        idem::ConnectionPool blocking(quick(primary.connectionOptions()), 1);
+        idem::Store store(blocking, so);
+        idem::AsyncPool pool(quick(primary.connectionOptions()), 1);
+        idem::AsyncStore async(pool, so);
+        idem::Executor ex(store, async);
+        std::atomic<int> runs{0};
+        const auto work = [&](const idem::WorkContext&) {
+            ++runs;
+            return idem::WorkResult::success("ok");
+        };
+        replica.pause();
+        const auto refused = ex.submit("z", "", work).get();
+        QCOMPARE(refused.kind, OutcomeKind::StoreUnavailable);
+        QVERIFY2(refused.error.find("acknowledged by 0 of the 1 replica") != std::string::npos, refused.error.c_str());
+        QCOMPARE(runs.load(), 0);
+        QTRY_VERIFY(!store.inspect("z")); // the lock was given back
+        replica.resume();
+        idem::Outcome ran;
+        QElapsedTimer thawed;
+        thawed.start();
+        while ((ran = ex.submit("z", "", work).get()).kind == OutcomeKind::StoreUnavailable && thawed.elapsed() < 10000) {
+            QVERIFY(!ran.workRan); // the replica catches up: still refused, still not run
+            QThread::msleep(50);
+        }
+        QCOMPARE(ran.kind, OutcomeKind::Executed);
+        QCOMPARE(runs.load(), 1);
+        QCOMPARE(ex.submit("z", "", work).get().kind, OutcomeKind::Replayed);
+    }
+
     // Executor without an AsyncStore of its own makes one; completions arrive on the context's
     // thread through idem_qt
     void qtCompletionOnTheContextThread()
