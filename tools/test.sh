@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command for all tests: installs dependencies, builds with warnings as errors, runs the Qt Test
 # suite through ctest (a fixture starts a private redis-server), then builds and runs it again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then runs each fuzz target briefly on its corpus
-# (ctest already replayed every corpus input in both builds).
+# AddressSanitizer + UndefinedBehaviorSanitizer, the async suite under ThreadSanitizer, then runs each
+# fuzz target briefly on its corpus (ctest already replayed every corpus input in both builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup-debian.sh
@@ -22,6 +22,17 @@ if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd build-asan && ctest --output-on-failure -j 2)
+
+  # The async core's threads (I/O threads, watchdog, callers) under ThreadSanitizer: its suite only,
+  # which keeps the third build small. IDEM_SKIP_TSAN=1 skips it.
+  if [ "${IDEM_SKIP_TSAN:-0}" != 1 ]; then
+    echo "== build the async suite with ThreadSanitizer"
+    cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIDEM_WERROR=ON -DIDEM_SANITIZE=thread -DIDEM_BUILD_TESTS=ON
+    cmake --build build-tsan -j "$jobs" --target tst_async idem-test-redis
+    echo "== the async suite under ThreadSanitizer"
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0 suppressions=$PWD/tools/tsan.supp"
+    (cd build-tsan && ctest --output-on-failure -R '^(redis\.start|async|redis\.stop)$')
+  fi
 fi
 
 if [ "${IDEM_SKIP_FUZZ:-0}" != 1 ]; then

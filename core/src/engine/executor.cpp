@@ -1,8 +1,11 @@
 #include "idem/engine/executor.h"
 
+#include "idem/engine/asyncstore.h"
+
 #include "idem/errors.h"
 #include "idem/engine/fingerprint.h"
 #include "idem/engine/watchdog.h"
+#include "engine/outcomes.h"
 
 #include <thread>
 
@@ -24,12 +27,39 @@ std::string_view nameOf(OutcomeKind k)
 }
 
 Executor::Executor(Store& store) : m_store(store) {}
-Executor::~Executor() = default;
+
+Executor::Executor(Store& store, AsyncStore& async) : m_store(store), m_async(&async) {}
+
+Executor::~Executor()
+{
+    std::unique_lock lock(m_doneMutex);
+    m_allDone.wait(lock, [this] { return m_inFlight == 0; });
+}
 
 Watchdog& Executor::watchdog()
 {
     std::call_once(m_watchdogOnce, [this] { m_watchdog = std::make_unique<Watchdog>(m_store); });
     return *m_watchdog;
+}
+
+AsyncStore& Executor::asyncStore()
+{
+    std::call_once(m_asyncOnce, [this] {
+        if (!m_async) {
+            m_ownPool = std::make_unique<AsyncPool>(m_store.pool().options());
+            m_ownAsync = std::make_unique<AsyncStore>(*m_ownPool, m_store.options());
+            m_async = m_ownAsync.get();
+        }
+        watchdog().useAsync(m_async);
+    });
+    return *m_async;
+}
+
+void Executor::finished()
+{
+    std::lock_guard lock(m_doneMutex);
+    if (--m_inFlight == 0)
+        m_allDone.notify_all();
 }
 
 Outcome Executor::execute(std::string_view id, std::string_view payload, const Work& work,
@@ -54,36 +84,10 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
         out.error = e.what();
         return out;
     }
-    out.fence = a.fence;
-    out.attempt = a.attempt;
-    switch (a.status) {
-    case AcquireStatus::Duplicate:
-        out.kind = OutcomeKind::Replayed;
-        out.response = std::move(a.response);
+    if (outcomes::settledByAcquire(a, id, m_store.recordKey(id), out))
         return out;
-    case AcquireStatus::InProgress:
-        out.kind = OutcomeKind::InProgress;
-        out.remainingMs = a.remainingMs;
-        return out;
-    case AcquireStatus::Mismatch:
-        out.kind = OutcomeKind::PayloadMismatch;
-        out.error = "id '" + std::string(id) + "' was used with a different payload (stored " +
-                    a.storedFingerprint + ")";
-        return out;
-    case AcquireStatus::FailedTerminal:
-        out.kind = OutcomeKind::Failed;
-        out.error = std::move(a.error);
-        return out;
-    case AcquireStatus::Unusable:
-        out.kind = OutcomeKind::StoreUnavailable;
-        out.error = "key " + m_store.recordKey(id) + " is unusable: " + a.error;
-        return out;
-    case AcquireStatus::Acquired:
-        break;
-    }
 
     const Ticket ticket = a.ticket;
-    out.takeover = a.takeover;
     // The lease is measured from before the request went out: the local deadline is never later
     // than the server's.
     std::shared_ptr<WatchEntry> watch;
@@ -98,25 +102,10 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
     if (watch)
         ctx.leaseLost = watch->lost.get_token();
 
-    WorkResult result;
-    try {
-        result = work(ctx);
-    } catch (const std::exception& e) {
-        result = WorkResult::failure(e.what(), options.onException);
-    } catch (...) {
-        result = WorkResult::failure("unknown exception", options.onException);
-    }
+    WorkResult result = outcomes::runWork(work, ctx, options.onException, m_store.options().maxResponseBytes);
     out.workRan = true;
     if (watch)
         watchdog().remove(watch);
-
-    if (result.ok && result.response.size() > m_store.options().maxResponseBytes) {
-        result = WorkResult::failure("response of " + std::to_string(result.response.size()) +
-                                         " bytes is over the " +
-                                         std::to_string(m_store.options().maxResponseBytes) +
-                                         "-byte cap",
-                                     FailPolicy::Release);
-    }
 
     std::string lastError;
     // The work's result is good while its lease lasts. Where a failover is expected (through
@@ -131,28 +120,12 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
                           (untilLeaseEnds && std::chrono::steady_clock::now() < leaseEnds);
          ++attempt) {
         if (attempt > 0)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
+            std::this_thread::sleep_for(outcomes::storeRetryDelay(attempt));
         try {
             const OwnerResult r = result.ok ? m_store.complete(ticket, result.response, options.retention)
                                             : m_store.fail(ticket, result.policy, result.error);
-            if (r.status == OwnerStatus::NotReplicated) {
-                notReplicated = true;
-                lastError = "acknowledged by " + std::to_string(std::max<std::int64_t>(0, r.replicas)) + " of " +
-                            std::to_string(m_store.options().minReplicas) + " replica(s)";
-                continue;
-            }
-            if (r.status == OwnerStatus::LeaseLost) {
-                out.kind = OutcomeKind::LeaseLost;
-                out.error = "lease lost: the record is now " + r.currentState +
-                            " (taken over, force-failed or purged); result not stored";
-                if (!result.ok)
-                    out.error += "; the work had failed: " + result.error;
+            if (outcomes::settledByStoring(r, result, m_store.options().minReplicas, out, notReplicated, lastError))
                 return out;
-            }
-            out.kind = result.ok ? OutcomeKind::Executed : OutcomeKind::Failed;
-            out.response = std::move(result.response);
-            out.error = std::move(result.error);
-            return out;
         } catch (const UsageError& e) {
             lastError = e.what();
             break;
@@ -160,14 +133,7 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
             lastError = e.what();
         }
     }
-    if (notReplicated) {
-        out.kind = OutcomeKind::NotReplicated;
-        out.response = std::move(result.response);
-        out.error = "the result is stored on the primary but not replicated: " + lastError;
-        return out;
-    }
-    out.kind = OutcomeKind::StoreUnavailable;
-    out.error = "the work ran but its outcome could not be stored: " + lastError;
+    outcomes::storingGaveUp(result, notReplicated, lastError, out);
     return out;
 }
 

@@ -130,6 +130,61 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::st
     return replies;
 }
 
+void runScriptPipelinedAsync(AsyncConnection& c, const Script& s, std::string resp, std::vector<std::size_t> ends,
+                             std::string_view trailer, RepliesHandler done, Millis timeout)
+{
+    struct Batch {
+        const Script& script;
+        std::string resp, trailer;
+        std::vector<std::size_t> ends;
+        RepliesHandler done;
+        std::vector<ReplyPtr> replies;
+    };
+    const std::size_t calls = ends.size(), extra = trailer.empty() ? 0 : 1;
+    auto batch = std::make_shared<Batch>(Batch{s, std::move(resp), std::string(trailer), std::move(ends), std::move(done), {}});
+    std::string out = batch->resp;
+    out.append(trailer);
+    c.send(std::move(out), calls + extra,
+           [batch, &c, calls, extra, timeout](std::vector<ReplyPtr> replies, std::exception_ptr error) {
+               if (error)
+                   return batch->done({}, std::move(error));
+               std::vector<std::size_t> again;
+               for (std::size_t i = 0; i < calls; ++i)
+                   if (isNoScript(replies[i].get()))
+                       again.push_back(i);
+               if (again.empty())
+                   return batch->done(std::move(replies), nullptr);
+               // after a restart, failover or SCRIPT FLUSH: load it, then the refused calls again
+               std::string retry;
+               resp::Writer w(retry);
+               const std::string_view load[] = {"SCRIPT", "LOAD", batch->script.source};
+               w.command(load);
+               for (const auto i : again)
+                   retry.append(resp::callAt(batch->resp, batch->ends, i));
+               retry.append(batch->trailer);
+               batch->replies = std::move(replies);
+               const std::size_t count = 1 + again.size() + extra; // before `again` moves
+               c.send(std::move(retry), count,
+                      [batch, again = std::move(again), extra](std::vector<ReplyPtr> second, std::exception_ptr error) {
+                          if (error)
+                              return batch->done({}, std::move(error));
+                          const redisReply* loaded = second.front().get();
+                          if (reply::isError(loaded) || !reply::isString(loaded) || reply::view(loaded) != batch->script.sha1)
+                              return batch->done({}, std::make_exception_ptr(ReplyError(
+                                                         "SCRIPT LOAD " + std::string(batch->script.name) + ": " +
+                                                         (reply::isError(loaded) ? std::string(reply::errorText(loaded))
+                                                                                 : std::string("unexpected answer")))));
+                          for (std::size_t k = 0; k < again.size(); ++k)
+                              batch->replies[again[k]] = std::move(second[1 + k]);
+                          if (extra)
+                              batch->replies.back() = std::move(second.back());
+                          batch->done(std::move(batch->replies), nullptr);
+                      },
+                      timeout);
+           },
+           timeout);
+}
+
 std::string waitCommand(int replicas, Millis timeout)
 {
     std::string out;

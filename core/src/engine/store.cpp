@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/hash.h"
 #include "engine/acquireanswer.h"
+#include "engine/storecalls.h"
 #include "redis/resp.h"
 #include "redis/router.h"
 
@@ -79,12 +80,7 @@ std::string newToken()
 Store::Store(ConnectionPool& pool, StoreOptions options)
     : m_pool(pool), m_options(std::move(options)), m_router(std::make_unique<ClusterRouter>(pool))
 {
-    if (m_options.keyNamespace.empty())
-        throw UsageError("namespace must not be empty");
-    if (m_options.keyNamespace.find_first_of("{}") != std::string::npos)
-        throw UsageError("namespace must not contain '{' or '}' (they delimit the cluster hash tag)");
-    if (m_options.lease.count() <= 0)
-        throw UsageError("lease must be positive");
+    storecalls::checkOptions(m_options);
 }
 
 Store::~Store() = default;
@@ -101,11 +97,9 @@ ReplyPtr Store::routedScript(const Script& s, std::string_view id, const std::ve
     return r;
 }
 
-// <namespace>:{<id>} and <namespace>:{<id>}:meta, spelled once for recordKey/metaKey and for
-// acquireBatch, which writes keys straight into its request
-namespace {
-constexpr std::string_view kTagOpen = ":{", kTagClose = "}", kMetaSuffix = ":meta";
-}
+using storecalls::kMetaSuffix;
+using storecalls::kTagClose;
+using storecalls::kTagOpen;
 
 std::string Store::recordKey(std::string_view id) const
 {
@@ -117,14 +111,7 @@ std::string Store::recordKey(std::string_view id) const
 
 std::string Store::metaKey(std::string_view id) const { return recordKey(id).append(kMetaSuffix); }
 
-void Store::checkId(std::string_view id) const
-{
-    if (id.empty())
-        throw UsageError("idempotency id must not be empty");
-    if (id.size() > m_options.maxIdBytes)
-        throw UsageError("idempotency id is " + std::to_string(id.size()) + " bytes, over the " +
-                         std::to_string(m_options.maxIdBytes) + "-byte limit");
-}
+void Store::checkId(std::string_view id) const { storecalls::checkId(m_options, id); }
 
 AcquireResult Store::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
 {
@@ -191,21 +178,16 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     ends.clear();
     resp::Writer w(buf);
     for (std::size_t c = 0, first = 0; c < callEnds.size(); first = callEnds[c++]) {
-        const std::size_t count = callEnds[c] - first;
-        resp::evalshaHead(w, s, 2 * count, 2 + 2 * count);
-        for (std::size_t k = first; k < callEnds[c]; ++k) {
-            const std::string& id = requests[order[k]].id;
-            w.bulkConcat(ns, kTagOpen, id, kTagClose);
-            w.bulkConcat(ns, kTagOpen, id, kTagClose, kMetaSuffix);
-        }
-        w.bulk(static_cast<long long>(leaseMs));
-        w.bulk(static_cast<long long>(leaseMs + m_options.staleKeep.count()));
-        for (std::size_t k = first; k < callEnds[c]; ++k) {
-            char* token = tokens.data() + order[k] * kTokenChars;
-            writeToken(token);
-            w.bulk(requests[order[k]].fingerprint);
-            w.bulk(std::string_view(token, kTokenChars));
-        }
+        const auto request = [&](std::size_t k) -> const AcquireRequest& { return requests[order[first + k]]; };
+        storecalls::writeAcquireCall(
+            w, s, ns, callEnds[c] - first, [&](std::size_t k) { return std::string_view(request(k).id); },
+            [&](std::size_t k) { return std::string_view(request(k).fingerprint); },
+            [&](std::size_t k) {
+                char* token = tokens.data() + order[first + k] * kTokenChars;
+                writeToken(token);
+                return std::string_view(token, kTokenChars);
+            },
+            leaseMs, m_options.staleKeep.count());
         ends.push_back(buf.size());
     }
 
@@ -217,7 +199,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     const auto takeAck = [&](std::vector<ReplyPtr>& rs, Connection& c) {
         if (!trailer.empty()) {
             const redisReply* w = rs.back().get();
-            const std::int64_t acks = reply::isError(w) ? std::int64_t(-1) : reply::integer(w);
+            const std::int64_t acks = storecalls::replicasAcked(w);
             fewestAcks = std::min(fewestAcks, acks);
             rs.pop_back();
             if (acks < m_options.minReplicas)
@@ -285,17 +267,9 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             throw ReplyError("acquire: " + reply::errorMessage(r));
         const std::size_t count = callEnds[c] - first;
         const auto tokenOf = [&](std::size_t i) { return std::string_view(tokens).substr(i * kTokenChars, kTokenChars); };
-        if (count == 1) { // one id: "<now_us> <line>", or "<now_us>" alone: acquired fresh
+        if (count == 1) {
             const std::size_t i = order[first];
-            LineReader in(reply::view(r));
-            const std::int64_t nowUs = in.number();
-            if (in.atEnd()) {
-                acquiredFresh(out[i], nowUs, requests[i].id, tokenOf(i), leaseMs);
-                in.finish();
-            } else {
-                parseAcquireLine(out[i], in, requests[i].id, tokenOf(i), leaseMs);
-            }
-            out[i].serverNowMs = nowUs / 1000;
+            storecalls::parseAcquireOne(out[i], r, requests[i].id, tokenOf(i), leaseMs);
             continue;
         }
         // a line per id, then the server's time (µs)
@@ -355,7 +329,7 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
         const std::string trailer = waitCommand(m_options.minReplicas, m_options.replicaTimeout);
         r = m_router->routed(rk, [&](Connection& c) {
             auto rs = runScriptPipelined(c, s, call, one, trailer);
-            acks = reply::isError(rs.back().get()) ? -1 : reply::integer(rs.back().get());
+            acks = storecalls::replicasAcked(rs.back().get());
             if (acks < m_options.minReplicas)
                 c.checkPrimary(); // a replaced primary without its replicas: the retry goes to the new one
             return std::move(rs.front());
@@ -365,38 +339,12 @@ OwnerResult Store::ownerCall(const Script& s, const Ticket& t, const std::vector
     } else {
         r = routedScript(s, t.id, args, Keys::Record);
     }
-    using namespace reply;
-    OwnerResult out;
-    // done: the owner scripts answer the server time alone, an integer or its digits (the common
-    // case, kept cheap for Redis; complete answers 0: it reads no clock); refused: {status,
-    // detail, server time or 0}
-    if (isInteger(r.get()) || isString(r.get())) {
-        out.status = waitForReplicas && m_options.minReplicas > 0 && acks < m_options.minReplicas
-                         ? OwnerStatus::NotReplicated
-                         : OwnerStatus::Ok;
-        out.replicas = acks;
-        out.serverNowMs = integer(r.get());
-        return out;
-    }
-    const std::string status = str(element(r.get(), 0));
-    out.serverNowMs = integer(element(r.get(), arraySize(r.get()) - 1));
-    if (status == "LEASE_LOST") {
-        out.status = OwnerStatus::LeaseLost;
-        out.currentState = str(element(r.get(), 1));
-    } else {
-        throw ProtoError(std::string(s.name) + " script answered '" + status + "'");
-    }
-    return out;
+    return storecalls::parseOwnerReply(s, r.get(), m_options, waitForReplicas, acks);
 }
 
 OwnerResult Store::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention)
 {
-    if (response.size() > m_options.maxResponseBytes)
-        throw UsageError("response is " + std::to_string(response.size()) + " bytes, over the " +
-                         std::to_string(m_options.maxResponseBytes) + "-byte cap");
-    const auto ret = retention.value_or(m_options.retention);
-    if (ret.count() <= 0)
-        throw UsageError("retention must be positive");
+    const auto ret = storecalls::checkCompletion(m_options, response, retention);
     const std::string retMs = std::to_string(ret.count());
     return ownerCall(scripts::complete(), t, {t.token, response, retMs}, true);
 }

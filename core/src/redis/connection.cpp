@@ -57,6 +57,16 @@ void Connection::dropContext()
 
 void Connection::interrupt() { m_stream->interrupt(); }
 
+std::unique_ptr<Stream> Connection::handOver()
+{
+    ensureConnected();
+    auto stream = std::exchange(m_stream, std::make_unique<Stream>());
+    m_connected = false;
+    m_reader.reset();
+    m_endpoint.clear();
+    return stream;
+}
+
 std::string Connection::endpoint() const { return m_endpoint; }
 
 bool Connection::tls() const { return m_stream->tls(); }

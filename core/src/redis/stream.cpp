@@ -442,4 +442,71 @@ std::size_t Stream::read(char* buffer, std::size_t capacity)
     }
 }
 
+void Stream::setNonBlocking()
+{
+    if (m_fd < 0)
+        throw ClosedError("not connected");
+    ::fcntl(m_fd, F_SETFL, ::fcntl(m_fd, F_GETFL) | O_NONBLOCK);
+    if (m_ssl) // a write cut short goes on later from a buffer that may have grown (and moved)
+        SSL_set_mode(m_ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
+std::size_t Stream::writeSome(std::string_view data, Want& want)
+{
+    if (m_fd < 0)
+        throw ClosedError("not connected");
+    want = Want::Write;
+    if (m_ssl) {
+        ERR_clear_error();
+        const int n = SSL_write(m_ssl, data.data(), static_cast<int>(std::min<std::size_t>(data.size(), 1 << 30)));
+        if (n > 0)
+            return static_cast<std::size_t>(n);
+        const int err = SSL_get_error(m_ssl, n);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+            want = err == SSL_ERROR_WANT_READ ? Want::Read : Want::Write;
+            return 0;
+        }
+        failTls("write", err);
+    }
+    while (true) {
+        const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n >= 0)
+            return static_cast<std::size_t>(n);
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        failIo("write", errno);
+    }
+}
+
+std::size_t Stream::readSome(char* buffer, std::size_t capacity, Want& want)
+{
+    if (m_fd < 0)
+        throw ClosedError("not connected");
+    want = Want::Read;
+    if (m_ssl) {
+        ERR_clear_error();
+        const int n = SSL_read(m_ssl, buffer, static_cast<int>(std::min<std::size_t>(capacity, 1 << 30)));
+        if (n > 0)
+            return static_cast<std::size_t>(n);
+        const int err = SSL_get_error(m_ssl, n);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+            want = err == SSL_ERROR_WANT_READ ? Want::Read : Want::Write;
+            return 0;
+        }
+        failTls("read", err);
+    }
+    while (true) {
+        const ssize_t n = ::recv(m_fd, buffer, capacity, 0);
+        if (n > 0)
+            return static_cast<std::size_t>(n);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        failIo("read", n == 0 ? 0 : errno);
+    }
+}
+
 } // namespace idem

@@ -38,6 +38,15 @@ public:
     // Ends a blocked read or write (thread-safe).
     void interrupt();
 
+    // Non-blocking use (AsyncConnection, which polls fd()): after open(), calls no longer wait,
+    // they move what they can now. `want` tells what a call that moved nothing waits for (TLS may
+    // need to read to write, or the reverse). Errors throw as above.
+    enum class Want { Read, Write };
+    void setNonBlocking();
+    int fd() const { return m_fd; }
+    std::size_t writeSome(std::string_view data, Want& want); // 0: nothing could be written now
+    std::size_t readSome(char* buffer, std::size_t capacity, Want& want); // 0: nothing there now
+
     const std::string& peer() const { return m_peer; } // "host:port" or the socket path
 
 private:

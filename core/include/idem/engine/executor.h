@@ -2,7 +2,10 @@
 
 #include "idem/engine/store.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -10,6 +13,8 @@
 
 namespace idem {
 
+class AsyncPool;
+class AsyncStore;
 class Watchdog;
 
 // What the work sees while it runs.
@@ -69,16 +74,30 @@ struct ExecuteOptions {
     bool renew = true;               // watchdog renews the lease every lease/3 while work runs
     FailPolicy onException = FailPolicy::Release;
     int completeAttempts = 3;        // storing the result is retried on I/O errors (it is idempotent)
+    // submit(): where the work runs. Given the work as a task, run it (now or later, on any thread:
+    // a thread pool's post, a QThreadPool, an event loop's queue). Empty: inline, on the connection's
+    // I/O thread that got the acquire's answer - only for work that is short and never waits.
+    std::function<void(std::function<void()>)> runOn;
 };
+
+using Completion = std::function<void(Outcome)>;
 
 // The high-level API: execute(id, payload, work). Expected outcomes are values, not exceptions;
 // only bad arguments throw (UsageError). Fail closed: when Redis cannot be asked, work never runs.
 // One watchdog thread per Executor renews every running lease (like Redisson's lock watchdog).
 // Thread-safe: many threads may call execute() on one Executor.
+//
+// submit() is execute() without waiting: the same steps and outcomes, the acquire and the storing
+// of the result pipelined over an AsyncStore's few connections, so thousands of executions can be
+// in flight from a few threads. The work runs where ExecuteOptions::runOn says; the completion runs
+// on a connection's I/O thread (or where the work ran). Leases of submitted work are renewed by the
+// same watchdog thread, pipelined. Without an AsyncStore given, the first submit() makes one on the
+// Store's connection options (an AsyncPool of one connection per hardware thread).
 class Executor {
 public:
     explicit Executor(Store& store);
-    ~Executor();
+    Executor(Store& store, AsyncStore& async);
+    ~Executor(); // waits for submitted executions to complete
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
     Outcome execute(std::string_view id, std::string_view payload, const Work& work,
@@ -86,14 +105,31 @@ public:
     // Like execute, with a fingerprint computed by the caller ("" = no payload check).
     Outcome executeWithFingerprint(std::string_view id, std::string_view fingerprint, const Work& work,
                                    const ExecuteOptions& options = {});
+    void submit(std::string_view id, std::string_view payload, Work work, Completion done,
+                const ExecuteOptions& options = {});
+    std::future<Outcome> submit(std::string_view id, std::string_view payload, Work work,
+                                const ExecuteOptions& options = {});
+    void submitWithFingerprint(std::string_view id, std::string_view fingerprint, Work work, Completion done,
+                               const ExecuteOptions& options = {});
     Store& store() { return m_store; }
+    AsyncStore& asyncStore();
+    std::size_t inFlight() const { return m_inFlight; } // submitted, not completed yet
 
 private:
+    struct Submission;
     Watchdog& watchdog();
+    void finished();
 
     Store& m_store;
     std::once_flag m_watchdogOnce;
-    std::unique_ptr<Watchdog> m_watchdog;
+    std::once_flag m_asyncOnce;
+    std::unique_ptr<AsyncPool> m_ownPool;
+    std::unique_ptr<AsyncStore> m_ownAsync;
+    AsyncStore* m_async = nullptr;
+    std::atomic<std::size_t> m_inFlight{0};
+    std::mutex m_doneMutex;
+    std::condition_variable m_allDone;
+    std::unique_ptr<Watchdog> m_watchdog; // last: its timers and renewals use the members above
 };
 
 } // namespace idem

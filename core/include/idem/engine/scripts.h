@@ -1,5 +1,6 @@
 #pragma once
 
+#include "idem/redis/asyncconnection.h"
 #include "idem/redis/connection.h"
 
 #include <string>
@@ -46,6 +47,11 @@ void loadScript(Connection& c, const Script& s);
 // latest reply comes last.
 std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::string_view resp,
                                          const std::vector<std::size_t>& ends, std::string_view trailer = {});
+// The same on an AsyncConnection: the calls (and the trailer) go out as one unit; when some come
+// back NOSCRIPT, one more unit - SCRIPT LOAD, then just those calls again in their order, then the
+// trailer - follows. `done` gets a reply per call (and the trailer's latest last), or the error.
+void runScriptPipelinedAsync(AsyncConnection& c, const Script& s, std::string resp, std::vector<std::size_t> ends,
+                             std::string_view trailer, RepliesHandler done, Millis timeout = Millis(-1));
 // "WAIT <replicas> <timeout ms>", formatted: the trailer that makes writes wait for replicas.
 std::string waitCommand(int replicas, Millis timeout);
 

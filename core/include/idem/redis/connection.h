@@ -68,6 +68,11 @@ public:
     bool checkPrimary();
 
 private:
+    friend class AsyncConnection;
+    // Connects as a call would (with backoff, failing fast while it lasts, the same errors) and
+    // hands the connected stream over: AsyncConnection's handshake is this class's.
+    std::unique_ptr<Stream> handOver();
+
     void ensureConnected();
     void dropContext();
     [[noreturn]] void fail(const char* what);

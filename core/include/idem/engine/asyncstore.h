@@ -1,0 +1,60 @@
+#pragma once
+
+#include "idem/engine/store.h"
+#include "idem/redis/asyncconnection.h"
+
+#include <exception>
+#include <functional>
+#include <future>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+// What an asynchronous store call gets: its value, or (value default-made) the error that ended it,
+// of the kinds Store throws (IoError and its kinds, ConfigError, ReplyError, ProtoError).
+template <typename T>
+using StoreCallback = std::function<void(T value, std::exception_ptr error)>;
+
+// Store's state machine over an AsyncPool: the same scripts, keys and answers (the code that
+// writes the calls and reads the replies is Store's), issued without waiting, so that thousands of
+// calls can be in flight from a few threads, pipelined over a few connections. NOSCRIPT recovery
+// works for a whole pipelined unit; with StoreOptions::minReplicas, WAIT goes in the same unit.
+// Callbacks run on a connection's I/O thread (see AsyncConnection). Bad arguments throw
+// UsageError at once, as Store's do. Thread-safe.
+//
+// Calls under way keep what they need: the AsyncStore may go before them (its pool may not).
+//
+// Standalone servers and Sentinel (a demoted primary's -READONLY drops the connection; the next
+// call asks the sentinels). Redis Cluster is not routed here yet: a key on another node comes back
+// as a ReplyError naming the node (MOVED), never as a wrong answer.
+class AsyncStore {
+public:
+    explicit AsyncStore(AsyncPool& pool, StoreOptions options = {});
+
+    void acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease,
+                 StoreCallback<AcquireResult> done);
+    void complete(const Ticket& t, std::string_view response, std::optional<Millis> retention,
+                  StoreCallback<OwnerResult> done);
+    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done);
+    void renew(const Ticket& t, std::optional<Millis> lease, StoreCallback<OwnerResult> done);
+
+    std::future<AcquireResult> acquire(std::string_view id, std::string_view fingerprint = {},
+                                       std::optional<Millis> lease = {});
+    std::future<OwnerResult> complete(const Ticket& t, std::string_view response,
+                                      std::optional<Millis> retention = {});
+
+    std::string recordKey(std::string_view id) const;
+    const StoreOptions& options() const { return m_options; }
+    AsyncPool& pool() { return m_pool; }
+
+    struct Shared; // what calls under way need: options, WAIT, the pool
+
+private:
+    AsyncPool& m_pool;
+    StoreOptions m_options;
+    std::shared_ptr<const Shared> m_shared;
+};
+
+} // namespace idem

@@ -1,0 +1,174 @@
+// Executor::submit(): execute()'s steps as callbacks. Acquire and storing the result go through the
+// AsyncStore; the work runs where ExecuteOptions::runOn says; retries of storing wait on the
+// watchdog's thread, never on an I/O thread.
+#include "idem/engine/executor.h"
+
+#include "engine/outcomes.h"
+#include "idem/engine/asyncstore.h"
+#include "idem/engine/fingerprint.h"
+#include "idem/engine/watchdog.h"
+#include "idem/errors.h"
+
+namespace idem {
+
+using Clock = std::chrono::steady_clock;
+
+struct Executor::Submission : std::enable_shared_from_this<Submission> {
+    Submission(Executor& e, std::string_view i, std::string_view f, Work w, Completion d, const ExecuteOptions& o)
+        : ex(e), store(e.asyncStore()), id(i), fp(f), work(std::move(w)), done(std::move(d)), options(o),
+          lease(o.lease.value_or(store.options().lease))
+    {
+    }
+
+    void start()
+    {
+        sentAt = Clock::now(); // the local deadline is never later than the server's
+        store.acquire(id, fp, lease, [self = shared_from_this()](AcquireResult a, std::exception_ptr error) {
+            self->acquired(std::move(a), std::move(error));
+        });
+    }
+
+    void acquired(AcquireResult a, std::exception_ptr error)
+    {
+        if (error) {
+            out.kind = OutcomeKind::StoreUnavailable;
+            out.error = whatOf(error);
+            return finish();
+        }
+        if (outcomes::settledByAcquire(a, id, store.recordKey(id), out))
+            return finish();
+        ticket = std::move(a.ticket);
+        if (options.renew)
+            watch = ex.watchdog().add(ticket, lease, sentAt + lease);
+        ctx.id = id;
+        ctx.fence = ticket.fence;
+        ctx.attempt = ticket.attempt;
+        ctx.takeover = a.takeover;
+        if (watch)
+            ctx.leaseLost = watch->lost.get_token();
+        if (!options.runOn)
+            return runWork();
+        try {
+            options.runOn([self = shared_from_this()] { self->runWork(); });
+        } catch (const std::exception& e) { // not scheduled: the work did not run, the lock goes
+            if (watch)
+                ex.watchdog().remove(watch);
+            result = WorkResult::failure(std::string("the work could not be scheduled: ") + e.what());
+            storeResult();
+        }
+    }
+
+    void runWork()
+    {
+        result = outcomes::runWork(work, ctx, options.onException, store.options().maxResponseBytes);
+        out.workRan = true;
+        if (watch)
+            ex.watchdog().remove(watch);
+        storeResult();
+    }
+
+    void storeResult()
+    {
+        auto then = [self = shared_from_this()](OwnerResult r, std::exception_ptr error) {
+            self->stored(std::move(r), std::move(error));
+        };
+        try {
+            if (result.ok)
+                store.complete(ticket, result.response, options.retention, std::move(then));
+            else
+                store.fail(ticket, result.policy, result.error, std::move(then));
+        } catch (const UsageError& e) {
+            lastError = e.what();
+            outcomes::storingGaveUp(result, notReplicated, lastError, out);
+            finish();
+        }
+    }
+
+    void stored(OwnerResult r, std::exception_ptr error)
+    {
+        if (!error && outcomes::settledByStoring(r, result, store.options().minReplicas, out, notReplicated, lastError))
+            return finish();
+        if (error)
+            lastError = whatOf(error);
+        // as execute(): completeAttempts tries, or until the lease ends where a failover is expected
+        ++attempt;
+        const bool untilLeaseEnds = store.options().minReplicas > 0 || store.pool().options().viaSentinel();
+        const auto at = Clock::now() + outcomes::storeRetryDelay(attempt);
+        if (attempt < std::max(1, options.completeAttempts) || (untilLeaseEnds && at < sentAt + lease)) {
+            ex.watchdog().after(at, [self = shared_from_this()] { self->storeResult(); });
+            return;
+        }
+        outcomes::storingGaveUp(result, notReplicated, lastError, out);
+        finish();
+    }
+
+    void finish()
+    {
+        Executor& executor = ex;
+        try {
+            done(std::move(out));
+        } catch (...) {
+            // a completion's exception has nowhere to go
+        }
+        done = nullptr; // what it captured goes now, before the executor may
+        executor.finished();
+    }
+
+    static std::string whatOf(const std::exception_ptr& e)
+    {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            return ex.what();
+        } catch (...) {
+            return "unknown error";
+        }
+    }
+
+    Executor& ex;
+    AsyncStore& store;
+    const std::string id, fp;
+    const Work work;
+    Completion done;
+    const ExecuteOptions options;
+    const Millis lease;
+    Clock::time_point sentAt;
+    Ticket ticket;
+    WorkContext ctx;
+    std::shared_ptr<WatchEntry> watch;
+    WorkResult result;
+    Outcome out;
+    int attempt = 0;
+    bool notReplicated = false;
+    std::string lastError;
+};
+
+void Executor::submitWithFingerprint(std::string_view id, std::string_view fp, Work work, Completion done,
+                                     const ExecuteOptions& options)
+{
+    auto s = std::make_shared<Submission>(*this, id, fp, std::move(work), std::move(done), options);
+    ++m_inFlight;
+    try {
+        s->start();
+    } catch (...) { // bad arguments (UsageError), thrown before anything was sent
+        finished();
+        throw;
+    }
+}
+
+void Executor::submit(std::string_view id, std::string_view payload, Work work, Completion done,
+                      const ExecuteOptions& options)
+{
+    submitWithFingerprint(id, fingerprint(payload), std::move(work), std::move(done), options);
+}
+
+std::future<Outcome> Executor::submit(std::string_view id, std::string_view payload, Work work,
+                                      const ExecuteOptions& options)
+{
+    auto promise = std::make_shared<std::promise<Outcome>>();
+    auto future = promise->get_future();
+    submit(id, payload, std::move(work), [promise](Outcome o) { promise->set_value(std::move(o)); }, options);
+    return future;
+}
+
+} // namespace idem
