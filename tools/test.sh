@@ -36,7 +36,7 @@ if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 
 if [ "${IDEM_SKIP_FUZZ:-0}" != 1 ]; then
-  seconds=${IDEM_FUZZ_SECONDS:-30}
+  seconds=${IDEM_FUZZ_SECONDS:-20}
   echo "== fuzz: each target ${seconds}s on its corpus (clang, libFuzzer + ASan + UBSan)"
   bash tools/fuzz.sh all "$seconds"
 fi
