@@ -36,6 +36,15 @@ std::string sharedRedisUrl()
     return "redis://127.0.0.1:" + std::to_string(sharedRedis().port) + "/0";
 }
 
+idem::ConnectionOptions quick(idem::ConnectionOptions o)
+{
+    o.connectTimeout = idem::Millis(500);
+    o.commandTimeout = idem::Millis(1500);
+    o.reconnectMin = idem::Millis(20);
+    o.reconnectMax = idem::Millis(200);
+    return o;
+}
+
 std::string uniqueNamespace(const char* prefix)
 {
     static std::atomic<int> counter{0};

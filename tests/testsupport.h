@@ -24,6 +24,8 @@ namespace idemtest {
 // fixture is a failure.
 idem::ConnectionOptions sharedRedis();
 std::string sharedRedisUrl();
+// Options that notice a failover quickly: short connect and command timeouts, a fast backoff.
+idem::ConnectionOptions quick(idem::ConnectionOptions o);
 // A namespace no other test uses, so tests can share the server.
 std::string uniqueNamespace(const char* prefix = "t");
 // How often the server has run `command` (lower case), from INFO commandstats.

@@ -233,12 +233,7 @@ private slots:
     {
         idemtest::LocalCluster cluster(3, 3);
         cluster.waitForReplication(); // a replica that never synced refuses to take over
-        idem::ConnectionOptions o = cluster.node(1);
-        o.connectTimeout = idem::Millis(500);
-        o.commandTimeout = idem::Millis(1500);
-        o.reconnectMin = idem::Millis(20);
-        o.reconnectMax = idem::Millis(200);
-        idem::ConnectionPool pool(o, 4);
+        idem::ConnectionPool pool(idemtest::quick(cluster.node(1)), 4);
         idem::StoreOptions so{.keyNamespace = "cfo", .lease = idem::Millis(15000)};
         so.minReplicas = 1;
         so.replicaTimeout = idem::Millis(500);

@@ -15,18 +15,7 @@
 
 using idem::OutcomeKind;
 
-namespace {
-
-idem::ConnectionOptions quick(idem::ConnectionOptions o)
-{
-    o.connectTimeout = idem::Millis(500);
-    o.commandTimeout = idem::Millis(1500);
-    o.reconnectMin = idem::Millis(20);
-    o.reconnectMax = idem::Millis(200);
-    return o;
-}
-
-} // namespace
+using idemtest::quick;
 
 class TestSentinel : public QObject {
     Q_OBJECT
