@@ -54,6 +54,8 @@
 #include <QToolButton>
 #include <QtTest>
 
+#include <set>
+
 using namespace Qt::StringLiterals;
 
 namespace {
@@ -409,6 +411,96 @@ private slots:
             nodes.insert(node);
         }
         QCOMPARE(nodes.size(), 3);
+    }
+
+    // "Read keys from: Replicas" on a cluster with a replica per primary: every record is read from
+    // a replica (the Node column names replicas only), and a purge still reaches the primaries
+    void clusterReadFromReplicas()
+    {
+        idemtest::LocalCluster cluster(3, 3);
+        idem::ConnectionPool pool(cluster.node(0), 1);
+        idem::Store cstore(pool, idem::StoreOptions{.keyNamespace = ns});
+        for (int i = 0; i < 60; ++i) {
+            auto a = cstore.acquire("r-" + std::to_string(i), "");
+            cstore.complete(a.ticket, "ok");
+        }
+        cluster.waitForReplication();
+        std::set<QString> primaries, replicas;
+        {
+            idem::Connection c(cluster.node(0));
+            for (const auto& shard : idem::clusterShards(c)) {
+                primaries.insert(QString::fromStdString(shard.primary));
+                for (const auto& r : shard.replicas)
+                    replicas.insert(QString::fromStdString(r));
+            }
+        }
+        QCOMPARE(replicas.size(), std::size_t(3));
+
+        ConnectDialog dialog(nullptr); // the choice in Connect becomes the setting
+        qobject_cast<QComboBox*>(dialog.fieldWidget(u"read-from"_s))->setCurrentIndex(1);
+        QVERIFY(dialog.settings().readFromReplicas);
+
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(0));
+        o.connection.readFromReplicas = dialog.settings().readFromReplicas;
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 60, 5000);
+        std::set<QString> readFrom;
+        for (int r = 0; r < w.model()->rowCount(); ++r)
+            readFrom.insert(w.model()->data(w.model()->index(r, KeyTableModel::Node)).toString());
+        QVERIFY2(readFrom == replicas, qPrintable(QStringList(readFrom.begin(), readFrom.end()).join(u' ')));
+
+        QTest::keyClicks(w.filterEdit(), u"r-7"_s);
+        QCOMPARE(w.proxy()->rowCount(), 1);
+        w.table()->selectAll();
+        QString summary;
+        answerConfirmation(&summary, u"run it again"_s);
+        w.purgeAction()->trigger();
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
+        QVERIFY(!cstore.inspect("r-7"));                     // gone from its primary
+        QCOMPARE(cstore.inspect("r-8")->state, idem::RecordState::Completed); // and nothing else
+    }
+
+    // a recent URL brings back the TLS files, namespace and read-from it was connected with, never
+    // a password or "insecure"
+    void connectRemembersARecentUrlsSettings()
+    {
+        ConnectionSettings s;
+        s.url = u"rediss://10.1.2.3:6380/0"_s;
+        s.user = u"ops"_s;
+        s.password = u"secret"_s;
+        s.keyNamespace = u"payments"_s;
+        s.readFromReplicas = true;
+        s.tlsCa = u"ca.pem"_s;
+        s.tlsCert = u"client.pem"_s;
+        s.tlsKey = u"client.key"_s;
+        s.tlsServerName = u"redis.internal"_s;
+        s.tlsInsecure = true;
+        Settings::instance().addRecentUrl(s.url);
+        Settings::instance().rememberConnection(s.url, s);
+
+        ConnectDialog dialog(nullptr); // opens on the most recent URL, with its settings
+        auto* url = qobject_cast<QComboBox*>(dialog.fieldWidget(u"url"_s));
+        QCOMPARE(url->currentText(), s.url);
+        QCOMPARE(dialog.settings().tlsCa, s.tlsCa);
+        qobject_cast<QLineEdit*>(dialog.fieldWidget(u"tls-ca"_s))->clear();
+        url->setCurrentText(u"redis://127.0.0.1:1/0"_s); // another URL, then back to the recent one
+        url->setCurrentText(s.url);
+        const ConnectionSettings back = dialog.settings();
+        QCOMPARE(back.user, s.user);
+        QCOMPARE(back.keyNamespace, s.keyNamespace);
+        QVERIFY(back.readFromReplicas);
+        QCOMPARE(back.tlsCa, s.tlsCa);
+        QCOMPARE(back.tlsCert, s.tlsCert);
+        QCOMPARE(back.tlsKey, s.tlsKey);
+        QCOMPARE(back.tlsServerName, s.tlsServerName);
+        QVERIFY(back.password.isEmpty());
+        QVERIFY(!back.tlsInsecure);
     }
 
     // an action asked of a worker that has no connection is answered at once, and tries nothing

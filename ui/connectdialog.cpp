@@ -60,6 +60,14 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     }
     m_format->setToolTip(tr("When a namespace is known to hold one library's records, read every key as that "
                             "library's: what it cannot read is then malformed, not someone else's."));
+    m_readFrom = new QComboBox(this);
+    m_readFrom->setObjectName(u"read-from"_s);
+    m_readFrom->addItem(tr("Primaries"), false);
+    m_readFrom->addItem(tr("Replicas (Redis Cluster: one per shard)"), true);
+    m_readFrom->setToolTip(tr("On a Redis Cluster, read the keys from one replica of each shard (READONLY), so that "
+                              "watching adds no load to the primaries; a shard without a replica is read from its "
+                              "primary. Force-fail and purge always go to the primaries. No effect on a single "
+                              "server."));
     m_sentinelPassword = new QLineEdit(this);
     m_sentinelPassword->setObjectName(u"sentinel-password"_s);
     m_sentinelPassword->setEchoMode(QLineEdit::Password);
@@ -106,6 +114,7 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     form->addRow(tr("Namespace:"), m_namespace);
     form->addRow(tr("Pattern:"), m_pattern);
     form->addRow(tr("Records written by:"), m_format);
+    form->addRow(tr("Read keys from:"), m_readFrom);
     layout->addWidget(tlsGroup);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -161,6 +170,14 @@ void ConnectDialog::updateEnabled()
 
 void ConnectDialog::urlChosen(const QString& url)
 {
+    // a recent URL brings back what it was connected with (a password only from the keychain)
+    if (const auto remembered = Settings::instance().rememberedConnection(url.trimmed()); remembered && !m_applying) {
+        m_applying = true;
+        ConnectionSettings s = *remembered;
+        s.password = m_password->text();
+        setSettings(s);
+        m_applying = false;
+    }
     updateEnabled();
     if (!m_credentials)
         return;
@@ -181,6 +198,7 @@ ConnectionSettings ConnectDialog::settings() const
     s.keyNamespace = m_namespace->text().trimmed().isEmpty() ? u"idempotency"_s : m_namespace->text().trimmed();
     s.pattern = m_pattern->text().trimmed();
     s.format = m_format->currentData().toString();
+    s.readFromReplicas = m_readFrom->currentData().toBool();
     if (isTlsUrl(s.url)) { // TLS settings for a TLS URL only: what is greyed out is not used
         s.tlsCa = m_tlsCa->text().trimmed();
         s.tlsCert = m_tlsCert->text().trimmed();
@@ -204,6 +222,7 @@ void ConnectDialog::setSettings(const ConnectionSettings& s)
     m_pattern->setText(s.pattern == u"*"_s ? QString() : s.pattern);
     if (const int i = m_format->findData(s.format); i >= 0)
         m_format->setCurrentIndex(i);
+    m_readFrom->setCurrentIndex(s.readFromReplicas ? 1 : 0);
     m_tlsCa->setText(s.tlsCa);
     m_tlsCert->setText(s.tlsCert);
     m_tlsKey->setText(s.tlsKey);
@@ -231,6 +250,8 @@ QWidget* ConnectDialog::fieldWidget(const QString& field) const
         return m_tlsServerName;
     if (field == u"tls-insecure"_s)
         return m_tlsInsecure;
+    if (field == u"read-from"_s)
+        return m_readFrom;
     return m_url; // "url", "sentinel" (the name after #), and anything else
 }
 

@@ -42,6 +42,8 @@ private:
     QLineEdit* m_namespace;
     QLineEdit* m_pattern;
     QComboBox* m_format;
+    QComboBox* m_readFrom;
+    bool m_applying = false; // setSettings() from a remembered URL under way
     QLineEdit* m_sentinelPassword;
     QWidget* m_tlsBox;
     QLineEdit* m_tlsCa;

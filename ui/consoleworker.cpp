@@ -265,7 +265,9 @@ void ConsoleWorker::connectNow()
         mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
         {
             std::lock_guard lock(m_ioMutex);
-            m_scanner = std::make_unique<idem::Scanner>(o, mo);
+            idem::ScannerOptions so;
+            so.readFrom = m_settings.readFromReplicas ? idem::ReadFrom::Replicas : idem::ReadFrom::Primaries;
+            m_scanner = std::make_unique<idem::Scanner>(o, mo, so);
         }
         m_scanner->open(); // on a cluster: the topology, from any node given
         m_monitor = &m_scanner->seedMonitor();

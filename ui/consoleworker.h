@@ -41,6 +41,9 @@ struct ConnectionSettings {
     QString tlsServerName;
     bool tlsInsecure = false;  // no verification: said in the title and the status bar; never stored
     QString sentinelPassword;  // the sentinels' own, for a redis-sentinel:// URL; never stored
+    // On a Redis Cluster: scan one replica per shard (READONLY), so that watching adds no load to
+    // the primaries; actions still go to the primaries. No effect on a single server.
+    bool readFromReplicas = false;
 };
 Q_DECLARE_METATYPE(ConnectionSettings)
 

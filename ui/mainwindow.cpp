@@ -1105,6 +1105,7 @@ void MainWindow::openConnectFor(const QString& field, const QString& message)
             const ConnectionSettings s = dialog->settings();
             const QString account = describe(s.url);
             Settings::instance().addRecentUrl(account);
+            Settings::instance().rememberConnection(account, s);
             Settings::instance().setKeyNamespace(s.keyNamespace);
             if (dialog->rememberPassword() && !s.password.isEmpty())
                 m_credentials->save(account, s.password, [this](const QString& error) {

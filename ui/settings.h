@@ -3,6 +3,10 @@
 #include <QObject>
 #include <QStringList>
 
+#include <optional>
+
+struct ConnectionSettings;
+
 // The console's settings over QSettings: one getter, setter and change signal each.
 // Passwords are never kept here (see CredentialStore).
 class Settings : public QObject {
@@ -12,6 +16,10 @@ public:
 
     QStringList recentUrls() const;
     void addRecentUrl(const QString& urlWithoutPassword);
+    // What Connect was given for a recent URL besides the URL (user, namespace, pattern, format,
+    // read-from, TLS files and server name) - never a password, never "insecure"
+    void rememberConnection(const QString& urlWithoutPassword, const ConnectionSettings& s);
+    std::optional<ConnectionSettings> rememberedConnection(const QString& urlWithoutPassword) const;
     QString keyNamespace() const;
     void setKeyNamespace(const QString& ns);
     // (read-only is never kept: a session is read-only because it was started so, or because the

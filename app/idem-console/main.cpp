@@ -117,6 +117,10 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                                     "node-idempotency, express-idempotency, idempotent-request, camel, json, plain "
                                     "(default: each key's own)"_s,
                                     u"NAME"_s);
+    const QCommandLineOption readFrom(u"read-from"_s,
+                                      u"primary (default) or replica: on a Redis Cluster, scan one replica per shard so "
+                                      "that watching adds no load to the primaries (actions still go to the primaries)"_s,
+                                      u"NODES"_s, u"primary"_s);
     const QCommandLineOption readOnly(u"read-only"_s,
                                       u"Disable force-fail and purge for this session (the toggle cannot undo it)"_s);
     const QCommandLineOption noDemo(u"no-demo"_s, u"Embedded server without demo traffic"_s);
@@ -126,7 +130,7 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                                      "dark colours"_s,
                                      u"NAME"_s, u"system"_s);
     parser.addOptions({url, tlsCa, tlsCert, tlsKey, tlsServerName, tlsInsecure, sentinelPassword, ns, pattern, format,
-                       readOnly, noDemo, audit, palette});
+                       readFrom, readOnly, noDemo, audit, palette});
     if (!parser.parse(withoutQtGuiOptions(app.arguments()))) {
         std::fprintf(stderr, "idem-console: %s See --help.\n", qPrintable(parser.errorText()));
         return 64;
@@ -147,6 +151,12 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                              "express-idempotency, idempotent-request, camel, json or plain\n");
         return 64;
     }
+    const QString nodes = parser.value(readFrom);
+    if (nodes != u"primary"_s && nodes != u"replica"_s && nodes != u"primaries"_s && nodes != u"replicas"_s) {
+        std::fprintf(stderr, "idem-console: --read-from must be primary or replica\n");
+        return 64;
+    }
+    options.connection.readFromReplicas = nodes.startsWith(u"replica"_s);
     // TLS and Sentinel settings, as idemctl takes them: with a URL they fit, or not at all
     for (const auto& [option, into] : {std::pair{&tlsCa, &options.connection.tlsCa},
                                        std::pair{&tlsCert, &options.connection.tlsCert},

@@ -3,6 +3,7 @@
 #include "idem/redis/connection.h"
 #include "idem/errors.h"
 #include "idem/engine/scripts.h"
+#include "lab/labredis.h"
 #include "idem/engine/store.h"
 
 #include <algorithm>
@@ -53,43 +54,10 @@ std::string_view nameOf(TraceKind k)
     return "completed";
 }
 
-namespace lua {
-extern const std::string_view sink; // lua/sink.lua, embedded in the lab alone
-}
-
-namespace {
-constexpr std::int64_t kTtlMs = kLabTtlMs; // everything the lab writes expires
-
-const Script& sinkScript() // the lab's fenced side effect
-{
-    static const Script s = makeScript("sink", lua::sink);
-    return s;
-}
-} // namespace
-
-bool labEffect(Connection& c, std::string_view ns, std::string_view id, std::int64_t fence, std::string_view worker)
-{
-    const std::string n(ns), i(id);
-    const std::string sink = n + ":sink:{" + i + "}", ledger = n + ":executions", record = n + ":{" + i + "}";
-    const std::string f = std::to_string(fence), ttl = std::to_string(kTtlMs);
-    ReplyPtr r = runScript(c, sinkScript(), {sink, ledger, record}, {id, f, worker, ttl});
-    return reply::integer(r.get()) == 1;
-}
-
-std::vector<std::pair<std::string, int>> labLedger(Connection& c, std::string_view ns)
-{
-    auto list = c.checked({"LRANGE", std::string(ns) + ":executions", "0", "-1"});
-    std::map<std::string, int> perEvent;
-    for (std::size_t i = 0; i < reply::arraySize(list.get()); ++i) {
-        const std::string entry = reply::str(reply::element(list.get(), i));
-        ++perEvent[entry.substr(0, entry.find(' '))];
-    }
-    return {perEvent.begin(), perEvent.end()};
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr std::int64_t kTtlMs = kLabTtlMs; // everything the lab writes expires
 
 struct Delivery {
     std::string id;
@@ -126,6 +94,7 @@ public:
 
     RaceResult run()
     {
+        m_topology = LabTopology::read(m_conn); // on a cluster: each event's keys on their node
         Connection admin(m_conn);
         auto t = admin.checked({"TIME"});
         m_serverStartMs = reply::integer(reply::element(t.get(), 0)) * 1000 +
@@ -168,7 +137,11 @@ public:
         r.p50Ms = pct(0.50);
         r.p99Ms = pct(0.99);
         // the ledger, independent of the strategy's own bookkeeping
-        const auto perEvent = labLedger(admin, m_ns);
+        std::vector<std::string> ids;
+        for (int e = 0; e < m_w.events; ++e)
+            ids.push_back(eventId(e));
+        LabRedis lab(m_conn, m_topology);
+        const auto perEvent = labLedger(lab, m_ns, ids);
         for (const auto& [id, n] : perEvent) {
             r.executions += n;
             r.doubleExecutions += n - 1;
@@ -189,7 +162,7 @@ private:
         for (int e = 0; e < m_w.events; ++e)
             for (int d = 0; d < m_w.duplicates; ++d) {
                 Delivery dl;
-                dl.id = "ev-" + std::to_string(e);
+                dl.id = eventId(e);
                 dl.at = m_start;
                 dl.crash = u(rng) < m_w.crashRate;
                 dl.pause = !dl.crash && u(rng) < m_w.pauseRate;
@@ -200,6 +173,8 @@ private:
         if (m_w.shuffle)
             std::shuffle(m_queue.begin(), m_queue.end(), rng);
     }
+
+    static std::string eventId(int e) { return "ev-" + std::to_string(e); }
 
     std::int64_t serverNow() const
     {
@@ -271,9 +246,9 @@ private:
         m_cv.notify_all();
     }
 
-    bool effect(Connection& c, int worker, const std::string& id, std::int64_t fence)
+    bool effect(LabRedis& lab, int worker, const std::string& id, std::int64_t fence)
     {
-        const bool executed = labEffect(c, m_ns, id, fence, std::to_string(worker));
+        const bool executed = labEffect(lab, m_ns, id, fence, std::to_string(worker));
         trace(worker, id, executed ? TraceKind::Executed : TraceKind::Fenced, fence);
         if (!executed) {
             std::lock_guard lock(m_mutex);
@@ -322,7 +297,7 @@ private:
 
     void work(int worker)
     {
-        Connection c(m_conn);
+        LabRedis lab(m_conn, m_topology);
         ConnectionPool pool(m_conn, 1);
         StoreOptions so;
         so.keyNamespace = m_ns;
@@ -335,10 +310,10 @@ private:
             const auto began = Clock::now();
             std::this_thread::sleep_for(d->jitter);
             switch (m_strategy) {
-            case Strategy::Naive: naive(c, worker, *d, ttl); break;
-            case Strategy::SetNx: setnx(c, worker, *d, ttl); break;
-            case Strategy::Watch: watch(c, worker, *d, lease, ttl); break;
-            case Strategy::Lua: lua(c, store, worker, *d); break;
+            case Strategy::Naive: naive(lab, worker, *d, ttl); break;
+            case Strategy::SetNx: setnx(lab, worker, *d, ttl); break;
+            case Strategy::Watch: watch(lab, worker, *d, lease, ttl); break;
+            case Strategy::Lua: lua(lab, store, worker, *d); break;
             }
             finished(worker, *d);
             done(std::chrono::duration<double, std::milli>(Clock::now() - began).count());
@@ -362,28 +337,30 @@ private:
     }
 
     // naive and watch, once they believe they own the event: work, effect, then mark it "done"
-    void workAndMarkDone(Connection& c, int worker, const Delivery& d, const std::string& ttl)
+    void workAndMarkDone(LabRedis& lab, int worker, const Delivery& d, const std::string& ttl)
     {
         if (crashOrPause(worker, d))
             return;
-        effect(c, worker, d.id, 0);
-        c.checked({"SET", key(d.id), "done", "PX", ttl});
+        effect(lab, worker, d.id, 0);
+        lab.at(key(d.id)).checked({"SET", key(d.id), "done", "PX", ttl});
         trace(worker, d.id, TraceKind::Completed);
     }
 
-    void naive(Connection& c, int worker, const Delivery& d, const std::string& ttl)
+    void naive(LabRedis& lab, int worker, const Delivery& d, const std::string& ttl)
     {
+        Connection& c = lab.at(key(d.id));
         beforeRead(worker, d);
         const ReplyPtr seen = c.checked({"GET", key(d.id)});
         const bool absent = reply::isNil(seen.get());
         trace(worker, d.id, absent ? TraceKind::Read : TraceKind::Replayed);
         afterRead(worker, d);
         if (absent)
-            workAndMarkDone(c, worker, d, ttl);
+            workAndMarkDone(lab, worker, d, ttl);
     }
 
-    void setnx(Connection& c, int worker, const Delivery& d, const std::string& ttl)
+    void setnx(LabRedis& lab, int worker, const Delivery& d, const std::string& ttl)
     {
+        Connection& c = lab.at(key(d.id));
         // no states: the key says "someone took it", for as long as results are kept
         beforeRead(worker, d);
         const ReplyPtr ok = c.checked({"SET", key(d.id), "1", "NX", "PX", ttl});
@@ -395,12 +372,13 @@ private:
             return;
         if (crashOrPause(worker, d))
             return;
-        effect(c, worker, d.id, 0);
+        effect(lab, worker, d.id, 0);
         trace(worker, d.id, TraceKind::Completed);
     }
 
-    void watch(Connection& c, int worker, const Delivery& d, const std::string& lease, const std::string& ttl)
+    void watch(LabRedis& lab, int worker, const Delivery& d, const std::string& lease, const std::string& ttl)
     {
+        Connection& c = lab.at(key(d.id));
         bool first = true;
         for (int attempt = 0;; ++attempt) {
             if (first)
@@ -435,10 +413,10 @@ private:
             }
         }
         trace(worker, d.id, TraceKind::Acquired);
-        workAndMarkDone(c, worker, d, ttl);
+        workAndMarkDone(lab, worker, d, ttl);
     }
 
-    void lua(Connection& c, Store& store, int worker, const Delivery& d)
+    void lua(LabRedis& lab, Store& store, int worker, const Delivery& d)
     {
         beforeRead(worker, d);
         const AcquireResult a = store.acquire(d.id);
@@ -459,7 +437,7 @@ private:
         afterRead(worker, d);
         if (crashOrPause(worker, d))
             return;
-        effect(c, worker, d.id, a.ticket.fence); // refused if a later owner has been at the sink
+        effect(lab, worker, d.id, a.ticket.fence); // refused if a later owner has been at the sink
         if (store.complete(a.ticket, "ok").status == OwnerStatus::Ok)
             trace(worker, d.id, TraceKind::Completed, a.ticket.fence);
         else
@@ -467,6 +445,7 @@ private:
     }
 
     ConnectionOptions m_conn;
+    std::shared_ptr<const LabTopology> m_topology;
     Strategy m_strategy;
     Workload m_w;
     const std::atomic<bool>* m_cancel;

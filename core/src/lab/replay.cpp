@@ -4,6 +4,7 @@
 #include "idem/errors.h"
 #include "idem/engine/executor.h"
 #include "idem/lab/racelab.h"
+#include "lab/labredis.h"
 #include "idem/engine/store.h"
 
 #include <algorithm>
@@ -73,12 +74,13 @@ struct Delivery {
 
 // What every consumer holds: its connections and its own idem store and executor.
 struct ConsumerKit {
-    Connection redis;
+    LabRedis redis; // the side effect's, on the event's node
     ConnectionPool pool;
     Store store;
     Executor executor;
-    ConsumerKit(const ConnectionOptions& c, const std::string& ns, Millis lease)
-        : redis(c), pool(c, 2), store(pool, options(ns, lease)), executor(store)
+    ConsumerKit(const ConnectionOptions& c, std::shared_ptr<const LabTopology> topology, const std::string& ns,
+                Millis lease)
+        : redis(c, std::move(topology)), pool(c, 2), store(pool, options(ns, lease)), executor(store)
     {
     }
     static StoreOptions options(const std::string& ns, Millis lease)
@@ -104,6 +106,7 @@ public:
 
     ReplayResult run()
     {
+        m_topology = LabTopology::read(m_conn); // on a cluster: each event's keys on their node
         m_start = Clock::now();
         schedule();
         if (m_o.viaStream)
@@ -117,13 +120,20 @@ public:
         r.claimed = m_claimed;
         r.timedOut = m_timedOut;
         r.seconds = std::chrono::duration<double>(Clock::now() - m_start).count();
-        Connection c(m_conn);
-        const auto ledger = labLedger(c, m_ns);
+        if (m_effectError) // a side effect Redis refused: not an event lost, an error to say
+            std::rethrow_exception(m_effectError);
+        std::vector<std::string> ids;
+        for (const auto& e : m_events)
+            ids.push_back(e.id);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        LabRedis lab(m_conn, m_topology);
+        const auto ledger = labLedger(lab, m_ns, ids);
         for (const auto& [id, n] : ledger) {
             r.executions += n;
             r.doubleExecutions += n - 1;
         }
-        r.lost = r.events - static_cast<int>(ledger.size());
+        r.lost = static_cast<int>(ids.size() - ledger.size());
         return r;
     }
 
@@ -152,7 +162,7 @@ private:
 
     // What every consumer does with one delivery; false when it "died" holding the lease.
     enum class Handled { Done, Retry, Died };
-    Handled handle(Store& store, Executor& ex, Connection& sinkConn, const ReplayEvent& ev, bool crash,
+    Handled handle(Store& store, Executor& ex, LabRedis& sink, const ReplayEvent& ev, bool crash,
                    const std::string& who)
     {
         if (crash) {
@@ -165,8 +175,15 @@ private:
         ExecuteOptions eo;
         eo.lease = m_o.lease;
         const Outcome o = ex.execute(ev.id, ev.payload, [&](const WorkContext& ctx) {
-            if (!labEffect(sinkConn, m_ns, ev.id, ctx.fence, who))
-                return WorkResult::failure("fenced", FailPolicy::Release);
+            try {
+                if (!labEffect(sink, m_ns, ev.id, ctx.fence, who))
+                    return WorkResult::failure("fenced", FailPolicy::Release);
+            } catch (const Error&) {
+                std::lock_guard lock(m_errorMutex);
+                if (!m_effectError)
+                    m_effectError = std::current_exception();
+                throw;
+            }
             return WorkResult::success("done");
         }, eo);
         if (o.kind == OutcomeKind::InProgress || o.kind == OutcomeKind::StoreUnavailable)
@@ -182,7 +199,7 @@ private:
         int outstanding = 0;
         const auto deadline = m_start + m_o.timeout;
         auto consumer = [&](int i) {
-            ConsumerKit kit(m_conn, m_ns, m_o.lease);
+            ConsumerKit kit(m_conn, m_topology, m_ns, m_o.lease);
             for (;;) {
                 Delivery d;
                 {
@@ -231,14 +248,16 @@ private:
     void viaStream()
     {
         const std::string stream = m_ns + ":stream", group = "idem";
-        Connection admin(m_conn);
+        LabRedis streamNode(m_conn, m_topology);
+        Connection& admin = streamNode.at(stream);
         admin.checked({"XGROUP", "CREATE", stream, group, "$", "MKSTREAM"});
         admin.checked({"PEXPIRE", stream, std::to_string(10 * 60'000)});
         std::atomic<bool> produced{false}, stop{false};
         const auto deadline = m_start + m_o.timeout;
 
         std::thread producer([&] {
-            Connection c(m_conn);
+            LabRedis node(m_conn, m_topology);
+            Connection& c = node.at(stream);
             for (std::size_t i = 0; i < m_schedule.size() && !stop; ++i) {
                 std::this_thread::sleep_until(m_schedule[i].at);
                 const auto& ev = m_events[m_schedule[i].event];
@@ -251,8 +270,9 @@ private:
         const std::string minIdle = std::to_string((m_o.lease + m_o.lease / 2).count());
         auto consumer = [&](int i) {
             const std::string name = "consumer-" + std::to_string(i);
-            Connection c(m_conn); // the stream's connection; the kit's does the side effect
-            ConsumerKit kit(m_conn, m_ns, m_o.lease);
+            LabRedis node(m_conn, m_topology);
+            Connection& c = node.at(stream); // the stream's connection; the kit's does the side effect
+            ConsumerKit kit(m_conn, m_topology, m_ns, m_o.lease);
             int acquired = 0;
             auto process = [&](const redisReply* msg, bool claimed) -> bool {
                 const std::string msgId = reply::str(reply::element(msg, 0));
@@ -346,6 +366,9 @@ private:
     }
 
     ConnectionOptions m_conn;
+    std::shared_ptr<const LabTopology> m_topology;
+    std::mutex m_errorMutex;
+    std::exception_ptr m_effectError;
     const std::vector<ReplayEvent>& m_events;
     ReplayOptions m_o;
     std::string m_ns;

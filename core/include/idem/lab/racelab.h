@@ -94,15 +94,6 @@ struct RaceResult {
     std::vector<TraceEvent> trace;
 };
 
-class Connection;
-
-// The lab's business side effect: appends to the ledger <ns>:executions, unless the fencing number
-// is lower than the highest seen for the event or no longer its record's (<ns>:{id}) owner.
-// fence 0 = no fencing. Returns false when it was refused.
-bool labEffect(Connection& c, std::string_view ns, std::string_view id, std::int64_t fence, std::string_view worker);
-// Executions per event id in the ledger of <ns>.
-std::vector<std::pair<std::string, int>> labLedger(Connection& c, std::string_view ns);
-
 // Runs the workload through one strategy against the Redis at `connection`, under a fresh
 // sub-namespace; every key it writes has a TTL. Throws idem::Error when Redis is away. When
 // `cancel` becomes true, no further delivery starts and the run returns what it has.
