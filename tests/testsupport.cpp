@@ -289,11 +289,12 @@ void DeliveryLoad::go(idem::Executor& ex, const std::string& prefix, int threads
                 QElapsedTimer t;
                 t.start();
                 while (t.elapsed() < 60000) {
-                    const auto o = ex.execute(id, "", [&](const idem::WorkContext&) {
+                    const auto work = [&, id](const idem::WorkContext&) {
                         std::lock_guard lock(mutex);
                         ++runs[id];
                         return idem::WorkResult::success("done " + id);
-                    });
+                    };
+                    const auto o = viaSubmit ? ex.submit(id, "", work).get() : ex.execute(id, "", work);
                     {
                         std::lock_guard lock(mutex);
                         history[id] << QString::fromUtf8(idem::nameOf(o.kind).data()) +

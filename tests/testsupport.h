@@ -87,6 +87,7 @@ struct DeliveryLoad {
     std::map<std::string, QStringList> history; // what each delivery of an id answered
     std::mutex mutex;
     std::atomic<int> ids{0}, unavailable{0}, notReplicated{0};
+    bool viaSubmit = false; // Executor::submit() (the asynchronous path) instead of execute()
 
     void go(idem::Executor& ex, const std::string& prefix, int threads, const std::function<void()>& during);
     // "" when every id ran exactly once; else which did not, with what each delivery answered

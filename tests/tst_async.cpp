@@ -451,6 +451,43 @@ private slots:
         QVERIFY(!lost);
     }
 
+    // Submitted work whose renewals keep failing (the server hangs): the watchdog's pipelined
+    // renewals time out, and the work is told once its lease has certainly run out - not before
+    // (a failed renewal alone is not a lost lease), not long after
+    void asyncRenewalsFailingUntilTheLeaseEnds()
+    {
+        idem::LocalServer server;
+        auto opts = quick(server.connectionOptions());
+        opts.commandTimeout = idem::Millis(150);
+        idem::ConnectionPool blocking(opts, 1);
+        idem::Store store(blocking, ns("rf", idem::Millis(600)));
+        idem::AsyncPool pool(opts, 1);
+        idem::AsyncStore async(pool, store.options());
+        idem::Executor ex(store, async);
+        idem::ExecuteOptions eo;
+        eo.runOn = onPool;
+        std::atomic<bool> told{false};
+        std::atomic<qint64> toldAfter{-1};
+        const auto o = ex.submit("job", "", [&](const idem::WorkContext& ctx) {
+            QElapsedTimer since;
+            server.pause(); // the lease was taken just now: it ends about 600 ms from here
+            since.start();
+            for (int i = 0; i < 400 && !ctx.leaseLost.stop_requested(); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            told = ctx.leaseLost.stop_requested();
+            toldAfter = since.elapsed();
+            server.resume();
+            return idem::WorkResult::success("done");
+        }, eo).get();
+        QVERIFY(told.load());
+        QVERIFY2(toldAfter >= 550, qPrintable(QString::number(toldAfter))); // not before the lease ran out
+        QVERIFY2(toldAfter < 2000, qPrintable(QString::number(toldAfter)));  // and soon after it
+        QVERIFY(o.workRan);
+        // nobody took the lock over meanwhile: the owner's result is still stored once it can be
+        QCOMPARE(o.kind, OutcomeKind::Executed);
+        QCOMPARE(store.inspect("job")->state, idem::RecordState::Completed);
+    }
+
     // minReplicas through submit(): WAIT rides in the acquire's unit; a frozen replica leaves the
     // lock unacknowledged, so it is given back and the work does not run; thawed, it runs once
     void minReplicasThroughSubmit()

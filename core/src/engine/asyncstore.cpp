@@ -93,8 +93,8 @@ void AsyncStore::acquire(std::string_view id, std::string_view fingerprint, std:
         }
         done(std::move(out), std::move(error));
     };
-    runScriptPipelinedAsync(m_pool.next(), s, std::move(call), std::move(ends), m_shared->waitTrailer,
-                            std::move(handler));
+    runScriptRoutedAsync(m_pool, recordKey(id), s, std::move(call), std::move(ends), m_shared->waitTrailer,
+                         std::move(handler));
 }
 
 void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
@@ -123,8 +123,8 @@ void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initia
         }
         done(std::move(out), std::move(error));
     };
-    runScriptPipelinedAsync(pool->next(), s, std::move(call), std::move(ends),
-                            waits ? std::string_view(waitTrailer) : std::string_view(), std::move(handler));
+    runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends),
+                         waits ? std::string_view(waitTrailer) : std::string_view(), std::move(handler));
 }
 
 void AsyncStore::Shared::fail(const Ticket& t, FailPolicy policy, std::string_view error,

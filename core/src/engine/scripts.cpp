@@ -185,6 +185,32 @@ void runScriptPipelinedAsync(AsyncConnection& c, const Script& s, std::string re
            timeout);
 }
 
+void runScriptRoutedAsync(AsyncPool& pool, std::string_view key, const Script& s, std::string resp,
+                          std::vector<std::size_t> ends, std::string_view trailer, RepliesHandler done)
+{
+    pool.routed(
+        key,
+        [&s, resp = std::move(resp), ends = std::move(ends), trailer = std::string(trailer)](
+            AsyncConnection& c, bool asking, RepliesHandler replies) {
+            if (!asking)
+                return runScriptPipelinedAsync(c, s, resp, ends, trailer, std::move(replies));
+            std::string unit;
+            resp::Writer w(unit);
+            const std::string_view load[] = {"SCRIPT", "LOAD", s.source};
+            w.command(load);
+            const std::string_view asking_[] = {"ASKING"};
+            w.command(asking_);
+            unit.append(resp).append(trailer);
+            const std::size_t count = 2 + ends.size() + (trailer.empty() ? 0 : 1);
+            c.send(std::move(unit), count, [replies = std::move(replies)](std::vector<ReplyPtr> r, std::exception_ptr e) {
+                if (!e)
+                    r.erase(r.begin(), r.begin() + 2); // SCRIPT LOAD's and ASKING's answers
+                replies(std::move(r), std::move(e));
+            });
+        },
+        std::move(done));
+}
+
 std::string waitCommand(int replicas, Millis timeout)
 {
     std::string out;

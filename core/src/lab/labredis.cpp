@@ -5,11 +5,11 @@
 #include "idem/lab/racelab.h"
 #include "idem/redis/cluster.h"
 #include "idem/redis/reply.h"
+#include "redis/slotmap.h"
 
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <charconv>
 
 namespace idem {
 
@@ -49,15 +49,12 @@ Connection& LabRedis::at(std::string_view key)
         ConnectionOptions o = m_options;
         if (n >= 0) {
             const std::string& address = m_topology->nodes[static_cast<std::size_t>(n)];
-            const auto colon = address.rfind(':');
-            int port = 0;
-            const char* end = address.data() + address.size();
-            if (colon == std::string::npos || std::from_chars(address.data() + colon + 1, end, port).ptr != end ||
-                port < 1 || port > 65535)
+            const auto node = parseNodeAddress(address); // clusterShards checked it
+            if (!node)
                 throw ProtoError("Redis Cluster named a node idem cannot read: '" + address + "'");
             o.unixSocket.clear();
-            o.host = address.substr(0, colon);
-            o.port = port;
+            o.host = node->host;
+            o.port = node->port;
         }
         c = std::make_unique<Connection>(o);
     }

@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 #include "idem/redis/connection.h"
+#include "redis/asyncrouting.h"
 #include "redis/resp.h"
 #include "redis/stream.h"
 
@@ -463,7 +464,8 @@ const ConnectionOptions& AsyncConnection::options() const { return m_io->options
 bool AsyncConnection::isConnected() const { return m_io->connected(); }
 std::size_t AsyncConnection::pending() const { return m_io->pending(); }
 
-AsyncPool::AsyncPool(ConnectionOptions options, std::size_t size) : m_options(std::move(options))
+AsyncPool::AsyncPool(ConnectionOptions options, std::size_t size)
+    : m_routing(std::make_unique<Routing>(*this)), m_options(std::move(options))
 {
     if (size == 0)
         size = std::max(1u, std::thread::hardware_concurrency());
@@ -471,7 +473,12 @@ AsyncPool::AsyncPool(ConnectionOptions options, std::size_t size) : m_options(st
         m_connections.push_back(std::make_unique<AsyncConnection>(m_options));
 }
 
-AsyncPool::~AsyncPool() = default;
+AsyncPool::~AsyncPool()
+{
+    m_routing->closing = true;
+    m_connections.clear(); // their pending calls fail now, while the routing they may ask is there
+    m_routing.reset();
+}
 
 AsyncConnection& AsyncPool::next()
 {

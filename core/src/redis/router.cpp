@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 #include "idem/redis/cluster.h"
+#include "redis/slotmap.h"
 
 #include <hiredis/hiredis.h>
 
@@ -16,15 +17,6 @@ namespace idem {
 
 namespace {
 std::string addressOf(const ConnectionOptions& o) { return o.host + ":" + std::to_string(o.port); }
-
-// the node's index in `addresses`, appended if new
-std::int16_t nodeIndex(std::vector<std::string>& addresses, const std::string& address)
-{
-    auto at = std::find(addresses.begin(), addresses.end(), address);
-    if (at == addresses.end())
-        at = addresses.insert(addresses.end(), address);
-    return static_cast<std::int16_t>(at - addresses.begin());
-}
 } // namespace
 
 bool isTryAgain(const redisReply* r) { return reply::isError(r) && reply::errorText(r).starts_with("TRYAGAIN"); }
@@ -55,37 +47,11 @@ bool clusterEnabled(Connection& c)
 
 std::vector<ClusterShard> clusterShards(Connection& c)
 {
-    // CLUSTER SLOTS: [start, end, [host, port, id, ...], [replica host, port, id, ...]...] per range
     const ReplyPtr r = c.checked({"CLUSTER", "SLOTS"});
-    const auto address = [&](const redisReply* node) {
-        std::string host = reply::str(reply::element(node, 0));
-        if (host.empty() || host == "?") // the node that answered, known by the address we used
-            host = c.options().host;
-        return host + ":" + std::to_string(reply::integer(reply::element(node, 1)));
-    };
-    std::vector<ClusterShard> shards;
-    for (std::size_t i = 0; i < reply::arraySize(r.get()); ++i) {
-        const redisReply* range = reply::element(r.get(), i);
-        if (reply::arraySize(range) < 3)
-            continue;
-        const auto first = std::clamp<std::int64_t>(reply::integer(reply::element(range, 0)), 0, 16383);
-        const auto last = std::clamp<std::int64_t>(reply::integer(reply::element(range, 1)), first, 16383);
-        const std::string primary = address(reply::element(range, 2));
-        auto shard = std::find_if(shards.begin(), shards.end(), [&](const ClusterShard& s) { return s.primary == primary; });
-        if (shard == shards.end()) {
-            shard = shards.insert(shards.end(), ClusterShard{static_cast<int>(first), 0, {}, primary, {}});
-            for (std::size_t n = 3; n < reply::arraySize(range); ++n)
-                shard->replicas.push_back(address(reply::element(range, n)));
-        }
-        shard->firstSlot = std::min(shard->firstSlot, static_cast<int>(first));
-        shard->slotCount += static_cast<int>(last - first + 1);
-        shard->ranges.emplace_back(static_cast<int>(first), static_cast<int>(last));
-    }
-    std::sort(shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.firstSlot < b.firstSlot; });
-    return shards;
+    return parseClusterSlots(r.get(), c.options().host);
 }
 
-ClusterRouter::ClusterRouter(ConnectionPool& seed) : m_seed(seed) { m_node.fill(-1); }
+ClusterRouter::ClusterRouter(ConnectionPool& seed) : m_seed(seed) {}
 
 bool ClusterRouter::clusterMode(Connection& c)
 {
@@ -97,11 +63,7 @@ bool ClusterRouter::clusterMode(Connection& c)
     return mode == 1;
 }
 
-bool ClusterRouter::mapped() const
-{
-    std::shared_lock lock(m_mutex);
-    return !m_addresses.empty();
-}
+bool ClusterRouter::mapped() const { return !m_map.empty(); }
 
 ConnectionPool& ClusterRouter::poolAt(const std::string& address)
 {
@@ -112,15 +74,13 @@ ConnectionPool& ClusterRouter::poolAt(const std::string& address)
         if (const auto it = m_pools.find(address); it != m_pools.end())
             return *it->second;
     }
-    const auto colon = address.rfind(':');
-    int port = 0;
-    if (colon == std::string::npos || colon == 0 ||
-        std::from_chars(address.data() + colon + 1, address.data() + address.size(), port).ec != std::errc())
+    const auto node = parseNodeAddress(address);
+    if (!node)
         throw ProtoError("Redis Cluster named a node idem cannot read: '" + address + "'");
     ConnectionOptions o = m_seed.options();
     o.unixSocket.clear();
-    o.host = address.substr(0, colon);
-    o.port = port;
+    o.host = node->host;
+    o.port = node->port;
     std::unique_lock lock(m_mutex);
     auto& slot = m_pools[address];
     if (!slot)
@@ -130,43 +90,16 @@ ConnectionPool& ClusterRouter::poolAt(const std::string& address)
 
 ConnectionPool& ClusterRouter::poolForSlot(std::uint16_t slot)
 {
-    std::string address;
-    {
-        std::shared_lock lock(m_mutex);
-        const int n = m_node[slot];
-        if (n < 0)
-            return m_seed;
-        address = m_addresses[static_cast<std::size_t>(n)];
-    }
-    return poolAt(address);
+    const auto address = m_map.addressFor(slot);
+    return address ? poolAt(*address) : m_seed;
 }
 
 void ClusterRouter::refresh(Connection& c)
 {
-    // CLUSTER SLOTS: [start, end, [host, port, id, ...], replicas...] per range
     const ReplyPtr r = c.command({"CLUSTER", "SLOTS"});
     if (reply::isError(r.get()))
         return; // not allowed or not a cluster: redirects are then followed one slot at a time
-    std::array<std::int16_t, 16384> node;
-    node.fill(-1);
-    std::vector<std::string> addresses;
-    for (std::size_t i = 0; i < reply::arraySize(r.get()); ++i) {
-        const redisReply* range = reply::element(r.get(), i);
-        if (reply::arraySize(range) < 3)
-            continue;
-        const auto first = reply::integer(reply::element(range, 0)), last = reply::integer(reply::element(range, 1));
-        const redisReply* primary = reply::element(range, 2);
-        std::string host = reply::str(reply::element(primary, 0));
-        if (host.empty() || host == "?") // the node that answered, known by the address we used
-            host = c.options().host;
-        const std::string address = host + ":" + std::to_string(reply::integer(reply::element(primary, 1)));
-        const std::int16_t index = nodeIndex(addresses, address);
-        for (auto slot = std::max<std::int64_t>(first, 0); slot <= std::min<std::int64_t>(last, 16383); ++slot)
-            node[static_cast<std::size_t>(slot)] = index;
-    }
-    std::unique_lock lock(m_mutex);
-    m_node = node;
-    m_addresses = std::move(addresses);
+    m_map.update(parseClusterSlots(r.get(), c.options().host));
 }
 
 void ClusterRouter::refreshAvoiding(const std::string& failed)
@@ -233,12 +166,8 @@ ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*c
         askAt.clear();
         if (to->ask) {
             askAt = to->address;
-        } else {
-            std::unique_lock lock(m_mutex);
-            if (m_node[to->slot] < 0 || m_addresses[static_cast<std::size_t>(m_node[to->slot])] != to->address) {
-                // CLUSTER SLOTS refused or behind: at least this slot goes where MOVED said
-                m_node[to->slot] = nodeIndex(m_addresses, to->address);
-            }
+        } else if (m_map.addressFor(to->slot) != to->address) {
+            m_map.pin(to->slot, to->address); // CLUSTER SLOTS refused or behind: at least this slot
         }
     }
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "idem/redis/pool.h"
+#include "redis/slotmap.h"
 
 #include <array>
 #include <atomic>
@@ -49,9 +50,8 @@ private:
 
     ConnectionPool& m_seed;
     std::atomic<int> m_mode{-1}; // -1 not asked yet, 0 standalone, 1 cluster_enabled
-    mutable std::shared_mutex m_mutex;
-    std::array<std::int16_t, 16384> m_node; // index into m_addresses; -1: not known
-    std::vector<std::string> m_addresses;   // "host:port" of the nodes serving slots
+    SlotMap m_map;
+    mutable std::shared_mutex m_mutex; // m_pools
     std::map<std::string, std::unique_ptr<ConnectionPool>, std::less<>> m_pools; // never erased
 };
 

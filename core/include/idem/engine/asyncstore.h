@@ -26,9 +26,9 @@ using StoreCallback = std::function<void(T value, std::exception_ptr error)>;
 //
 // Calls under way keep what they need: the AsyncStore may go before them (its pool may not).
 //
-// Standalone servers and Sentinel (a demoted primary's -READONLY drops the connection; the next
-// call asks the sentinels). Redis Cluster is not routed here yet: a key on another node comes back
-// as a ReplyError naming the node (MOVED), never as a wrong answer.
+// Standalone servers, Sentinel (a demoted primary's -READONLY drops the connection; the next
+// call asks the sentinels) and Redis Cluster (each id's calls on the node serving its slot, as
+// AsyncPool::routed says).
 class AsyncStore {
 public:
     explicit AsyncStore(AsyncPool& pool, StoreOptions options = {});

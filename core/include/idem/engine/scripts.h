@@ -52,6 +52,11 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& c, const Script& s, std::st
 // trailer - follows. `done` gets a reply per call (and the trailer's latest last), or the error.
 void runScriptPipelinedAsync(AsyncConnection& c, const Script& s, std::string resp, std::vector<std::size_t> ends,
                              std::string_view trailer, RepliesHandler done, Millis timeout = Millis(-1));
+// The same on the connection of `pool` that serves `key` (AsyncPool::routed: on a Redis Cluster,
+// the node serving its slot, redirects followed). After an ASK the unit sent is SCRIPT LOAD, ASKING,
+// the calls, the trailer (the node importing the slot may not have the script yet).
+void runScriptRoutedAsync(AsyncPool& pool, std::string_view key, const Script& s, std::string resp,
+                          std::vector<std::size_t> ends, std::string_view trailer, RepliesHandler done);
 // "WAIT <replicas> <timeout ms>", formatted: the trailer that makes writes wait for replicas.
 std::string waitCommand(int replicas, Millis timeout);
 

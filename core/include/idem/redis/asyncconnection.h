@@ -74,7 +74,20 @@ private:
     std::unique_ptr<Io> m_io;
 };
 
+// What AsyncPool::routed() is given: writes one unit on the connection chosen - after a Redis
+// Cluster ASK redirect (`asking`) a unit that begins with ASKING - and hands its replies on.
+using UnitSender = std::function<void(AsyncConnection& c, bool asking, RepliesHandler replies)>;
+
 // A few AsyncConnections (default: one per hardware thread), handed out round robin.
+//
+// routed(): on a Redis Cluster, a key's unit goes to the node serving its hash slot, like the
+// blocking Store's (ClusterRouter: the same slot map, the same rules). The pool starts out as a
+// single server's; the first MOVED or ASK reply makes it a cluster's: the map is read (CLUSTER
+// SLOTS) and kept up to date by later MOVED replies, pools to the other nodes (of this pool's size
+// and options) are made on first use, and a redirected unit is sent again where the redirect says
+// (up to 5 times). A node that stops answering fails its calls (closed) and the map is asked
+// again of another node, so later calls reach the promoted replica. TRYAGAIN (a slot half
+// moved) reaches the caller as the error reply it is.
 class AsyncPool {
 public:
     explicit AsyncPool(ConnectionOptions options, std::size_t size = 0);
@@ -84,8 +97,12 @@ public:
     std::size_t size() const { return m_connections.size(); }
     const ConnectionOptions& options() const { return m_options; }
     void interruptAll();
+    void routed(std::string_view key, UnitSender send, RepliesHandler done);
+
+    struct Routing;
 
 private:
+    std::unique_ptr<Routing> m_routing; // first: calls under way reach it until the pool is gone
     ConnectionOptions m_options;
     std::vector<std::unique_ptr<AsyncConnection>> m_connections;
     std::atomic<std::size_t> m_next{0};

@@ -1,0 +1,126 @@
+#include "redis/asyncrouting.h"
+
+#include "idem/errors.h"
+#include "idem/redis/cluster.h"
+#include "idem/redis/reply.h"
+
+#include <hiredis/hiredis.h>
+
+namespace idem {
+
+namespace {
+std::string addressOf(const ConnectionOptions& o) { return o.host + ":" + std::to_string(o.port); }
+
+bool isIoError(const std::exception_ptr& e)
+{
+    try {
+        std::rethrow_exception(e);
+    } catch (const IoError&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+} // namespace
+
+AsyncPool::Routing::~Routing()
+{
+    closing = true;
+    decltype(pools) gone;
+    {
+        std::lock_guard lock(mutex);
+        gone.swap(pools);
+    }
+    gone.clear();
+}
+
+void AsyncPool::routed(std::string_view key, UnitSender send, RepliesHandler done)
+{
+    auto call = std::make_shared<Routing::Call>(Routing::Call{std::string(key), std::move(send), std::move(done), 0});
+    m_routing->dispatch(call, m_routing->poolFor(key).next(), false);
+}
+
+AsyncPool& AsyncPool::Routing::poolFor(std::string_view key)
+{
+    if (!cluster.load())
+        return seed; // a single server (or not known to be a cluster yet): no slot computed
+    const auto address = map.addressFor(hashSlot(key));
+    return address ? poolAt(*address) : seed;
+}
+
+AsyncPool& AsyncPool::Routing::poolAt(const std::string& address)
+{
+    if (seed.options().unixSocket.empty() && address == addressOf(seed.options()))
+        return seed;
+    std::lock_guard lock(mutex);
+    if (const auto it = pools.find(address); it != pools.end())
+        return *it->second;
+    const auto node = parseNodeAddress(address);
+    if (!node)
+        throw ProtoError("Redis Cluster named a node idem cannot read: '" + address + "'");
+    ConnectionOptions o = seed.options();
+    o.unixSocket.clear();
+    o.host = node->host;
+    o.port = node->port;
+    auto& pool = pools[address];
+    pool = std::make_unique<AsyncPool>(o, seed.size());
+    return *pool;
+}
+
+void AsyncPool::Routing::dispatch(const std::shared_ptr<Call>& call, AsyncConnection& c, bool asking)
+{
+    call->send(c, asking, [this, call, &c](std::vector<ReplyPtr> replies, std::exception_ptr error) {
+        if (error) {
+            // a node that does not answer may be failing over: this call fails closed, and the map
+            // is asked again of another node so that the next ones find the promoted replica
+            if (cluster.load() && !closing.load() && isIoError(error))
+                refreshAvoiding(addressOf(c.options()));
+            return call->done({}, std::move(error));
+        }
+        const auto to = replies.empty() ? std::nullopt : reply::redirect(replies.front().get());
+        if (!to || call->hops >= 5 || closing.load())
+            return call->done(std::move(replies), nullptr);
+        ++call->hops;
+        cluster = true;
+        if (!to->ask) { // the slot moved: at least this slot goes there now, and the whole map is read again
+            map.pin(to->slot, to->address);
+            refreshFrom(c);
+        }
+        AsyncPool* target = nullptr;
+        try {
+            target = &poolAt(to->address);
+        } catch (const Error&) {
+            return call->done({}, std::current_exception());
+        }
+        dispatch(call, target->next(), to->ask);
+    });
+}
+
+void AsyncPool::Routing::refreshFrom(AsyncConnection& c)
+{
+    if (refreshing.exchange(true))
+        return;
+    const std::string host = c.options().host;
+    c.command({"CLUSTER", "SLOTS"}, [this, host](ReplyPtr r, std::exception_ptr error) {
+        if (!error && !closing.load()) {
+            try {
+                map.update(parseClusterSlots(r.get(), host));
+            } catch (const Error&) {
+                // refused or unreadable: redirects go on being followed one slot at a time
+            }
+        }
+        refreshing = false;
+    });
+}
+
+void AsyncPool::Routing::refreshAvoiding(const std::string& failed)
+{
+    if (addressOf(seed.options()) != failed)
+        return refreshFrom(seed.next());
+    std::lock_guard lock(mutex);
+    for (auto& [address, pool] : pools)
+        if (address != failed)
+            return refreshFrom(pool->next());
+}
+
+} // namespace idem

@@ -1,0 +1,40 @@
+#pragma once
+
+#include "idem/redis/asyncconnection.h"
+#include "redis/slotmap.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace idem {
+
+// AsyncPool's Redis Cluster routing (see AsyncPool::routed): the slot map, the other nodes' pools.
+struct AsyncPool::Routing {
+    explicit Routing(AsyncPool& seed) : seed(seed) {}
+    ~Routing(); // closes the other nodes' pools first: their failing calls still find this
+
+    struct Call {
+        std::string key;
+        UnitSender send;
+        RepliesHandler done;
+        int hops = 0;
+    };
+    void dispatch(const std::shared_ptr<Call>& call, AsyncConnection& c, bool asking);
+    AsyncPool& poolAt(const std::string& address);
+    AsyncPool& poolFor(std::string_view key);
+    void refreshFrom(AsyncConnection& c);
+    void refreshAvoiding(const std::string& failed);
+
+    AsyncPool& seed;
+    std::atomic<bool> closing{false};
+    std::atomic<bool> cluster{false};  // learned from the first redirect
+    std::atomic<bool> refreshing{false}; // one CLUSTER SLOTS under way at a time
+    SlotMap map;
+    std::mutex mutex; // pools
+    std::map<std::string, std::unique_ptr<AsyncPool>, std::less<>> pools; // never erased
+};
+
+} // namespace idem

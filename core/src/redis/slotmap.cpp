@@ -1,0 +1,111 @@
+#include "redis/slotmap.h"
+
+#include "idem/errors.h"
+#include "idem/redis/reply.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+
+namespace idem {
+
+std::vector<ClusterShard> parseClusterSlots(const redisReply* r, const std::string& answeringHost)
+{
+    // CLUSTER SLOTS: [start, end, [host, port, id, ...], [replica host, port, id, ...]...] per range
+    if (reply::isError(r))
+        throw ReplyError("CLUSTER SLOTS: " + std::string(reply::errorText(r)));
+    if (reply::arraySize(r) > 16384)
+        throw ProtoError("CLUSTER SLOTS named more ranges than there are slots");
+    const auto address = [&](const redisReply* node) {
+        std::string host = reply::str(reply::element(node, 0));
+        if (host.empty() || host == "?") // the node that answered, known by the address we used
+            host = answeringHost;
+        const std::int64_t port = reply::integer(reply::element(node, 1));
+        if (port < 1 || port > 65535)
+            throw ProtoError("CLUSTER SLOTS named port " + std::to_string(port));
+        return host + ":" + std::to_string(port);
+    };
+    std::vector<ClusterShard> shards;
+    for (std::size_t i = 0; i < reply::arraySize(r); ++i) {
+        const redisReply* range = reply::element(r, i);
+        if (reply::arraySize(range) < 3)
+            continue;
+        const auto first = std::clamp<std::int64_t>(reply::integer(reply::element(range, 0)), 0, 16383);
+        const auto last = std::clamp<std::int64_t>(reply::integer(reply::element(range, 1)), first, 16383);
+        const std::string primary = address(reply::element(range, 2));
+        auto shard = std::find_if(shards.begin(), shards.end(), [&](const ClusterShard& s) { return s.primary == primary; });
+        if (shard == shards.end()) {
+            if (shards.size() >= kMaxClusterNodes)
+                throw ProtoError("CLUSTER SLOTS named more than " + std::to_string(kMaxClusterNodes) + " primaries");
+            shard = shards.insert(shards.end(), ClusterShard{static_cast<int>(first), 0, {}, primary, {}});
+            for (std::size_t n = 3; n < reply::arraySize(range); ++n)
+                shard->replicas.push_back(address(reply::element(range, n)));
+        }
+        shard->firstSlot = std::min(shard->firstSlot, static_cast<int>(first));
+        shard->slotCount += static_cast<int>(last - first + 1);
+        shard->ranges.emplace_back(static_cast<int>(first), static_cast<int>(last));
+    }
+    std::sort(shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.firstSlot < b.firstSlot; });
+    return shards;
+}
+
+std::optional<NodeAddress> parseNodeAddress(std::string_view address)
+{
+    const auto colon = address.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == address.size())
+        return std::nullopt;
+    int port = 0;
+    const char* end = address.data() + address.size();
+    const auto [ptr, ec] = std::from_chars(address.data() + colon + 1, end, port);
+    if (ec != std::errc() || ptr != end || port < 1 || port > 65535)
+        return std::nullopt;
+    return NodeAddress{std::string(address.substr(0, colon)), port};
+}
+
+std::int16_t SlotMap::indexLocked(const std::string& address)
+{
+    auto at = std::find(m_addresses.begin(), m_addresses.end(), address);
+    if (at != m_addresses.end())
+        return static_cast<std::int16_t>(at - m_addresses.begin());
+    if (m_addresses.size() >= kMaxClusterNodes)
+        return -1; // never wraps: a slot not known goes to the seed, which redirects it
+    m_addresses.push_back(address);
+    return static_cast<std::int16_t>(m_addresses.size() - 1);
+}
+
+void SlotMap::update(const std::vector<ClusterShard>& shards)
+{
+    std::unique_lock lock(m_mutex);
+    m_node.fill(-1);
+    m_addresses.clear();
+    for (const ClusterShard& s : shards) {
+        const std::int16_t index = indexLocked(s.primary);
+        for (const auto& [first, last] : s.ranges) // parseClusterSlots clamped them to 0..16383
+            std::fill(m_node.begin() + first, m_node.begin() + last + 1, index);
+    }
+}
+
+void SlotMap::pin(std::uint16_t slot, const std::string& address)
+{
+    std::unique_lock lock(m_mutex);
+    m_node[slot & 0x3FFF] = indexLocked(address);
+}
+
+std::optional<std::string> SlotMap::addressFor(std::uint16_t slot) const
+{
+    std::shared_lock lock(m_mutex);
+    const std::int16_t n = m_node[slot & 0x3FFF];
+    if (n < 0)
+        return std::nullopt;
+    return m_addresses[static_cast<std::size_t>(n)];
+}
+
+bool SlotMap::empty() const
+{
+    std::shared_lock lock(m_mutex);
+    return m_addresses.empty();
+}
+
+} // namespace idem

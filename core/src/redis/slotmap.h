@@ -1,0 +1,50 @@
+#pragma once
+
+#include "idem/redis/cluster.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisReply;
+
+namespace idem {
+
+// A CLUSTER SLOTS reply as shards (grouped by primary, by first slot). A node named with an empty
+// host or "?" is the one that answered, known as `answeringHost`. Throws ProtoError for a reply no
+// cluster sends (more ranges than slots, more than kMaxClusterNodes primaries), ReplyError for a
+// refusal.
+std::vector<ClusterShard> parseClusterSlots(const redisReply* r, const std::string& answeringHost);
+inline constexpr std::size_t kMaxClusterNodes = 1000; // Redis' own advice caps a cluster at 1000 nodes
+
+// "host:port" as a cluster names a node (the last ':' splits, so "::1:7000" is ::1 port 7000);
+// nullopt unless the port is all digits, 1..65535, and the host is not empty.
+struct NodeAddress {
+    std::string host;
+    int port = 0;
+};
+std::optional<NodeAddress> parseNodeAddress(std::string_view address);
+
+// Which primary serves each hash slot: what the routers (blocking and asynchronous) share.
+// Thread-safe.
+class SlotMap {
+public:
+    SlotMap() { m_node.fill(-1); }
+    void update(const std::vector<ClusterShard>& shards); // the whole map, as CLUSTER SLOTS told it
+    void pin(std::uint16_t slot, const std::string& address); // MOVED: this slot, at least, is there
+    std::optional<std::string> addressFor(std::uint16_t slot) const; // nullopt: not known
+    bool empty() const;
+
+private:
+    std::int16_t indexLocked(const std::string& address);
+
+    mutable std::shared_mutex m_mutex;
+    std::array<std::int16_t, 16384> m_node;
+    std::vector<std::string> m_addresses; // at most kMaxClusterNodes
+};
+
+} // namespace idem
