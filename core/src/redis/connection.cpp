@@ -103,16 +103,15 @@ std::pair<std::string, int> Connection::primaryFromSentinels()
                 unknownEverywhere = false;
                 continue;
             }
-            if (reply::isNil(r.get()) || reply::arraySize(r.get()) != 2)
+            const auto primary = reply::sentinelPrimary(r.get());
+            if (!primary)
                 continue; // this sentinel does not know the name
-            const std::string host = reply::str(reply::element(r.get(), 0));
-            const long long port = std::atoll(reply::str(reply::element(r.get(), 1)).c_str());
-            if (host.empty() || port <= 0 || port > 65535)
-                throw ProtoError("sentinel " + so.describe() + " named the primary '" + host + ":" +
-                                 std::to_string(port) + "'");
-            return {host, static_cast<int>(port)};
+            return {primary->host, primary->port};
         } catch (const ConfigError& e) {
             throw ConfigError("sentinel " + so.describe() + ": " + e.what(), "sentinel-password");
+        } catch (const ProtoError& e) { // a sentinel that answers nonsense: ask the next one
+            errors += "; " + so.describe() + ": " + e.what();
+            unknownEverywhere = false;
         } catch (const IoError& e) {
             errors += "; " + so.describe() + ": " + e.what();
             unknownEverywhere = false;
