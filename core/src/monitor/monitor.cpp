@@ -290,8 +290,14 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             }
             switch (second[m].second) {
             case More::Type:
+                // an error (a TYPE refused for this key alone): the monitor cannot say what the
+                // key is, and the rest of the page stands
+                if (reply::isError(r)) {
+                    in.reset();
+                    break;
+                }
                 in->type = reply::str(r);
-                if (in->type == "none" || reply::isError(r))
+                if (in->type == "none")
                     in.reset(); // gone since the first round trip
                 break;
             case More::Length:
