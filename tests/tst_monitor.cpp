@@ -8,6 +8,7 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QScopeGuard>
 #include <QtTest>
 #include <map>
 #include <mutex>
@@ -183,6 +184,33 @@ private slots:
             QThread::msleep(1);
         } while (cursor != "0");
         QVERIFY(seen < 3000); // some expired while we scanned, and were dropped, not misread
+    }
+
+    // TYPE refused for one key alone (an ACL selector lets this user run TYPE on one list and not
+    // the other): that key is left out and the rest of the page stands. It used to throw the
+    // ReplyError and lose the page.
+    void typeRefusedForOneKey()
+    {
+        const std::string ns = idemtest::uniqueNamespace("ty"), user = ns + "-reader";
+        raw->checked({"RPUSH", ns + ":{readable}", "a"});
+        raw->checked({"RPUSH", ns + ":{refused}", "a"});
+        raw->checked({"SET", ns + ":{json}", R"({"status":"COMPLETED"})"});
+        raw->checked({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-type",
+                      "(+type ~" + ns + ":{readable})"});
+        const auto dropUser = qScopeGuard([&] { raw->command({"ACL", "DELUSER", user}); });
+        idem::ConnectionOptions o = idemtest::sharedRedis();
+        o.user = user;
+        o.password = "pw";
+        idem::Connection c(o);
+        QVERIFY(idem::reply::isError(c.command({"TYPE", ns + ":{refused}"}).get())); // what the test needs
+        QCOMPARE(idem::reply::str(c.command({"TYPE", ns + ":{readable}"}).get()), std::string("list"));
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Monitor m(c, mo);
+        const auto all = snapshot(m);
+        QCOMPARE(all.size(), std::size_t(2));
+        QCOMPARE(all.at("readable").state, RecordState::Foreign);
+        QCOMPARE(all.at("json").state, RecordState::Completed);
     }
 
     void guardedUnlink()

@@ -32,6 +32,13 @@ private slots:
         idem::Store store(pool, idem::StoreOptions{.keyNamespace = "sen"});
         idem::Executor ex(store);
         QCOMPARE(ex.execute("a", "", [](auto&) { return idem::WorkResult::success("x"); }).kind, OutcomeKind::Executed);
+        // a "sentinel" that is none (the data node refuses SENTINEL), listed first: the next one
+        // names the primary
+        idem::ConnectionOptions mixed = o;
+        mixed.sentinel.nodes.insert(mixed.sentinel.nodes.begin(), {"127.0.0.1", set.node(0).port()});
+        idem::Connection viaSecond(mixed);
+        viaSecond.connect();
+        QCOMPARE(viaSecond.endpoint(), "127.0.0.1:" + std::to_string(set.node(0).port()));
         // a master name no sentinel knows, and sentinels that are all down, said in words
         idem::ConnectionOptions unknown = o;
         unknown.sentinel.master = "nobody";

@@ -356,8 +356,7 @@ void ConsoleWorker::beat()
             return;
         }
         const auto t = m_conn->checked({"TIME"});
-        Q_EMIT heartbeat(idem::reply::integer(idem::reply::element(t.get(), 0)) * 1000 +
-                         idem::reply::integer(idem::reply::element(t.get(), 1)) / 1000);
+        Q_EMIT heartbeat(idem::reply::timeMs(t.get()));
     } catch (const idem::Error& e) {
         failed(e);
     }

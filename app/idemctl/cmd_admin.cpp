@@ -158,8 +158,7 @@ int cmdInspect(const std::vector<std::string>& argv)
     {
         auto conn = s.pool.acquire();
         const auto time = conn->checked({"TIME"});
-        now = idem::reply::integer(idem::reply::element(time.get(), 0)) * 1000 +
-              idem::reply::integer(idem::reply::element(time.get(), 1)) / 1000;
+        now = idem::reply::timeMs(time.get());
     }
     std::printf("key        %s\n", r.key.c_str());
     std::printf("state      %s%s%s%s\n", std::string(idem::nameOf(r.state)).c_str(),

@@ -199,9 +199,32 @@ def resp():
         "cluster-slots": b"*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n" + bulk("127.0.0.1") + b":7000\r\n" + bulk("id"),
         "status-nil-int": b"+OK\r\n$-1\r\n:42\r\n*-1\r\n",
         "negative-fence": bulk("-5 ACQUIRED -1 -2 -3 0"),
-        # left to their owners (docs/fuzzing.md): the monitor's TIME overflow, a lenient redirect
+        # issue #21's findings, fixed: TIME that overflowed the monitor's clock, or is no time
         "time-overflow": b"*2\r\n" + bulk("9223372036854775807") + bulk("0"),
+        "time-negative": b"*2\r\n" + bulk("-1") + bulk("0"),
+        "time-year-10000": b"*2\r\n" + bulk("253402300800") + bulk("0"),
+        "time-micros-out": b"*2\r\n" + bulk("1795431450") + bulk("1000000") + b"*1\r\n" + bulk("1"),
+        # redirects read leniently: a slot or a port with junk after it, no address at all
         "moved-lenient": b"-MOVED 12abc h:99999abc\r\n-MOVED 1 \r\n",
+        "moved-slot-junk": b"-MOVED 12abc h:1\r\n-ASK -0 h:1\r\n-MOVED +1 h:1\r\n-MOVED 16384 h:1\r\n",
+        "moved-port-junk": b"-MOVED 1 h:99999abc\r\n-MOVED 1 h:65536\r\n-MOVED 1 h:0\r\n-MOVED 1 h:+1\r\n"
+                           b"-MOVED 1 h:\r\n-MOVED 1 h 1:2\r\n",
+        "moved-empty-address": b"-MOVED 1 \r\n-ASK 1\r\n",
+        "moved-ipv6": b"-MOVED 3999 ::1:7000\r\n-ASK 16383 [::1]:7001\r\n",
+        "moved-unknown-endpoint": b"-MOVED 3999 :6380\r\n",
+        # SENTINEL get-master-addr-by-name: a primary, none, and what a broken sentinel could say
+        "sentinel-primary": b"*2\r\n" + bulk("127.0.0.1") + bulk("6379"),
+        "sentinel-primary-ipv6": b"*2\r\n" + bulk("::1") + bulk("26379"),
+        "sentinel-unknown": b"*-1\r\n$-1\r\n",
+        "sentinel-port-junk": b"*2\r\n" + bulk("127.0.0.1") + bulk("6379abc"),
+        "sentinel-port-range": b"*2\r\n" + bulk("h") + bulk("0") + b"*2\r\n" + bulk("h") + bulk("65536") +
+                               b"*2\r\n" + bulk("h") + bulk("-6379") + b"*2\r\n" + bulk("h") + bulk(" 6379"),
+        "sentinel-empty-host": b"*2\r\n" + bulk("") + bulk("6379"),
+        "sentinel-shapes": b"*3\r\n" + bulk("h") + bulk("6379") + bulk("x") + b"*2\r\n" + bulk("h") +
+                           b":6379\r\n" + b"*0\r\n" + b"-ERR no such master\r\n",
+        # arrays a server announces before sending them: hiredis allocated their pointers at once
+        "array-nested-over-bound": b"*2\r\n*16777215\r\n",
+        "array-at-bound": b"*2\r\n*16777214\r\n" + b":1\r\n" * 4,
     }
     for name, data in replies.items():
         put("resp", name, bytes([7, 30]) + data)

@@ -458,8 +458,7 @@ std::optional<KeyRead> Store::readKey(Connection& c, const std::string& rk, std:
     in.type = reply::str(head[0].get());
     if (in.type == "none")
         return std::nullopt;
-    nowMs = reply::integer(reply::element(head[2].get(), 0)) * 1000 +
-            reply::integer(reply::element(head[2].get(), 1)) / 1000;
+    nowMs = reply::timeMs(head[2].get());
     in.ttlMs = reply::integer(head[1].get());
     if (in.type == "hash") {
         ReplyPtr all = c.checked({"HGETALL", rk});

@@ -97,8 +97,7 @@ public:
         m_topology = LabTopology::read(m_conn); // on a cluster: each event's keys on their node
         Connection admin(m_conn);
         auto t = admin.checked({"TIME"});
-        m_serverStartMs = reply::integer(reply::element(t.get(), 0)) * 1000 +
-                          reply::integer(reply::element(t.get(), 1)) / 1000;
+        m_serverStartMs = reply::timeMs(t.get());
         m_start = Clock::now();
         schedule();
         const int workers = m_w.workers;

@@ -13,11 +13,6 @@ namespace idem {
 
 namespace {
 
-std::int64_t nowFromTime(const redisReply* r)
-{
-    return reply::integer(reply::element(r, 0)) * 1000 + reply::integer(reply::element(r, 1)) / 1000;
-}
-
 // unlink_if.lua's call for a record as the monitor classified it
 void writeUnlinkCall(resp::Writer& w, const Record& r)
 {
@@ -229,7 +224,7 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     }
     auto replies = m_connection.pipeline(cmds);
     const auto at = [&](std::size_t logical) { return replies[logical * step].get(); }; // TIME is 0
-    const DecodeOptions o = decodeOptions(m_options.asOfMs > 0 ? m_options.asOfMs : nowFromTime(replies[0].get()));
+    const DecodeOptions o = decodeOptions(m_options.asOfMs > 0 ? m_options.asOfMs : reply::timeMs(replies[0].get()));
     if (serverNowMs)
         *serverNowMs = o.nowMs;
 
@@ -295,8 +290,14 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             }
             switch (second[m].second) {
             case More::Type:
+                // an error (a TYPE refused for this key alone): the monitor cannot say what the
+                // key is, and the rest of the page stands
+                if (reply::isError(r)) {
+                    in.reset();
+                    break;
+                }
                 in->type = reply::str(r);
-                if (in->type == "none" || reply::isError(r))
+                if (in->type == "none")
                     in.reset(); // gone since the first round trip
                 break;
             case More::Length:

@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/redis/connection.h"
 #include "redis/asyncrouting.h"
+#include "redis/reader.h"
 #include "redis/resp.h"
 #include "redis/stream.h"
 
@@ -191,7 +192,7 @@ private:
             try {
                 m_stream = m_connector.handOver(); // Connection's handshake, backoff and errors
                 m_stream->setNonBlocking();
-                m_reader.reset(redisReaderCreate());
+                m_reader = resp::makeReader();
                 m_connected = true;
             } catch (...) {
                 m_stream.reset();
@@ -233,11 +234,11 @@ private:
             if (n == 0)
                 return;
             if (redisReaderFeed(m_reader.get(), m_readBuffer.data(), n) != REDIS_OK)
-                throw ProtoError(m_reader->errstr[0] ? m_reader->errstr : "protocol error");
+                throw ProtoError(resp::readerError(m_reader.get()));
             while (m_stream) {
                 void* raw = nullptr;
                 if (redisReaderGetReply(m_reader.get(), &raw) != REDIS_OK)
-                    throw ProtoError(m_reader->errstr[0] ? m_reader->errstr : "protocol error");
+                    throw ProtoError(resp::readerError(m_reader.get()));
                 if (!raw)
                     break;
                 onReply(ReplyPtr(static_cast<redisReply*>(raw)));

@@ -77,9 +77,11 @@ void AsyncPool::Routing::dispatch(const std::shared_ptr<Call>& call, AsyncConnec
                 refreshAvoiding(addressOf(c.options()));
             return call->done({}, std::move(error));
         }
-        const auto to = replies.empty() ? std::nullopt : reply::redirect(replies.front().get());
+        auto to = replies.empty() ? std::nullopt : reply::redirect(replies.front().get());
         if (!to || call->hops >= 5 || closing.load())
             return call->done(std::move(replies), nullptr);
+        if (to->node.host.empty()) // "MOVED 3999 :6380": the host the request went to
+            to->address = c.options().host + to->address;
         ++call->hops;
         cluster = true;
         if (!to->ask) { // the slot moved: at least this slot goes there now, and the whole map is read again

@@ -1,6 +1,7 @@
 #include "idem/redis/connection.h"
 
 #include "idem/errors.h"
+#include "redis/reader.h"
 #include "redis/resp.h"
 #include "redis/stream.h"
 
@@ -31,12 +32,6 @@ bool startsWith(const redisReply* r, std::string_view prefix)
 }
 
 } // namespace
-
-void ReaderDeleter::operator()(redisReader* r) const noexcept
-{
-    if (r)
-        redisReaderFree(r);
-}
 
 Connection::Connection(ConnectionOptions options) : m_options(std::move(options)), m_stream(std::make_unique<Stream>())
 {
@@ -108,16 +103,15 @@ std::pair<std::string, int> Connection::primaryFromSentinels()
                 unknownEverywhere = false;
                 continue;
             }
-            if (reply::isNil(r.get()) || reply::arraySize(r.get()) != 2)
+            const auto primary = reply::sentinelPrimary(r.get());
+            if (!primary)
                 continue; // this sentinel does not know the name
-            const std::string host = reply::str(reply::element(r.get(), 0));
-            const long long port = std::atoll(reply::str(reply::element(r.get(), 1)).c_str());
-            if (host.empty() || port <= 0 || port > 65535)
-                throw ProtoError("sentinel " + so.describe() + " named the primary '" + host + ":" +
-                                 std::to_string(port) + "'");
-            return {host, static_cast<int>(port)};
+            return {primary->host, primary->port};
         } catch (const ConfigError& e) {
             throw ConfigError("sentinel " + so.describe() + ": " + e.what(), "sentinel-password");
+        } catch (const ProtoError& e) { // a sentinel that answers nonsense: ask the next one
+            errors += "; " + so.describe() + ": " + e.what();
+            unknownEverywhere = false;
         } catch (const IoError& e) {
             errors += "; " + so.describe() + ": " + e.what();
             unknownEverywhere = false;
@@ -155,7 +149,7 @@ void Connection::connect()
         throw IoError("Redis at " + where + " unreachable: " + e.what());
     }
     m_stream->setTimeout(m_options.commandTimeout);
-    m_reader.reset(redisReaderCreate());
+    m_reader = resp::makeReader();
     m_connected = true;
     m_answered = false;
     m_endpoint = m_options.unixSocket.empty() ? host + ":" + std::to_string(port) : m_options.unixSocket;
@@ -304,13 +298,13 @@ ReplyPtr Connection::receive(const char* what)
     try {
         while (true) {
             if (redisReaderGetReply(m_reader.get(), &raw) != REDIS_OK)
-                throw ProtoError(m_reader->errstr[0] ? m_reader->errstr : "protocol error");
+                throw ProtoError(resp::readerError(m_reader.get()));
             if (raw)
                 break;
             char buffer[16 * 1024];
             const std::size_t n = m_stream->read(buffer, sizeof buffer);
             if (redisReaderFeed(m_reader.get(), buffer, n) != REDIS_OK)
-                throw ProtoError(m_reader->errstr[0] ? m_reader->errstr : "protocol error");
+                throw ProtoError(resp::readerError(m_reader.get()));
         }
     } catch (const Error&) {
         fail(what);

@@ -149,6 +149,8 @@ ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*c
                 throw;
             }
             to = reply::redirect(r.get());
+            if (to && to->node.host.empty()) // "MOVED 3999 :6380": the host the request went to
+                to->address = pool.options().host + to->address;
             if (to && !to->ask && hop < kMaxRedirects)
                 refresh(*conn); // the slot moved: learn the whole map again
         }

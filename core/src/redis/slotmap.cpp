@@ -6,7 +6,6 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <charconv>
 #include <mutex>
 
 namespace idem {
@@ -49,19 +48,6 @@ std::vector<ClusterShard> parseClusterSlots(const redisReply* r, const std::stri
     }
     std::sort(shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.firstSlot < b.firstSlot; });
     return shards;
-}
-
-std::optional<NodeAddress> parseNodeAddress(std::string_view address)
-{
-    const auto colon = address.rfind(':');
-    if (colon == std::string_view::npos || colon == 0 || colon + 1 == address.size())
-        return std::nullopt;
-    int port = 0;
-    const char* end = address.data() + address.size();
-    const auto [ptr, ec] = std::from_chars(address.data() + colon + 1, end, port);
-    if (ec != std::errc() || ptr != end || port < 1 || port > 65535)
-        return std::nullopt;
-    return NodeAddress{std::string(address.substr(0, colon)), port};
 }
 
 std::int16_t SlotMap::indexLocked(const std::string& address)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "idem/redis/cluster.h"
+#include "idem/redis/reply.h"
 
 #include <array>
 #include <cstdint>
@@ -20,14 +21,6 @@ namespace idem {
 // refusal.
 std::vector<ClusterShard> parseClusterSlots(const redisReply* r, const std::string& answeringHost);
 inline constexpr std::size_t kMaxClusterNodes = 1000; // Redis' own advice caps a cluster at 1000 nodes
-
-// "host:port" as a cluster names a node (the last ':' splits, so "::1:7000" is ::1 port 7000);
-// nullopt unless the port is all digits, 1..65535, and the host is not empty.
-struct NodeAddress {
-    std::string host;
-    int port = 0;
-};
-std::optional<NodeAddress> parseNodeAddress(std::string_view address);
 
 // Which primary serves each hash slot: what the routers (blocking and asynchronous) share.
 // Thread-safe.
