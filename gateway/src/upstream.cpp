@@ -1,23 +1,23 @@
 #include "upstream.h"
 
 #include "idem/gateway/keyrules.h"
+#include "idem/gateway/responseparser.h"
 
 #include <QElapsedTimer>
-#include <QNetworkAccessManager>
-#include <QNetworkProxy>
-#include <QNetworkReply>
-#include <QNetworkRequest>
+#include <QSslSocket>
 #include <QTimer>
 
 #include <map>
 #include <set>
-#include <memory>
 
 using namespace Qt::StringLiterals;
 
 namespace idem::gateway {
 
 namespace {
+
+constexpr int kIdleMs = 4000;          // an idle connection is closed after this (before the upstream does)
+constexpr std::size_t kMaxIdle = 64;   // idle connections kept
 
 QByteArray bytes(std::string_view s) { return QByteArray(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -30,117 +30,220 @@ std::string lower(std::string_view s)
     return out;
 }
 
-// The headers the client's Connection header names belong to that hop too.
-std::set<std::string> connectionTokens(const http::Request& r)
+// The headers a Connection header names belong to that hop too.
+std::set<std::string> connectionTokens(const std::vector<http::Header>& headers)
 {
     std::set<std::string> out;
-    for (const auto& h : r.headers)
+    for (const auto& h : headers)
         if (http::equalsIgnoreCase(h.name, "Connection"))
             for (const QByteArray& t : bytes(h.value).split(','))
                 out.insert(lower(t.trimmed().toStdString()));
     return out;
 }
 
+bool bodyExpected(std::string_view method)
+{
+    return method != "GET" && method != "HEAD" && method != "DELETE" && method != "OPTIONS" && method != "TRACE";
+}
+
 } // namespace
 
-Upstream::Upstream(QUrl base, Millis timeout, std::size_t maxResponse, QObject* parent)
-    : QObject(parent), m_base(std::move(base)), m_timeout(timeout), m_maxResponse(maxResponse),
-      m_nam(new QNetworkAccessManager(this))
+// One request on one connection, from writing it to the end of its answer.
+class UpstreamCall : public QObject {
+public:
+    UpstreamCall(Upstream* up, QTcpSocket* s, bool head, std::function<void(UpstreamResult)> done)
+        : QObject(up), m_up(up), m_socket(s), m_parser(head, up->m_maxResponse), m_done(std::move(done))
+    {
+        m_clock.start();
+        connect(s, &QTcpSocket::readyRead, this, [this] { read(); });
+        connect(s, &QTcpSocket::disconnected, this, [this] {
+            m_parser.closed();
+            end();
+        });
+        connect(s, &QTcpSocket::errorOccurred, this, [this](QAbstractSocket::SocketError e) {
+            if (e == QAbstractSocket::RemoteHostClosedError)
+                return; // disconnected() says whether the answer was complete
+            if (!m_parser.done())
+                fail(UpstreamResult::Kind::Failed, "the upstream cannot be reached: " + m_socket->errorString().toStdString());
+        });
+        m_timer.setSingleShot(true);
+        connect(&m_timer, &QTimer::timeout, this, [this] {
+            fail(UpstreamResult::Kind::TimedOut, "no answer from the upstream within " + formatDuration(m_up->m_timeout));
+        });
+        m_timer.start(static_cast<int>(up->m_timeout.count()));
+    }
+
+private:
+    void read()
+    {
+        const QByteArray b = m_socket->readAll();
+        m_parser.feed(std::string_view(b.constData(), static_cast<std::size_t>(b.size())));
+        if (m_parser.done() || m_parser.failed())
+            end();
+    }
+
+    void end()
+    {
+        if (m_parser.failed())
+            return fail(UpstreamResult::Kind::Failed, m_parser.error());
+        if (!m_parser.done())
+            return;
+        UpstreamResult out;
+        out.kind = UpstreamResult::Kind::Answered;
+        http::Response& r = m_parser.response();
+        const auto hop = connectionTokens(r.headers);
+        out.response.status = r.status;
+        for (auto& h : r.headers) // Content-Length stays for a HEAD answer (serialize() writes its own otherwise)
+            if ((!hopByHop(h.name) || http::equalsIgnoreCase(h.name, "Content-Length")) && !hop.count(lower(h.name)) &&
+                !http::equalsIgnoreCase(h.name, "Date"))
+                out.response.headers.push_back(std::move(h));
+        out.response.body = std::move(r.body);
+        finish(std::move(out), m_parser.keepAlive());
+    }
+
+    void fail(UpstreamResult::Kind kind, std::string why)
+    {
+        UpstreamResult out;
+        out.kind = kind;
+        out.error = std::move(why);
+        finish(std::move(out), false);
+    }
+
+    void finish(UpstreamResult out, bool reuse)
+    {
+        if (m_finished)
+            return;
+        m_finished = true;
+        m_timer.stop();
+        out.seconds = static_cast<double>(m_clock.nsecsElapsed()) / 1e9;
+        disconnect(m_socket, nullptr, this, nullptr);
+        if (reuse && m_socket->state() == QAbstractSocket::ConnectedState && m_socket->bytesAvailable() == 0) {
+            m_up->giveBack(m_socket);
+        } else {
+            m_socket->abort();
+            m_socket->deleteLater();
+        }
+        auto done = std::move(m_done);
+        deleteLater();
+        done(std::move(out));
+    }
+
+    Upstream* m_up;
+    QTcpSocket* m_socket;
+    http::ResponseParser m_parser;
+    std::function<void(UpstreamResult)> m_done;
+    QElapsedTimer m_clock;
+    QTimer m_timer;
+    bool m_finished = false;
+};
+
+Upstream::Upstream(const QUrl& base, Millis timeout, std::size_t maxResponse, QObject* parent)
+    : QObject(parent), m_host(base.host()), m_tls(base.scheme() == u"https"_s), m_timeout(timeout),
+      m_maxResponse(maxResponse)
 {
-    m_nam->setProxy(QNetworkProxy::NoProxy);
-    m_nam->setCookieJar(nullptr);
-    m_nam->setRedirectPolicy(QNetworkRequest::ManualRedirectPolicy);
+    m_port = static_cast<quint16>(base.port(m_tls ? 443 : 80));
+    m_basePath = base.path(QUrl::FullyEncoded).toLatin1();
+    while (m_basePath.endsWith('/'))
+        m_basePath.chop(1);
+    m_hostHeader = base.host(QUrl::FullyEncoded).toLatin1();
+    if (m_hostHeader.contains(':'))
+        m_hostHeader = '[' + m_hostHeader + ']';
+    if (base.port() != -1)
+        m_hostHeader += ':' + QByteArray::number(base.port());
+}
+
+QTcpSocket* Upstream::connection()
+{
+    while (!m_idle.empty()) {
+        QPointer<QTcpSocket> s = m_idle.back();
+        m_idle.pop_back();
+        if (s && s->state() == QAbstractSocket::ConnectedState) {
+            disconnect(s, nullptr, this, nullptr);
+            if (auto* idle = s->findChild<QTimer*>())
+                idle->stop();
+            return s;
+        }
+        if (s)
+            s->deleteLater();
+    }
+    QTcpSocket* s = nullptr;
+    if (m_tls) {
+        auto* ssl = new QSslSocket(this);
+        ssl->connectToHostEncrypted(m_host, m_port);
+        s = ssl;
+    } else {
+        s = new QTcpSocket(this);
+        s->connectToHost(m_host, m_port);
+    }
+    s->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    return s;
+}
+
+void Upstream::giveBack(QTcpSocket* s)
+{
+    if (m_idle.size() >= kMaxIdle) {
+        s->disconnectFromHost();
+        s->deleteLater();
+        return;
+    }
+    m_idle.emplace_back(s);
+    // an idle connection that the upstream closes, or that talks out of turn, is dropped
+    const auto drop = [this, s] {
+        std::erase_if(m_idle, [s](const QPointer<QTcpSocket>& p) { return p == s || !p; });
+        disconnect(s, nullptr, this, nullptr);
+        s->abort();
+        s->deleteLater();
+    };
+    connect(s, &QTcpSocket::disconnected, this, drop);
+    connect(s, &QTcpSocket::readyRead, this, drop);
+    auto* idle = s->findChild<QTimer*>();
+    if (!idle) {
+        idle = new QTimer(s);
+        idle->setSingleShot(true);
+    }
+    disconnect(idle, nullptr, this, nullptr);
+    connect(idle, &QTimer::timeout, this, drop);
+    idle->start(kIdleMs);
 }
 
 void Upstream::forward(const http::Request& r, const QByteArray& clientAddress, const std::vector<http::Header>& extra,
                        std::function<void(UpstreamResult)> done)
 {
-    QByteArray base = m_base.toEncoded();
-    if (base.endsWith('/'))
-        base.chop(1);
-    QNetworkRequest req(QUrl::fromEncoded(base + bytes(r.target), QUrl::TolerantMode));
-    req.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
-    req.setAttribute(QNetworkRequest::CookieLoadControlAttribute, QNetworkRequest::Manual);
-    req.setAttribute(QNetworkRequest::CookieSaveControlAttribute, QNetworkRequest::Manual);
-    req.setAttribute(QNetworkRequest::CacheLoadControlAttribute, QNetworkRequest::AlwaysNetwork);
-    req.setAttribute(QNetworkRequest::CacheSaveControlAttribute, false);
-    req.setAttribute(QNetworkRequest::Http2AllowedAttribute, false);
-    req.setAttribute(QNetworkRequest::AuthenticationReuseAttribute, QNetworkRequest::Manual);
-
-    // headers of one name go as one, comma-joined (Cookie with "; ")
-    const auto hop = connectionTokens(r);
-    std::map<std::string, std::pair<std::string, QByteArray>> merged; // lower name -> (name, value)
-    for (const auto& h : r.headers) {
-        const std::string key = lower(h.name);
-        if (hopByHop(h.name) || hop.count(key))
-            continue;
-        auto [it, fresh] = merged.try_emplace(key, h.name, bytes(h.value));
-        if (!fresh)
-            it->second.second += (key == "cookie" ? "; " : ", ") + bytes(h.value);
-    }
-    if (!merged.count("accept-encoding")) // else Qt asks for gzip and inflates what it gets
-        merged["accept-encoding"] = {"Accept-Encoding", "identity"};
-    auto& forwardedFor = merged["x-forwarded-for"];
-    forwardedFor.first = "X-Forwarded-For";
-    forwardedFor.second = forwardedFor.second.isEmpty() ? clientAddress : forwardedFor.second + ", " + clientAddress;
-    if (const std::string* host = r.header("Host"))
-        merged["x-forwarded-host"] = {"X-Forwarded-Host", bytes(*host)};
-    for (const auto& h : extra)
-        merged[lower(h.name)] = {h.name, bytes(h.value)};
-    for (const auto& [key, nv] : merged)
-        req.setRawHeader(bytes(nv.first), nv.second);
-
-    auto clock = std::make_shared<QElapsedTimer>();
-    clock->start();
-    QNetworkReply* reply = m_nam->sendCustomRequest(req, bytes(r.method), bytes(r.body));
-    auto timedOut = std::make_shared<bool>(false);
-    auto* timer = new QTimer(reply);
-    timer->setSingleShot(true);
-    connect(timer, &QTimer::timeout, reply, [reply, timedOut] {
-        *timedOut = true;
-        reply->abort();
-    });
-    timer->start(static_cast<int>(m_timeout.count()));
-    auto tooLarge = std::make_shared<bool>(false);
-    connect(reply, &QNetworkReply::downloadProgress, reply, [this, reply, tooLarge](qint64 received, qint64) {
-        if (static_cast<std::size_t>(received) > m_maxResponse && !*tooLarge) {
-            *tooLarge = true;
-            reply->abort();
-        }
-    });
-    connect(reply, &QNetworkReply::finished, this, [this, reply, clock, timedOut, tooLarge, done = std::move(done)] {
-        reply->deleteLater();
-        UpstreamResult out;
-        out.seconds = static_cast<double>(clock->nsecsElapsed()) / 1e9;
-        const QVariant status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute);
-        if (*timedOut) {
-            out.kind = UpstreamResult::Kind::TimedOut;
-            out.error = "no answer from the upstream within " + formatDuration(m_timeout);
-        } else if (*tooLarge) {
-            out.error = "the upstream's answer is larger than " + std::to_string(m_maxResponse) + " bytes";
-        } else if (!status.isValid() || reply->error() == QNetworkReply::RemoteHostClosedError ||
-                   reply->error() == QNetworkReply::OperationCanceledError) {
-            out.error = "the upstream did not answer: " + reply->errorString().toStdString();
+    QByteArray out = bytes(r.method) + ' ' + m_basePath + bytes(r.target) + " HTTP/1.1\r\nHost: " + m_hostHeader + "\r\n";
+    // headers of one name go as one, comma-joined (Cookie with "; "), in the order they came
+    const auto hop = connectionTokens(r.headers);
+    std::vector<std::pair<std::string, QByteArray>> merged;
+    std::map<std::string, std::size_t> at; // lower name -> index in merged
+    const auto add = [&](const std::string& name, const QByteArray& value, bool replace) {
+        const std::string key = lower(name);
+        auto it = at.find(key);
+        if (it == at.end()) {
+            at[key] = merged.size();
+            merged.emplace_back(name, value);
+        } else if (replace) {
+            merged[it->second].second = value;
         } else {
-            out.kind = UpstreamResult::Kind::Answered;
-            out.response.status = status.toInt();
-            for (const auto& [name, value] : reply->rawHeaderPairs()) {
-                const std::string n = name.toStdString();
-                if (hopByHop(n) || http::equalsIgnoreCase(n, "Date"))
-                    continue;
-                // Qt joins repeated headers: Set-Cookie with newlines, the others with ", "
-                if (http::equalsIgnoreCase(n, "Set-Cookie")) {
-                    for (const QByteArray& c : value.split('\n'))
-                        out.response.headers.push_back({n, c.toStdString()});
-                } else {
-                    out.response.headers.push_back({n, value.toStdString()});
-                }
-            }
-            const QByteArray body = reply->readAll();
-            out.response.body.assign(body.constData(), static_cast<std::size_t>(body.size()));
+            merged[it->second].second += (key == "cookie" ? "; " : ", ") + value;
         }
-        done(std::move(out));
-    });
+    };
+    for (const auto& h : r.headers)
+        if (!hopByHop(h.name) && !hop.count(lower(h.name)))
+            add(h.name, bytes(h.value), false);
+    add("X-Forwarded-For", clientAddress, false);
+    if (const std::string* host = r.header("Host"))
+        add("X-Forwarded-Host", bytes(*host), true);
+    for (const auto& h : extra)
+        add(h.name, bytes(h.value), true);
+    for (const auto& [name, value] : merged)
+        out += bytes(name) + ": " + value + "\r\n";
+    if (!r.body.empty() || bodyExpected(r.method))
+        out += "Content-Length: " + QByteArray::number(static_cast<qsizetype>(r.body.size())) + "\r\n";
+    out += "\r\n";
+    out += bytes(r.body);
+
+    QTcpSocket* s = connection();
+    new UpstreamCall(this, s, r.method == "HEAD", std::move(done));
+    s->write(out); // written once connected when the connection is new
 }
 
 } // namespace idem::gateway
