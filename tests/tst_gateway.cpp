@@ -9,6 +9,7 @@
 #include "idem/redis/localserver.h"
 #include "testsupport.h"
 
+#include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPointer>
@@ -28,9 +29,10 @@ using namespace Qt::StringLiterals;
 namespace {
 
 // ---- the upstream: a tiny HTTP server on this thread ------------------------------------------
-// Paths: /slow/<ms>/... answers after <ms> (/slowfirst/<ms>/...: the first call only); /status/<code>/... answers <code>; /reset/... closes
-// the connection without an answer; /echo/... answers the request body as it came; anything else
-// 201 with JSON naming the path, the call number and the fence it got. Every answer carries
+// Paths: /slow/<ms>/... answers after <ms> (/slowfirst/<ms>/...: the first call only); a path
+// with a /failfirst segment answers its first call 503; /status/<code>/... answers <code>;
+// /reset/... closes the connection without an answer; /echo/... answers the request body as it
+// came; anything else 201 with JSON naming the path, the call number and the fence it got. Every answer carries
 // Set-Cookie, an ETag and a Location.
 class FakeUpstream : public QObject {
 public:
@@ -75,6 +77,8 @@ private:
             delay = parts[1].toInt();
         if (parts.size() > 1 && parts[0] == u"status"_s)
             resp.status = parts[1].toInt();
+        if (parts.contains(u"failfirst"_s) && n == 1)
+            resp.status = 503;
         if (!parts.isEmpty() && parts[0] == u"echo"_s) {
             resp.set("Content-Type", "application/octet-stream");
             resp.body = r.body;
@@ -242,6 +246,7 @@ private slots:
     void mismatchIs422EvenInFlight();
     void inFlightIs409WithRetryAfter();
     void leaseIsRenewedWhileUpstreamWorks();
+    void waitInProgressGetsTheFirstAnswer();
     void fiveHundredsReleaseTheKey();
     void store5xxKeepsThem();
     void timeoutsAndResetsReleaseTheKey();
@@ -404,6 +409,43 @@ void TestGateway::leaseIsRenewedWhileUpstreamWorks()
     QCOMPARE(first.replies[0].status, 201);
     QVERIFY(call(g->port(), request("POST", "/slow/2500/r", "r-1", "{}")).replayed());
     QCOMPARE(up->calls("/slow/2500/r"), 1);
+}
+
+void TestGateway::waitInProgressGetsTheFirstAnswer()
+{
+    auto g = start([](gateway::GatewayOptions& o) { o.waitInProgress = Millis(5000); });
+    QVERIFY(g);
+    Client first(g->port());
+    first.send(request("POST", "/slow/700/w", "w-1", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/700/w") == 1; }, 10000));
+    const Reply waited = call(g->port(), request("POST", "/slow/700/w", "w-1", "{}"));
+    QCOMPARE(waited.status, 201);
+    QVERIFY(waited.replayed());
+    QCOMPARE(waited.json().value(u"call"_s).toInt(), 1);
+    QVERIFY(first.wait(1));
+    QCOMPARE(first.replies[0].body, waited.body);
+    QCOMPARE(up->calls("/slow/700/w"), 1);
+    // a first request that is released (5xx): the waiting one runs in its place
+    Client failing(g->port());
+    failing.send(request("POST", "/slow/500/failfirst", "w-2", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/500/failfirst") == 1; }, 10000));
+    const Reply ranInstead = call(g->port(), request("POST", "/slow/500/failfirst", "w-2", "{}"));
+    QCOMPARE(ranInstead.status, 201);
+    QVERIFY(!ranInstead.replayed());
+    QVERIFY(failing.wait(1));
+    QCOMPARE(failing.replies[0].status, 503);
+    QCOMPARE(up->calls("/slow/500/failfirst"), 2);
+    // the wait is bounded
+    auto brief = start([](gateway::GatewayOptions& o) { o.waitInProgress = Millis(300); });
+    QVERIFY(brief);
+    Client slow(brief->port());
+    slow.send(request("POST", "/slow/3000/b", "w-3", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/3000/b") == 1; }, 10000));
+    QElapsedTimer clock;
+    clock.start();
+    const Reply gaveUp = call(brief->port(), request("POST", "/slow/3000/b", "w-3", "{}"));
+    QCOMPARE(gaveUp.status, 409);
+    QVERIFY2(clock.elapsed() >= 250 && clock.elapsed() < 2500, qPrintable(QString::number(clock.elapsed())));
 }
 
 void TestGateway::fiveHundredsReleaseTheKey()

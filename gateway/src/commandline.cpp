@@ -96,13 +96,17 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                              u"DUR"_s);
     const QCommandLineOption idleTimeout(u"idle-timeout"_s, u"Idle client connections close after (default: 60s)"_s,
                                          u"DUR"_s);
+    const QCommandLineOption waitInProgress(u"wait-in-progress"_s,
+                                            u"A duplicate of a request in flight waits up to DUR for its answer "
+                                            "(default: 409 at once)"_s,
+                                            u"DUR"_s);
     const QCommandLineOption policyLink(u"policy-link"_s,
                                         u"URL of the published policy, linked from 400 answers (default: the admin "
                                         "listener's /policy)"_s,
                                         u"URL"_s);
     p.addOptions({upstream, listen, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
                   methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, upstreamTimeout,
-                  idleTimeout, policyLink});
+                  idleTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
         std::fprintf(stderr, "idem-gateway: %s (see --help)\n", qPrintable(p.errorText()));
         return 64;
@@ -178,6 +182,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
         duration(retention, "--retention", o.retention);
         duration(upstreamTimeout, "--upstream-timeout", o.upstreamTimeout);
         duration(idleTimeout, "--idle-timeout", o.idleTimeout);
+        duration(waitInProgress, "--wait-in-progress", o.waitInProgress);
         const auto size = [&](const QCommandLineOption& f, const char* name, std::size_t& into) {
             if (!p.isSet(f))
                 return;

@@ -16,6 +16,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
+#include <QTimer>
 
 Q_LOGGING_CATEGORY(lcGateway, "idem.gateway")
 
@@ -35,6 +36,8 @@ struct Exchange {
     AcquireResult acquire;
     std::shared_ptr<WatchEntry> watch;
     UpstreamResult upstream;
+    Clock::time_point waitUntil{}; // --wait-in-progress: asking again until then
+    int pollMs = 0;
 };
 
 namespace {
@@ -171,6 +174,11 @@ void Gateway::handle(http::Request r, http::Responder out)
         return finish(x, keyProblem(why), Outcome::Rejected);
     x->id = recordId(req, m_options.scope, *key);
     x->fingerprint = requestFingerprint(req);
+    acquire(x);
+}
+
+void Gateway::acquire(std::shared_ptr<Exchange> x)
+{
     x->sentAt = Clock::now(); // the local lease deadline is never later than the server's
     try {
         m_async->acquire(x->id, x->fingerprint, m_options.lease,
@@ -184,6 +192,25 @@ void Gateway::handle(http::Request r, http::Responder out)
     } catch (const UsageError& e) {
         finish(x, http::problem(400, "Bad request", e.what()), Outcome::Rejected);
     }
+}
+
+// --wait-in-progress: ask again a little later, while the wait lasts and the client is there.
+// The first request's answer then comes back as a replay; if it was released, this one runs.
+bool Gateway::waitMore(const std::shared_ptr<Exchange>& x)
+{
+    if (m_options.waitInProgress.count() <= 0 || !x->out.connected())
+        return false;
+    if (x->pollMs == 0) {
+        x->waitUntil = Clock::now() + m_options.waitInProgress;
+        x->pollMs = 10;
+    }
+    const auto left = std::chrono::duration_cast<Millis>(x->waitUntil - Clock::now()).count();
+    if (left <= 0)
+        return false;
+    const int delay = static_cast<int>(std::min<long long>(x->pollMs, left));
+    x->pollMs = std::min(x->pollMs * 2, 200);
+    QTimer::singleShot(delay, this, [this, x] { acquire(x); });
+    return true;
 }
 
 void Gateway::storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why)
@@ -234,6 +261,8 @@ void Gateway::acquired(std::shared_ptr<Exchange> x)
         return finish(x, std::move(*stored), Outcome::Replayed);
     }
     case AcquireStatus::InProgress: {
+        if (waitMore(x))
+            return;
         http::Response r = http::problem(409, "A request is outstanding for this Idempotency-Key",
                                          "the first request with this key is still in progress; retry later");
         r.set("Retry-After", std::to_string(std::max<std::int64_t>(1, (a.remainingMs + 999) / 1000)));
@@ -329,6 +358,7 @@ std::string Gateway::policyJson() const
         {u"replayed_header"_s, u"Idempotent-Replayed"_s},
         {u"fence_header"_s, u"Idempotency-Fence"_s},
         {u"fail_open"_s, m_options.failOpen},
+        {u"wait_in_progress_seconds"_s, static_cast<double>(m_options.waitInProgress.count()) / 1000},
     };
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }

@@ -45,6 +45,8 @@ private:
     friend struct Exchange;
     void handle(http::Request r, http::Responder out);
     void handleAdmin(const http::Request& r, const http::Responder& out);
+    void acquire(std::shared_ptr<Exchange> x);
+    bool waitMore(const std::shared_ptr<Exchange>& x);
     void pass(std::shared_ptr<Exchange> x, Outcome o);
     void acquired(std::shared_ptr<Exchange> x);
     void answered(std::shared_ptr<Exchange> x);

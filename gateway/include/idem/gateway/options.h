@@ -36,6 +36,7 @@ struct GatewayOptions {
     bool failOpen = false;
     Millis upstreamTimeout{30'000};
     Millis idleTimeout{60'000};
+    Millis waitInProgress{0}; // a duplicate in flight waits this long for the first's answer; 0: 409 at once
     QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy
 };
 
