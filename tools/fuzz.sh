@@ -7,7 +7,7 @@
 # once fixed, so ctest replays it in every build for ever.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(record json url eventlog resp duration)
+targets=(record json url eventlog resp duration http)
 target=${1:?"usage: tools/fuzz.sh TARGET|all [SECONDS]  (targets: ${targets[*]})"}
 seconds=${2:-600}
 if [ "$target" != all ] && [[ ! " ${targets[*]} " =~ " $target " ]]; then

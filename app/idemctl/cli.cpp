@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "idem/errors.h"
+#include "idem/redis/connectionflags.h"
 #include "idem/redis/localserver.h"
 
 #include <cstdio>
@@ -71,38 +72,22 @@ Global globalFrom(const Args& args)
     } else {
         g.url = "redis://127.0.0.1:6379/0";
     }
+    idem::ConnectionFlags flags;
+    flags.url = g.url;
+    flags.tlsCa = args.value("--tls-ca");
+    flags.tlsCert = args.value("--tls-cert");
+    flags.tlsKey = args.value("--tls-key");
+    flags.tlsServerName = args.value("--tls-server-name");
+    flags.sentinelPassword = args.value("--sentinel-password");
+    flags.tlsInsecure = args.flag("--tls-insecure");
     try {
-        g.connection = idem::ConnectionOptions::fromUrl(g.url);
+        g.connection = idem::connectionFromFlags(flags);
     } catch (const idem::UsageError& e) {
         throw UsageFailure{e.what()};
     }
-    // TLS settings: with rediss:// (or rediss-sentinel://); given for a plaintext URL they are a mistake
-    idem::TlsOptions& tls = g.connection.tls;
-    const auto tlsValue = [&](const char* name, std::string& into) {
-        if (auto v = args.value(name)) {
-            if (!tls.enabled)
-                throw UsageFailure{std::string(name) + " needs a rediss:// (or rediss-sentinel://) URL"};
-            if (v->empty())
-                throw UsageFailure{std::string(name) + " must not be empty"};
-            into = *v;
-        }
-    };
-    tlsValue("--tls-ca", tls.caFile);
-    tlsValue("--tls-cert", tls.certFile);
-    tlsValue("--tls-key", tls.keyFile);
-    tlsValue("--tls-server-name", tls.serverName);
-    if (args.flag("--tls-insecure")) {
-        if (!tls.enabled)
-            throw UsageFailure{"--tls-insecure needs a rediss:// (or rediss-sentinel://) URL"};
-        tls.insecure = true;
+    if (flags.tlsInsecure)
         std::fprintf(stderr, "idemctl: warning: --tls-insecure: the server's certificate is not verified; anyone "
                              "on the path can read and change what idem sends\n");
-    }
-    if (auto p = args.value("--sentinel-password")) {
-        if (!g.connection.viaSentinel())
-            throw UsageFailure{"--sentinel-password needs a redis-sentinel:// URL"};
-        g.connection.sentinel.password = *p;
-    }
     if (auto ns = args.value("--namespace"))
         g.keyNamespace = *ns;
     if (g.keyNamespace.empty() || g.keyNamespace.find_first_of("{}") != std::string::npos)

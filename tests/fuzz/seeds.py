@@ -236,6 +236,37 @@ def durations():
         put("duration", "%02d" % n, u64(90061000 + n) + text.encode())
 
 
+def http():
+    # the first byte: bit 0 small limits, bits 1-7 where the stream is cut
+    seeds = {
+        "get": b"\x00GET /orders?id=1&b=2 HTTP/1.1\r\nHost: a\r\n\r\n",
+        "post-length": b'\x02POST /orders HTTP/1.1\r\nHost: a\r\nIdempotency-Key: "k-1"\r\n'
+                       b"Content-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"amount\":1}",
+        "chunked": b"\x04POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer-A: x\r\n\r\n",
+        "pipelined": b"\x06GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"
+                     b"abcGET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /4 HTTP/1.1\r\n\r\n",
+        "expect": b"\x08PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nbody",
+        "http10": b"\x0aGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
+        "bare-lf": b"\x0cGET / HTTP/1.1\nHost: a\n\n",
+        "bad-folding": b"\x0eGET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+        "cl-and-te": b"\x10POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "two-lengths": b"\x12POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        "too-large-small-limits": b"\x01POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n",
+        "long-line-small-limits": b"\x03GET /" + b"a" * 100 + b" HTTP/1.1\r\nHost: a\r\n\r\n",
+        "many-headers-small-limits": b"\x05GET / HTTP/1.1\r\nHost: a\r\n"
+                                     + b"".join(b"X-%d: v\r\n" % i for i in range(12)) + b"\r\n",
+        "http2": b"\x14PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        "gzip-coding": b"\x16POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        "chunk-huge": b"\x19POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFFFF\r\n",
+        "binary-body": b"\x1aPOST /bin HTTP/1.1\r\nHost: a\r\nContent-Length: 6\r\n\r\n\x00\xff\r\n\x80\x01",
+        "options-star": b"\x1cOPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+        "expect-other": b"\x1ePOST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n",
+    }
+    for name, data in seeds.items():
+        put("http", name, data)
+
+
 if __name__ == "__main__":
     peers()
     shapes()
@@ -243,5 +274,6 @@ if __name__ == "__main__":
     eventlogs()
     resp()
     durations()
+    http()
     for t, n in sorted(written.items()):
         print("%-9s %d seeds" % (t, n))

@@ -1,0 +1,89 @@
+// idem-gateway: an HTTP reverse proxy that gives any upstream Idempotency-Key semantics on Redis.
+// Without --url (or IDEM_URL) it starts a private redis-server and prints its URL, so that
+// idem-console --url URL can watch the keys it writes.
+#include "idem/errors.h"
+#include "idem/gateway/gateway.h"
+#include "idem/redis/localserver.h"
+
+#include <QCoreApplication>
+#include <QSocketNotifier>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <unistd.h>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+int g_signalPipe[2] = {-1, -1};
+
+// SIGINT / SIGTERM end the event loop, so that the private redis-server stops with the gateway.
+void quitOnSignals(QCoreApplication& app)
+{
+    if (::pipe(g_signalPipe) != 0)
+        return;
+    auto* notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, &app);
+    QObject::connect(notifier, &QSocketNotifier::activated, &app, [] { QCoreApplication::quit(); });
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {
+        const char c = 1;
+        (void)!::write(g_signalPipe[1], &c, 1);
+    };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+QString hostPort(const QHostAddress& h, quint16 port)
+{
+    const QString host = h == QHostAddress::Any ? u"0.0.0.0"_s : h.toString();
+    return (h.protocol() == QAbstractSocket::IPv6Protocol ? u'[' + host + u']' : host) + u':' + QString::number(port);
+}
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setOrganizationName(u"idem"_s);
+    QCoreApplication::setApplicationName(u"idem-gateway"_s);
+    QCoreApplication::setApplicationVersion(u"0.1.0"_s);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    idem::gateway::GatewayOptions options;
+    if (const int rc = idem::gateway::parseCommandLine(QCoreApplication::arguments(), options); rc >= 0)
+        return rc;
+
+    std::unique_ptr<idem::LocalServer> server;
+    if (!options.urlGiven) {
+        try {
+            idem::LocalServerOptions lo;
+            lo.extraArgs = {"--notify-keyspace-events", "KEA"}; // the console shows changes live
+            server = std::make_unique<idem::LocalServer>(lo);
+            options.connection = server->connectionOptions();
+        } catch (const idem::Error& e) {
+            std::fprintf(stderr, "idem-gateway: cannot start the private redis-server: %s (install redis-server, or "
+                                 "give --url)\n", e.what());
+            return 69;
+        }
+        std::printf("redis: %s (private, stops with the gateway; watch it: idem-console --url %s --namespace %s)\n",
+                    server->url().c_str(), server->url().c_str(), options.keyNamespace.c_str());
+    } else {
+        std::printf("redis: %s\n", options.connection.describe().c_str());
+    }
+    quitOnSignals(app);
+    idem::gateway::Gateway gateway(options);
+    QString error;
+    if (!gateway.start(&error)) {
+        std::fprintf(stderr, "idem-gateway: %s\n", qPrintable(error));
+        return 69;
+    }
+    std::printf("listening: http://%s -> %s\n", qPrintable(hostPort(options.listenHost, gateway.port())),
+                qPrintable(options.upstream.toString()));
+    if (options.admin)
+        std::printf("admin: http://%s (/metrics /healthz /policy)\n",
+                    qPrintable(hostPort(options.adminHost, gateway.adminPort())));
+    std::fflush(stdout);
+    return QCoreApplication::exec();
+}

@@ -1,0 +1,71 @@
+#pragma once
+
+#include "idem/gateway/httpserver.h"
+#include "idem/gateway/metrics.h"
+#include "idem/gateway/options.h"
+
+#include <QObject>
+
+#include <memory>
+
+namespace idem {
+class AsyncPool;
+class AsyncStore;
+class ConnectionPool;
+class Store;
+class Watchdog;
+} // namespace idem
+
+namespace idem::gateway {
+
+class Upstream;
+struct Exchange;
+class Relay;
+
+// The HTTP Idempotency-Key gateway: a reverse proxy in front of `options.upstream` that runs each
+// protected request through idem's state machine (acquire -> upstream -> complete or release).
+// Lives on one thread with an event loop; never waits on Redis there (the async store's answers
+// come back to this thread as queued calls).
+class Gateway : public QObject {
+    Q_OBJECT
+public:
+    explicit Gateway(GatewayOptions options, QObject* parent = nullptr);
+    ~Gateway() override;
+
+    // Listens (and the admin listener, if asked). False with `error` set when a port is taken.
+    bool start(QString* error);
+    quint16 port() const;
+    quint16 adminPort() const;
+    const Metrics& metrics() const { return m_metrics; }
+    const GatewayOptions& options() const { return m_options; }
+    // The published policy (what /policy serves): methods, key rules, retention, limits.
+    std::string policyJson() const;
+
+private:
+    friend struct Exchange;
+    void handle(http::Request r, http::Responder out);
+    void handleAdmin(const http::Request& r, const http::Responder& out);
+    void acquire(std::shared_ptr<Exchange> x);
+    bool waitMore(const std::shared_ptr<Exchange>& x);
+    void pass(std::shared_ptr<Exchange> x, Outcome o);
+    void acquired(std::shared_ptr<Exchange> x);
+    void answered(std::shared_ptr<Exchange> x);
+    void finish(const std::shared_ptr<Exchange>& x, http::Response r, Outcome o);
+    http::Response keyProblem(std::string_view detail) const;
+    void storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why);
+
+    GatewayOptions m_options;
+    Metrics m_metrics;
+    bool m_storeUp = true; // what the last call to Redis said
+    std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used
+    std::unique_ptr<Store> m_store;
+    std::unique_ptr<AsyncPool> m_pool;
+    std::unique_ptr<AsyncStore> m_async;
+    std::unique_ptr<Watchdog> m_watchdog;
+    std::shared_ptr<Relay> m_relay;
+    Upstream* m_upstream = nullptr;
+    http::HttpServer* m_server = nullptr;
+    http::HttpServer* m_admin = nullptr;
+};
+
+} // namespace idem::gateway

@@ -1,0 +1,102 @@
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// HTTP/1.1 requests read from a byte stream (RFC 9112): a pure unit over bytes, Qt-free, so that
+// it is fuzzed as it is (tests/fuzz/fuzz_http.cpp) and the server only moves bytes to it.
+namespace idem::http {
+
+struct Header {
+    std::string name;  // as sent
+    std::string value; // without the whitespace around it
+    bool operator==(const Header&) const = default;
+};
+
+// Case-insensitive ASCII comparison (header names, tokens).
+bool equalsIgnoreCase(std::string_view a, std::string_view b);
+
+struct Request {
+    std::string method;
+    std::string target;       // as sent: origin-form ("/path?query") or "*" (OPTIONS)
+    std::string path;         // the target before '?'
+    std::string query;        // after '?', without it
+    int minorVersion = 1;     // HTTP/1.<minor>
+    std::vector<Header> headers; // in order; trailers of a chunked body are not kept
+    std::string body;         // de-chunked
+    bool keepAlive = true;    // the connection may carry another request after this one
+    bool expectContinue = false;
+    bool chunked = false;
+
+    // The first header of that name (case-insensitive), or null.
+    const std::string* header(std::string_view name) const;
+    std::size_t headerCount(std::string_view name) const;
+    bool operator==(const Request&) const = default;
+};
+
+struct Limits {
+    std::size_t maxRequestLine = 8192;  // 414 beyond
+    std::size_t maxHeaderBytes = 32768; // 431 beyond: every header line with its CRLF (trailers too)
+    std::size_t maxHeaders = 100;       // 431 beyond (trailers too)
+    std::size_t maxBody = 1 << 20;      // 413 beyond (Content-Length or the chunks together)
+};
+
+// Why the stream cannot be read on: the status to answer (400, 413, 414, 417, 431, 501, 505) and
+// a short reason for a problem+json detail. The connection closes after answering it.
+struct ParseError {
+    int status = 400;
+    std::string reason;
+    bool operator==(const ParseError&) const = default;
+};
+
+// Feed bytes as they come, in pieces of any size; take complete requests in order. Whatever the
+// bytes are cut into, the requests and the error are the same (a property fuzz_http checks).
+class RequestParser {
+public:
+    explicit RequestParser(Limits limits = {});
+
+    // Takes the next bytes. False once the stream is broken (error()); later bytes are ignored, as
+    // are bytes after a request that does not keep the connection alive.
+    bool feed(std::string_view bytes);
+    // The next complete request, oldest first.
+    std::optional<Request> take();
+    bool failed() const { return m_state == State::Failed; }
+    const ParseError& error() const { return m_error; }
+    // True once per request whose headers asked for 100-continue while its body has not all come:
+    // the moment to send "100 Continue".
+    bool takeContinue();
+    // Bytes of a request are in, the request is not complete.
+    bool midRequest() const;
+    // A request ended the connection (no keep-alive): nothing more is read.
+    bool closed() const { return m_state == State::Closed; }
+    const Limits& limits() const { return m_limits; }
+
+private:
+    enum class State { RequestLine, Headers, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, Failed, Closed };
+    bool fail(int status, std::string reason);
+    bool step(); // one line or one piece of body; false when it needs more bytes (or failed)
+    std::optional<std::string_view> line(std::size_t limit, std::size_t& length);
+    bool requestLine(std::string_view l);
+    bool headerLine(std::string_view l, bool trailer);
+    bool headersDone();
+    bool chunkSize(std::string_view l);
+    void complete();
+
+    Limits m_limits;
+    State m_state = State::RequestLine;
+    ParseError m_error;
+    std::string m_buf;
+    std::size_t m_pos = 0;
+    Request m_current;
+    std::size_t m_headerBytes = 0;
+    std::size_t m_headerCount = 0;
+    std::size_t m_remaining = 0; // of the body or of the chunk
+    bool m_continuePending = false;
+    std::deque<Request> m_done;
+};
+
+} // namespace idem::http

@@ -1,0 +1,66 @@
+#pragma once
+
+#include "idem/duration.h"
+#include "idem/gateway/httprequest.h"
+#include "idem/gateway/httpresponse.h"
+
+#include <QHostAddress>
+#include <QObject>
+#include <QPointer>
+
+#include <functional>
+
+class QTcpServer;
+
+namespace idem::http {
+
+class HttpConnection;
+
+// Where the answer to one request goes. Copyable; answering a request whose client has gone does
+// nothing (the connection is gone, the handle knows it), so a late upstream or Redis answer never
+// writes to a dangling socket. Use it on the server's thread.
+class Responder {
+public:
+    Responder() = default;
+    Responder(HttpConnection* c, quint64 seq, QHostAddress peer);
+    void send(Response r) const;
+    bool connected() const;
+    const QHostAddress& peer() const { return m_peer; }
+
+private:
+    QPointer<HttpConnection> m_conn;
+    quint64 m_seq = 0;
+    QHostAddress m_peer;
+};
+
+using Handler = std::function<void(Request, Responder)>;
+
+struct ServerOptions {
+    Limits limits;
+    Millis idleTimeout{60'000};
+    std::size_t maxPipelined = 64; // requests of one connection in flight; reading pauses beyond
+};
+
+// HTTP/1.1 on a QTcpServer: keep-alive, pipelined requests answered in the order they came,
+// 100-continue, idle timeouts. Malformed requests are answered (problem+json) and the connection
+// closed; `parseFailed` is told their status.
+class HttpServer : public QObject {
+    Q_OBJECT
+public:
+    HttpServer(ServerOptions options, Handler handler, QObject* parent = nullptr);
+    ~HttpServer() override;
+    bool listen(const QHostAddress& host, quint16 port);
+    quint16 port() const;
+    QString errorString() const;
+    std::size_t connections() const;
+    std::function<void(const ParseError&)> parseFailed;
+
+private:
+    void accept();
+    friend class HttpConnection;
+    ServerOptions m_options;
+    Handler m_handler;
+    QTcpServer* m_server;
+};
+
+} // namespace idem::http

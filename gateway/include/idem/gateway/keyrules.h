@@ -1,0 +1,49 @@
+#pragma once
+
+#include "idem/gateway/httprequest.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+// The Idempotency-Key rules of the gateway (draft-ietf-httpapi-idempotency-key-header-07):
+// the key's syntax, whose record a request is, and what makes two requests the same. Qt-free.
+namespace idem::gateway {
+
+inline constexpr std::size_t kMaxKeyLength = 255;
+
+// The key an Idempotency-Key field value names: an sf-string ("..." with \" and \\ escapes) or a
+// bare sf-token, 1 to 255 printable ASCII characters once unquoted. nullopt with `why` set
+// otherwise.
+std::optional<std::string> parseKey(std::string_view fieldValue, std::string* why = nullptr);
+
+// Whose key it is: none (every client shares the key space), the Authorization header (the
+// default), or another header (an API key, a tenant id).
+struct KeyScope {
+    enum class Kind { None, Authorization, Header } kind = Kind::Authorization;
+    std::string header; // Kind::Header
+};
+// "none", "authorization", "header:NAME". nullopt otherwise.
+std::optional<KeyScope> parseKeyScope(std::string_view text);
+
+// The record's id: a digest of the credential (never the credential itself), the method, the
+// route and the key - never the raw key alone, so one client cannot replay another's answer.
+// "<credential digest | anonymous> <METHOD> <path> <key>"; a path over 512 bytes is replaced by
+// its digest, so that the id stays within a record id's 1024 bytes.
+std::string recordId(const http::Request& r, const KeyScope& scope, std::string_view key);
+
+// The query's parameters in a canonical order ("b=2&a=1" and "a=1&b=2" are one query); empty
+// parameters dropped.
+std::string canonicalQuery(std::string_view query);
+
+// What makes a retry the same request: the method, the path, the canonical query and the body
+// (a JSON body canonically, see idem::fingerprint). "sha256:<hex>".
+std::string requestFingerprint(const http::Request& r);
+
+// Headers that belong to one connection, not to the message (RFC 9110 7.6.1), and the ones the
+// gateway sets itself for the upstream: never forwarded.
+bool hopByHop(std::string_view name);
+// Headers stored with an answer and replayed; Set-Cookie, Date and the rest never are.
+bool replayedHeader(std::string_view name);
+
+} // namespace idem::gateway

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "idem/duration.h"
+#include "idem/gateway/keyrules.h"
+#include "idem/redis/options.h"
+
+#include <QHostAddress>
+#include <QString>
+#include <QStringList>
+#include <QUrl>
+
+#include <set>
+#include <string>
+
+namespace idem::gateway {
+
+// Everything idem-gateway is told on its command line. A value type with defaults.
+struct GatewayOptions {
+    QUrl upstream;                              // http:// or https://, an optional base path
+    QHostAddress listenHost = QHostAddress::LocalHost;
+    quint16 listenPort = 8080;                  // 0: any free port (printed)
+    bool admin = false;                         // --admin-listen given
+    QHostAddress adminHost = QHostAddress::LocalHost;
+    quint16 adminPort = 0;
+    bool urlGiven = false;                      // else: an embedded private redis-server
+    ConnectionOptions connection;
+    std::string keyNamespace = "idempotency";
+    std::set<std::string> methods = {"POST", "PATCH"};
+    bool requireKey = false;
+    Millis lease{30'000};
+    Millis retention{24LL * 3'600'000};
+    std::size_t maxBody = 1 << 20;
+    std::size_t maxResponse = 8 << 20;          // larger answers are passed on, not stored
+    KeyScope scope;
+    bool store5xx = false;
+    bool failOpen = false;
+    Millis upstreamTimeout{30'000};
+    Millis idleTimeout{60'000};
+    Millis waitInProgress{0}; // a duplicate in flight waits this long for the first's answer; 0: 409 at once
+    QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy
+};
+
+// Reads the command line (arguments()[0] is the program). Returns -1 and fills `options` to go
+// on, or the exit code after printing help, the version, or one line saying what is wrong
+// (exit 64).
+int parseCommandLine(const QStringList& arguments, GatewayOptions& options);
+
+} // namespace idem::gateway

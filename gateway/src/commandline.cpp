@@ -1,0 +1,213 @@
+#include "idem/gateway/options.h"
+
+#include "idem/errors.h"
+#include "idem/redis/connectionflags.h"
+
+#include <QCommandLineParser>
+
+#include <cstdio>
+
+using namespace Qt::StringLiterals;
+
+namespace idem::gateway {
+
+namespace {
+
+struct Bad {
+    QString message;
+};
+
+std::string str(const QString& s) { return s.toStdString(); }
+
+void hostPort(const QString& text, const char* flag, QHostAddress& host, quint16& port)
+{
+    const qsizetype colon = text.lastIndexOf(u':');
+    QString h = colon < 0 ? QString() : text.left(colon);
+    if (h.startsWith(u'[') && h.endsWith(u']'))
+        h = h.mid(1, h.size() - 2);
+    bool ok = false;
+    const uint p = text.mid(colon + 1).toUInt(&ok);
+    if (colon < 0 || !ok || p > 65535)
+        throw Bad{QString::fromLatin1(flag) + u" must be HOST:PORT (port 0 to 65535), not '"_s + text + u"'"_s};
+    if (h.isEmpty() || h == u"*"_s)
+        host = QHostAddress::Any;
+    else if (h == u"localhost"_s)
+        host = QHostAddress::LocalHost;
+    else if (!host.setAddress(h))
+        throw Bad{QString::fromLatin1(flag) + u" needs an IP address as HOST, not '"_s + h + u"'"_s};
+    port = static_cast<quint16>(p);
+}
+
+template <typename F> auto checked(const char* flag, F&& f)
+{
+    try {
+        return f();
+    } catch (const UsageError& e) {
+        throw Bad{QString::fromLatin1(flag) + u": "_s + QString::fromUtf8(e.what())};
+    }
+}
+
+} // namespace
+
+int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
+{
+    QCommandLineParser p;
+    p.setApplicationDescription(
+        u"An HTTP reverse proxy that gives an upstream Idempotency-Key semantics on Redis (idem's state "
+        "machine): a retried request is answered from the stored answer, a concurrent one with 409, a key reused "
+        "with another request with 422. Without --url (or IDEM_URL) it starts a private redis-server and prints "
+        "its URL."_s);
+    const auto help = p.addHelpOption();
+    const auto version = p.addVersionOption();
+    const QCommandLineOption upstream(u"upstream"_s, u"The service behind the gateway: http://HOST:PORT[/base]"_s, u"URL"_s);
+    const QCommandLineOption listen(u"listen"_s, u"Where clients connect (default 127.0.0.1:8080; port 0: any)"_s,
+                                    u"HOST:PORT"_s);
+    const QCommandLineOption admin(u"admin-listen"_s, u"/metrics, /healthz and /policy (default: none)"_s, u"HOST:PORT"_s);
+    const QCommandLineOption url(u"url"_s,
+                                 u"Redis: redis://[user:password@]host[:port][/db], rediss://..., unix:///path.sock, "
+                                 "redis-sentinel://h1[:p1],h2[:p2][/db]#PRIMARY (default: $IDEM_URL, else a private "
+                                 "redis-server)"_s,
+                                 u"URL"_s);
+    const QCommandLineOption tlsCa(u"tls-ca"_s, u"Redis TLS: CA bundle that verifies the server"_s, u"FILE"_s);
+    const QCommandLineOption tlsCert(u"tls-cert"_s, u"Redis TLS: client certificate"_s, u"FILE"_s);
+    const QCommandLineOption tlsKey(u"tls-key"_s, u"Redis TLS: the client certificate's key"_s, u"FILE"_s);
+    const QCommandLineOption tlsName(u"tls-server-name"_s, u"Redis TLS: the name to verify and send as SNI"_s, u"NAME"_s);
+    const QCommandLineOption tlsInsecure(u"tls-insecure"_s, u"Redis TLS: do not verify the server's certificate"_s);
+    const QCommandLineOption sentinelPw(u"sentinel-password"_s, u"The sentinels' own password"_s, u"PW"_s);
+    const QCommandLineOption ns(u"namespace"_s, u"Key namespace (default: idempotency)"_s, u"NAME"_s);
+    const QCommandLineOption requireKey(u"require-key"_s, u"400 for a request of a protected method without a key"_s);
+    const QCommandLineOption methods(u"methods"_s, u"Protected methods (default: POST,PATCH); others pass through"_s,
+                                     u"LIST"_s);
+    const QCommandLineOption lease(u"lease"_s, u"How long a request holds its key without renewal (default: 30s)"_s,
+                                   u"DUR"_s);
+    const QCommandLineOption retention(u"retention"_s, u"How long an answer is kept for replay (default: 24h)"_s,
+                                       u"DUR"_s);
+    const QCommandLineOption maxBody(u"max-body"_s, u"Largest request body; larger: 413 (default: 1MiB)"_s, u"SIZE"_s);
+    const QCommandLineOption maxResponse(u"max-response"_s,
+                                         u"Largest answer stored; larger ones are passed on, not stored (default: 8MiB)"_s,
+                                         u"SIZE"_s);
+    const QCommandLineOption scope(u"key-scope"_s,
+                                   u"Whose keys: authorization (default: a digest of the Authorization header), "
+                                   "header:NAME, or none"_s,
+                                   u"SCOPE"_s);
+    const QCommandLineOption store5xx(u"store-5xx"_s, u"Store and replay 5xx answers too (default: release the key)"_s);
+    const QCommandLineOption failOpen(u"fail-open"_s, u"Redis unreachable: forward unprotected (default: 503)"_s);
+    const QCommandLineOption upstreamTimeout(u"upstream-timeout"_s, u"Longest wait for the upstream (default: 30s)"_s,
+                                             u"DUR"_s);
+    const QCommandLineOption idleTimeout(u"idle-timeout"_s, u"Idle client connections close after (default: 60s)"_s,
+                                         u"DUR"_s);
+    const QCommandLineOption waitInProgress(u"wait-in-progress"_s,
+                                            u"A duplicate of a request in flight waits up to DUR for its answer "
+                                            "(default: 409 at once)"_s,
+                                            u"DUR"_s);
+    const QCommandLineOption policyLink(u"policy-link"_s,
+                                        u"URL of the published policy, linked from 400 answers (default: the admin "
+                                        "listener's /policy)"_s,
+                                        u"URL"_s);
+    p.addOptions({upstream, listen, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
+                  methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, upstreamTimeout,
+                  idleTimeout, waitInProgress, policyLink});
+    if (!p.parse(arguments)) {
+        std::fprintf(stderr, "idem-gateway: %s (see --help)\n", qPrintable(p.errorText()));
+        return 64;
+    }
+    if (p.isSet(help)) {
+        std::fputs(qPrintable(p.helpText()), stdout);
+        return 0;
+    }
+    if (p.isSet(version)) {
+        std::printf("idem-gateway %s\n", qPrintable(QCoreApplication::applicationVersion()));
+        return 0;
+    }
+    try {
+        if (!p.positionalArguments().isEmpty())
+            throw Bad{u"unexpected argument '"_s + p.positionalArguments().constFirst() + u"'"_s};
+        if (!p.isSet(upstream))
+            throw Bad{u"--upstream URL is required"_s};
+        o.upstream = QUrl(p.value(upstream), QUrl::StrictMode);
+        if (!o.upstream.isValid() || (o.upstream.scheme() != u"http"_s && o.upstream.scheme() != u"https"_s) ||
+            o.upstream.host().isEmpty() || o.upstream.hasQuery() || o.upstream.hasFragment() ||
+            !o.upstream.userInfo().isEmpty())
+            throw Bad{u"--upstream must be http://HOST[:PORT][/base] or https://..., not '"_s + p.value(upstream) + u"'"_s};
+        if (p.isSet(listen))
+            hostPort(p.value(listen), "--listen", o.listenHost, o.listenPort);
+        if (p.isSet(admin)) {
+            o.admin = true;
+            hostPort(p.value(admin), "--admin-listen", o.adminHost, o.adminPort);
+        }
+        ConnectionFlags flags;
+        const QString envUrl = qEnvironmentVariable("IDEM_URL");
+        o.urlGiven = p.isSet(url) || !envUrl.isEmpty();
+        flags.url = o.urlGiven ? str(p.isSet(url) ? p.value(url) : envUrl) : "redis://127.0.0.1:6379/0";
+        const auto opt = [&](const QCommandLineOption& f) {
+            return p.isSet(f) ? std::optional<std::string>(str(p.value(f))) : std::nullopt;
+        };
+        flags.tlsCa = opt(tlsCa);
+        flags.tlsCert = opt(tlsCert);
+        flags.tlsKey = opt(tlsKey);
+        flags.tlsServerName = opt(tlsName);
+        flags.sentinelPassword = opt(sentinelPw);
+        flags.tlsInsecure = p.isSet(tlsInsecure);
+        if (!o.urlGiven && (flags.tlsCa || flags.tlsCert || flags.tlsKey || flags.tlsServerName ||
+                            flags.sentinelPassword || flags.tlsInsecure))
+            throw Bad{u"the --tls-* options and --sentinel-password need --url (the private redis-server speaks "
+                      "plaintext)"_s};
+        o.connection = checked("--url", [&] { return connectionFromFlags(flags); });
+        if (p.isSet(ns))
+            o.keyNamespace = str(p.value(ns));
+        if (o.keyNamespace.empty() || o.keyNamespace.find_first_of("{}") != std::string::npos)
+            throw Bad{u"--namespace must be non-empty and free of '{' and '}'"_s};
+        if (p.isSet(methods)) {
+            o.methods.clear();
+            for (const QString& m : p.value(methods).split(u',')) {
+                const QString t = m.trimmed().toUpper();
+                const bool token = !t.isEmpty() && std::all_of(t.begin(), t.end(), [](QChar c) {
+                    return (c >= u'A' && c <= u'Z') || c == u'-' || c == u'_';
+                });
+                if (!token)
+                    throw Bad{u"--methods must be a comma-separated list of methods (POST,PATCH,...), not '"_s +
+                              p.value(methods) + u"'"_s};
+                o.methods.insert(str(t));
+            }
+        }
+        o.requireKey = p.isSet(requireKey);
+        const auto duration = [&](const QCommandLineOption& f, const char* name, Millis& into) {
+            if (!p.isSet(f))
+                return;
+            into = checked(name, [&] { return parseDuration(str(p.value(f))); });
+            if (into.count() <= 0)
+                throw Bad{QString::fromLatin1(name) + u" must be longer than 0"_s};
+        };
+        duration(lease, "--lease", o.lease);
+        duration(retention, "--retention", o.retention);
+        duration(upstreamTimeout, "--upstream-timeout", o.upstreamTimeout);
+        duration(idleTimeout, "--idle-timeout", o.idleTimeout);
+        duration(waitInProgress, "--wait-in-progress", o.waitInProgress);
+        const auto size = [&](const QCommandLineOption& f, const char* name, std::size_t& into) {
+            if (!p.isSet(f))
+                return;
+            into = checked(name, [&] { return parseSize(str(p.value(f))); });
+            if (into == 0 || into > (std::size_t(1) << 30))
+                throw Bad{QString::fromLatin1(name) + u" must be from 1 byte to 1GiB"_s};
+        };
+        size(maxBody, "--max-body", o.maxBody);
+        size(maxResponse, "--max-response", o.maxResponse);
+        if (p.isSet(scope)) {
+            const auto s = parseKeyScope(str(p.value(scope)));
+            if (!s)
+                throw Bad{u"--key-scope must be authorization, header:NAME or none, not '"_s + p.value(scope) + u"'"_s};
+            o.scope = *s;
+        }
+        o.store5xx = p.isSet(store5xx);
+        o.failOpen = p.isSet(failOpen);
+        o.policyLink = p.value(policyLink);
+    } catch (const Bad& b) {
+        std::fprintf(stderr, "idem-gateway: %s\n", qPrintable(b.message));
+        return 64;
+    }
+    if (o.connection.tls.insecure)
+        std::fprintf(stderr, "idem-gateway: warning: --tls-insecure: Redis's certificate is not verified\n");
+    return -1;
+}
+
+} // namespace idem::gateway

@@ -1,0 +1,390 @@
+#include "idem/gateway/gateway.h"
+
+#include "relay.h"
+#include "upstream.h"
+
+#include "idem/engine/asyncstore.h"
+#include "idem/engine/watchdog.h"
+#include "idem/errors.h"
+#include "idem/gateway/keyrules.h"
+#include "idem/gateway/storedanswer.h"
+#include "idem/redis/asyncconnection.h"
+#include "idem/redis/pool.h"
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QTimer>
+
+Q_LOGGING_CATEGORY(lcGateway, "idem.gateway")
+
+using namespace Qt::StringLiterals;
+
+namespace idem::gateway {
+
+using Clock = std::chrono::steady_clock;
+
+// One request on its way through the gateway.
+struct Exchange {
+    http::Request request;
+    http::Responder out;
+    QElapsedTimer clock;
+    std::string id, fingerprint;
+    Clock::time_point sentAt;
+    AcquireResult acquire;
+    std::shared_ptr<WatchEntry> watch;
+    UpstreamResult upstream;
+    Clock::time_point waitUntil{}; // --wait-in-progress: asking again until then
+    int pollMs = 0;
+};
+
+namespace {
+
+const char* kDraft = "https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/";
+
+std::string whatOf(const std::exception_ptr& e)
+{
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        return ex.what();
+    } catch (...) {
+        return "unknown error";
+    }
+}
+
+std::string scopeName(const KeyScope& s)
+{
+    switch (s.kind) {
+    case KeyScope::Kind::None: return "none";
+    case KeyScope::Kind::Authorization: return "authorization";
+    case KeyScope::Kind::Header: return "header:" + s.header;
+    }
+    return {};
+}
+
+} // namespace
+
+Gateway::Gateway(GatewayOptions options, QObject* parent)
+    : QObject(parent), m_options(std::move(options)), m_relay(std::make_shared<Relay>(this))
+{
+    StoreOptions so;
+    so.keyNamespace = m_options.keyNamespace;
+    so.lease = m_options.lease;
+    so.staleKeep = std::max(so.staleKeep, m_options.lease);
+    so.retention = m_options.retention;
+    // the stored JSON: the body (base64 when binary) and a few headers
+    so.maxResponseBytes = m_options.maxResponse / 3 * 4 + 65536;
+    m_blockingPool = std::make_unique<ConnectionPool>(m_options.connection, 1);
+    m_store = std::make_unique<Store>(*m_blockingPool, so);
+    m_pool = std::make_unique<AsyncPool>(m_options.connection, 2);
+    m_async = std::make_unique<AsyncStore>(*m_pool, so);
+    m_watchdog = std::make_unique<Watchdog>(*m_store);
+    m_watchdog->useAsync(m_async.get());
+    m_upstream = new Upstream(m_options.upstream, m_options.upstreamTimeout, m_options.maxResponse, this);
+}
+
+Gateway::~Gateway()
+{
+    delete m_server; // no more requests; their connections go, and their Responders answer into nothing
+    delete m_admin;
+    delete m_upstream; // replies under way end here, while everything they call still stands
+    m_relay->close();  // store answers still to come are dropped
+    m_watchdog.reset();
+    m_async.reset();
+    m_pool.reset();
+    m_store.reset();
+    m_blockingPool.reset();
+}
+
+bool Gateway::start(QString* error)
+{
+    http::ServerOptions so;
+    so.limits.maxBody = m_options.maxBody;
+    so.idleTimeout = m_options.idleTimeout;
+    m_server = new http::HttpServer(so, [this](http::Request r, http::Responder out) { handle(std::move(r), out); }, this);
+    m_server->parseFailed = [this](const http::ParseError& e) {
+        m_metrics.count(e.status == 413 ? Outcome::TooLarge : Outcome::Rejected);
+    };
+    if (!m_server->listen(m_options.listenHost, m_options.listenPort)) {
+        if (error)
+            *error = u"cannot listen on %1:%2: %3"_s.arg(m_options.listenHost.toString())
+                         .arg(m_options.listenPort)
+                         .arg(m_server->errorString());
+        return false;
+    }
+    if (m_options.admin) {
+        http::ServerOptions ao;
+        ao.limits.maxBody = 0;
+        m_admin = new http::HttpServer(
+            ao, [this](const http::Request& r, const http::Responder& out) { handleAdmin(r, out); }, this);
+        if (!m_admin->listen(m_options.adminHost, m_options.adminPort)) {
+            if (error)
+                *error = u"cannot listen on %1:%2 (--admin-listen): %3"_s.arg(m_options.adminHost.toString())
+                             .arg(m_options.adminPort)
+                             .arg(m_admin->errorString());
+            return false;
+        }
+    }
+    return true;
+}
+
+quint16 Gateway::port() const { return m_server ? m_server->port() : 0; }
+quint16 Gateway::adminPort() const { return m_admin ? m_admin->port() : 0; }
+
+http::Response Gateway::keyProblem(std::string_view detail) const
+{
+    http::Response r = http::problem(400, "Idempotency-Key is missing or invalid", detail);
+    QString link = m_options.policyLink;
+    if (link.isEmpty() && m_admin) {
+        const QHostAddress h = m_options.adminHost == QHostAddress::Any ? QHostAddress(QHostAddress::LocalHost)
+                                                                        : m_options.adminHost;
+        link = u"http://%1:%2/policy"_s.arg(h.protocol() == QAbstractSocket::IPv6Protocol ? u'[' + h.toString() + u']'
+                                                                                           : h.toString())
+                   .arg(m_admin->port());
+    }
+    if (link.isEmpty())
+        link = QString::fromLatin1(kDraft);
+    r.set("Link", "<" + link.toStdString() + ">; rel=\"describedby\"");
+    return r;
+}
+
+void Gateway::handle(http::Request r, http::Responder out)
+{
+    auto x = std::make_shared<Exchange>();
+    x->request = std::move(r);
+    x->out = std::move(out);
+    x->clock.start();
+    const http::Request& req = x->request;
+    if (!m_options.methods.count(req.method))
+        return pass(x, Outcome::Bypassed);
+    const std::size_t keys = req.headerCount("Idempotency-Key");
+    if (keys == 0) {
+        if (m_options.requireKey)
+            return finish(x, keyProblem("a " + req.method + " request needs an Idempotency-Key header"), Outcome::Rejected);
+        return pass(x, Outcome::Bypassed);
+    }
+    if (keys > 1)
+        return finish(x, keyProblem("one Idempotency-Key header, not several"), Outcome::Rejected);
+    std::string why;
+    const auto key = parseKey(*req.header("Idempotency-Key"), &why);
+    if (!key)
+        return finish(x, keyProblem(why), Outcome::Rejected);
+    x->id = recordId(req, m_options.scope, *key);
+    x->fingerprint = requestFingerprint(req);
+    acquire(x);
+}
+
+void Gateway::acquire(std::shared_ptr<Exchange> x)
+{
+    x->sentAt = Clock::now(); // the local lease deadline is never later than the server's
+    try {
+        m_async->acquire(x->id, x->fingerprint, m_options.lease,
+                         m_relay->bind<AcquireResult>([this, x](const AcquireResult& a, std::exception_ptr e) {
+                             // runs on this thread while this gateway lives (Relay)
+                             if (e)
+                                 return storeFailed(x, whatOf(e));
+                             x->acquire = a;
+                             acquired(x);
+                         }));
+    } catch (const UsageError& e) {
+        finish(x, http::problem(400, "Bad request", e.what()), Outcome::Rejected);
+    }
+}
+
+// --wait-in-progress: ask again a little later, while the wait lasts and the client is there.
+// The first request's answer then comes back as a replay; if it was released, this one runs.
+bool Gateway::waitMore(const std::shared_ptr<Exchange>& x)
+{
+    if (m_options.waitInProgress.count() <= 0 || !x->out.connected())
+        return false;
+    if (x->pollMs == 0) {
+        x->waitUntil = Clock::now() + m_options.waitInProgress;
+        x->pollMs = 10;
+    }
+    const auto left = std::chrono::duration_cast<Millis>(x->waitUntil - Clock::now()).count();
+    if (left <= 0)
+        return false;
+    const int delay = static_cast<int>(std::min<long long>(x->pollMs, left));
+    x->pollMs = std::min(x->pollMs * 2, 200);
+    QTimer::singleShot(delay, this, [this, x] { acquire(x); });
+    return true;
+}
+
+void Gateway::storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why)
+{
+    m_storeUp = false;
+    qCWarning(lcGateway) << "Redis:" << why.c_str();
+    if (m_options.failOpen)
+        return pass(x, Outcome::StoreError);
+    http::Response r = http::problem(503, "The idempotency store is unavailable",
+                                     "the request was not forwarded: its key could not be recorded (" + why + ")");
+    r.set("Retry-After", "1");
+    finish(x, std::move(r), Outcome::StoreError);
+}
+
+void Gateway::pass(std::shared_ptr<Exchange> x, Outcome o)
+{
+    m_upstream->forward(x->request, x->out.peer().toString().toLatin1(), {}, [this, x, o](UpstreamResult u) {
+        m_metrics.upstream.observe(u.seconds);
+        if (u.kind == UpstreamResult::Kind::Answered)
+            return finish(x, std::move(u.response), o);
+        const bool late = u.kind == UpstreamResult::Kind::TimedOut;
+        finish(x, http::problem(late ? 504 : 502, late ? "The upstream did not answer in time" : "The upstream failed", u.error),
+               o);
+    });
+}
+
+void Gateway::acquired(std::shared_ptr<Exchange> x)
+{
+    m_storeUp = true;
+    const AcquireResult& a = x->acquire;
+    switch (a.status) {
+    case AcquireStatus::Acquired: {
+        x->watch = m_watchdog->add(a.ticket, m_options.lease, x->sentAt + m_options.lease);
+        const std::vector<http::Header> extra = {{"Idempotency-Fence", std::to_string(a.ticket.fence)}};
+        m_upstream->forward(x->request, x->out.peer().toString().toLatin1(), extra, [this, x](UpstreamResult u) {
+            x->upstream = std::move(u);
+            answered(x);
+        });
+        return;
+    }
+    case AcquireStatus::Duplicate: {
+        auto stored = decodeAnswer(a.response);
+        if (!stored)
+            return finish(x, http::problem(500, "The stored answer cannot be read", "the record " + x->id +
+                                                                                         " holds no answer of the gateway's"),
+                          Outcome::StoreError);
+        stored->set("Idempotent-Replayed", "true");
+        return finish(x, std::move(*stored), Outcome::Replayed);
+    }
+    case AcquireStatus::InProgress: {
+        if (waitMore(x))
+            return;
+        http::Response r = http::problem(409, "A request is outstanding for this Idempotency-Key",
+                                         "the first request with this key is still in progress; retry later");
+        r.set("Retry-After", std::to_string(std::max<std::int64_t>(1, (a.remainingMs + 999) / 1000)));
+        return finish(x, std::move(r), Outcome::Conflict);
+    }
+    case AcquireStatus::FailedTerminal:
+        return finish(x, http::problem(409, "This Idempotency-Key failed for good", "an operator marked it failed: " + a.error),
+                      Outcome::Conflict);
+    case AcquireStatus::Mismatch:
+        return finish(x, http::problem(422, "Idempotency-Key is already used",
+                                       "this key was used with another request (method, path, query or body)"),
+                      Outcome::Mismatch);
+    case AcquireStatus::Unusable:
+        return finish(x, http::problem(500, "The key cannot be recorded", a.error), Outcome::StoreError);
+    }
+}
+
+void Gateway::answered(std::shared_ptr<Exchange> x)
+{
+    m_watchdog->remove(x->watch);
+    const UpstreamResult& u = x->upstream;
+    m_metrics.upstream.observe(u.seconds);
+    const bool answered = u.kind == UpstreamResult::Kind::Answered;
+    std::string stored;
+    std::string release = u.error;
+    if (answered && u.response.status >= 200 && (u.response.status < 500 || m_options.store5xx)) {
+        stored = encodeAnswer(u.response, x->request.method, x->request.path);
+        if (stored.size() > m_async->options().maxResponseBytes) {
+            release = "the answer is too large to store";
+            stored.clear();
+        }
+    } else if (answered) {
+        release = "the upstream answered " + std::to_string(u.response.status);
+    }
+    const Outcome executed = x->acquire.takeover ? Outcome::Takeover : Outcome::Executed;
+    try {
+        if (!stored.empty()) {
+            m_async->complete(x->acquire.ticket, stored, m_options.retention,
+                              m_relay->bind<OwnerResult>([this, x, executed](const OwnerResult& r, std::exception_ptr e) {
+                                  if (e || r.status != OwnerStatus::Ok) {
+                                      ++m_metrics.unstored;
+                                      qCWarning(lcGateway) << "answer not stored for" << x->id.c_str() << ":"
+                                                           << (e ? whatOf(e) : "lease lost: " + r.currentState).c_str();
+                                  }
+                                  finish(x, x->upstream.response, executed);
+                              }));
+        } else {
+            m_async->fail(x->acquire.ticket, FailPolicy::Release, release,
+                          m_relay->bind<OwnerResult>([this, x](const OwnerResult&, std::exception_ptr e) {
+                              if (e) // the lease runs out on its own
+                                  qCWarning(lcGateway) << "key not released:" << whatOf(e).c_str();
+                              const UpstreamResult& u = x->upstream;
+                              if (u.kind == UpstreamResult::Kind::Answered)
+                                  return finish(x, u.response, Outcome::Released);
+                              const bool late = u.kind == UpstreamResult::Kind::TimedOut;
+                              finish(x,
+                                     http::problem(late ? 504 : 502,
+                                                   late ? "The upstream did not answer in time" : "The upstream failed",
+                                                   u.error + "; the key is released, a retry runs again"),
+                                     Outcome::Released);
+                          }));
+        }
+    } catch (const UsageError& e) {
+        ++m_metrics.unstored;
+        finish(x, x->upstream.response, executed);
+    }
+}
+
+void Gateway::finish(const std::shared_ptr<Exchange>& x, http::Response r, Outcome o)
+{
+    m_metrics.count(o);
+    m_metrics.request.observe(static_cast<double>(x->clock.nsecsElapsed()) / 1e9);
+    x->out.send(std::move(r));
+}
+
+std::string Gateway::policyJson() const
+{
+    QJsonArray methods;
+    for (const auto& m : m_options.methods)
+        methods.append(QString::fromStdString(m));
+    QJsonObject o{
+        {u"header"_s, u"Idempotency-Key"_s},
+        {u"methods"_s, methods},
+        {u"key_required"_s, m_options.requireKey},
+        {u"key_syntax"_s, u"sf-string or token, 1 to 255 printable ASCII characters, one header"_s},
+        {u"key_scope"_s, QString::fromStdString(scopeName(m_options.scope))},
+        {u"fingerprint"_s, u"method, path, canonical query, body"_s},
+        {u"retention_seconds"_s, static_cast<double>(m_options.retention.count()) / 1000},
+        {u"lease_seconds"_s, static_cast<double>(m_options.lease.count()) / 1000},
+        {u"max_body_bytes"_s, static_cast<qint64>(m_options.maxBody)},
+        {u"max_stored_response_bytes"_s, static_cast<qint64>(m_options.maxResponse)},
+        {u"stored_statuses"_s, m_options.store5xx ? u"2xx 3xx 4xx 5xx"_s : u"2xx 3xx 4xx"_s},
+        {u"replayed_header"_s, u"Idempotent-Replayed"_s},
+        {u"fence_header"_s, u"Idempotency-Fence"_s},
+        {u"fail_open"_s, m_options.failOpen},
+        {u"wait_in_progress_seconds"_s, static_cast<double>(m_options.waitInProgress.count()) / 1000},
+    };
+    return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
+}
+
+void Gateway::handleAdmin(const http::Request& r, const http::Responder& out)
+{
+    http::Response resp;
+    if (r.method != "GET" && r.method != "HEAD") {
+        resp = http::problem(405, "Method Not Allowed", "the admin listener serves GET");
+        resp.set("Allow", "GET, HEAD");
+    } else if (r.path == "/metrics") {
+        resp.set("Content-Type", "text/plain; version=0.0.4");
+        resp.body = m_metrics.render(m_server ? m_server->connections() : 0);
+    } else if (r.path == "/healthz") {
+        const bool ok = m_storeUp || m_options.failOpen;
+        resp.status = ok ? 200 : 503;
+        resp.set("Content-Type", "application/json");
+        resp.body = std::string("{\"status\":\"") + (ok ? "ok" : "unavailable") + "\",\"redis\":\"" +
+                    (m_storeUp ? "up" : "unreachable") + "\"}\n";
+    } else if (r.path == "/policy") {
+        resp.set("Content-Type", "application/json");
+        resp.body = policyJson();
+    } else {
+        resp = http::problem(404, "Not Found", "the admin listener serves /metrics, /healthz and /policy");
+    }
+    out.send(std::move(resp));
+}
+
+} // namespace idem::gateway

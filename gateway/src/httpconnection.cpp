@@ -1,0 +1,144 @@
+#include "httpconnection.h"
+
+#include <QDateTime>
+#include <QLocale>
+#include <QTcpSocket>
+
+#include <utility>
+
+namespace idem::http {
+
+namespace {
+// The Date header's value, made once a second
+std::string httpDate()
+{
+    thread_local qint64 madeAt = -1;
+    thread_local std::string date;
+    const qint64 now = QDateTime::currentSecsSinceEpoch();
+    if (now != madeAt) {
+        madeAt = now;
+        date = QLocale::c()
+                   .toString(QDateTime::fromSecsSinceEpoch(now, Qt::UTC), QStringLiteral("ddd, dd MMM yyyy hh:mm:ss 'GMT'"))
+                   .toStdString();
+    }
+    return date;
+}
+} // namespace
+
+HttpConnection::HttpConnection(QTcpSocket* socket, HttpServer* server)
+    : QObject(server), m_socket(socket), m_server(server), m_parser(server->m_options.limits)
+{
+    m_socket->setParent(this);
+    m_socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    connect(m_socket, &QTcpSocket::readyRead, this, &HttpConnection::readSome);
+    connect(m_socket, &QTcpSocket::bytesWritten, this, &HttpConnection::touch);
+    // gone: every Responder of this connection now answers into nothing
+    connect(m_socket, &QTcpSocket::disconnected, this, &QObject::deleteLater);
+    m_idle.setSingleShot(true);
+    m_idle.setInterval(static_cast<int>(server->m_options.idleTimeout.count()));
+    connect(&m_idle, &QTimer::timeout, this, &HttpConnection::idle);
+    m_idle.start();
+    if (m_socket->bytesAvailable() > 0)
+        QMetaObject::invokeMethod(this, &HttpConnection::readSome, Qt::QueuedConnection);
+}
+
+void HttpConnection::touch() { m_idle.start(); }
+
+void HttpConnection::readSome()
+{
+    if (m_closing || m_parser.failed())
+        return;
+    touch();
+    // pipelined requests beyond the bound wait in the socket (TCP pushes back on the client)
+    while (m_slots.size() < m_server->m_options.maxPipelined && m_socket->bytesAvailable() > 0) {
+        const QByteArray bytes = m_socket->read(16384);
+        m_parser.feed(std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
+        while (auto r = m_parser.take()) {
+            Slot s;
+            s.seq = m_nextSeq++;
+            s.head = r->method == "HEAD";
+            s.keepAlive = r->keepAlive;
+            m_slots.push_back(std::move(s));
+            // a handler that answers at once re-enters flush(); the slot is there already
+            m_server->m_handler(std::move(*r), Responder(this, m_slots.back().seq, m_socket->peerAddress()));
+            if (m_closing)
+                return;
+        }
+        if (m_parser.failed())
+            return refuse(m_parser.error());
+        if (m_parser.closed())
+            break;
+    }
+    if (m_parser.takeContinue()) {
+        if (m_slots.empty())
+            m_socket->write("HTTP/1.1 100 Continue\r\n\r\n");
+        else
+            m_continueOwed = true;
+    }
+}
+
+void HttpConnection::refuse(const ParseError& e)
+{
+    if (m_server->parseFailed)
+        m_server->parseFailed(e);
+    Slot s;
+    s.seq = m_nextSeq++;
+    s.keepAlive = false;
+    s.ready = true;
+    s.bytes = serialize(problem(e.status, reasonPhrase(e.status), e.reason), false, false, httpDate());
+    m_slots.push_back(std::move(s));
+    flush();
+}
+
+void HttpConnection::respond(quint64 seq, Response r)
+{
+    for (Slot& s : m_slots) {
+        if (s.seq != seq || s.ready)
+            continue;
+        // the last request of the connection: say so, and close once it is written
+        const bool keepAlive = s.keepAlive && !(s.seq + 1 == m_nextSeq && (m_parser.closed() || m_parser.failed()));
+        s.keepAlive = keepAlive;
+        s.bytes = serialize(r, s.head, keepAlive, httpDate());
+        s.ready = true;
+        break;
+    }
+    flush();
+}
+
+void HttpConnection::flush()
+{
+    const bool wasFull = m_slots.size() >= m_server->m_options.maxPipelined;
+    while (!m_slots.empty() && m_slots.front().ready && !m_closing) {
+        Slot s = std::move(m_slots.front());
+        m_slots.pop_front();
+        m_socket->write(s.bytes.data(), static_cast<qint64>(s.bytes.size()));
+        if (!s.keepAlive)
+            closeAfterWrite();
+    }
+    if (m_closing)
+        return;
+    touch();
+    if (m_slots.empty() && std::exchange(m_continueOwed, false) && m_parser.midRequest())
+        m_socket->write("HTTP/1.1 100 Continue\r\n\r\n");
+    if (wasFull && m_socket->bytesAvailable() > 0)
+        QMetaObject::invokeMethod(this, &HttpConnection::readSome, Qt::QueuedConnection);
+}
+
+void HttpConnection::closeAfterWrite()
+{
+    m_closing = true;
+    m_slots.clear();
+    m_socket->disconnectFromHost(); // after what is written; then disconnected() deletes this
+}
+
+void HttpConnection::idle()
+{
+    // a request being answered keeps the connection (the upstream's timeout bounds it)
+    if (!m_slots.empty())
+        return m_idle.start();
+    m_closing = true;
+    m_socket->abort();
+    deleteLater();
+}
+
+} // namespace idem::http

@@ -1,0 +1,47 @@
+#pragma once
+
+#include "idem/gateway/httpserver.h"
+
+#include <QObject>
+#include <QTimer>
+
+#include <deque>
+
+class QTcpSocket;
+
+namespace idem::http {
+
+// One client connection: bytes in to the parser, requests out to the handler, answers back in
+// request order. Deletes itself when the client goes (its Responders then answer into nothing).
+class HttpConnection : public QObject {
+    Q_OBJECT
+public:
+    HttpConnection(QTcpSocket* socket, HttpServer* server);
+    void respond(quint64 seq, Response r);
+
+private:
+    struct Slot {
+        quint64 seq = 0;
+        bool head = false;
+        bool keepAlive = true;
+        bool ready = false;
+        std::string bytes;
+    };
+    void readSome();
+    void flush();
+    void refuse(const ParseError& e);
+    void idle();
+    void closeAfterWrite();
+    void touch();
+
+    QTcpSocket* m_socket;
+    HttpServer* m_server;
+    RequestParser m_parser;
+    std::deque<Slot> m_slots;
+    quint64 m_nextSeq = 1;
+    bool m_closing = false;     // the last answer is out: no more reading
+    bool m_continueOwed = false; // a 100 Continue waits for the answers ahead of it
+    QTimer m_idle;
+};
+
+} // namespace idem::http

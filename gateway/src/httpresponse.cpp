@@ -1,0 +1,130 @@
+#include "idem/gateway/httpresponse.h"
+
+#include <algorithm>
+
+namespace idem::http {
+
+void Response::set(std::string_view name, std::string_view value)
+{
+    std::erase_if(headers, [&](const Header& h) { return equalsIgnoreCase(h.name, name); });
+    headers.push_back({std::string(name), std::string(value)});
+}
+
+const std::string* Response::header(std::string_view name) const
+{
+    for (const auto& h : headers)
+        if (equalsIgnoreCase(h.name, name))
+            return &h.value;
+    return nullptr;
+}
+
+std::string_view reasonPhrase(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Content";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "";
+    }
+}
+
+std::string serialize(const Response& r, bool headRequest, bool keepAlive, std::string_view date)
+{
+    const bool noBody = (r.status >= 100 && r.status < 200) || r.status == 204 || r.status == 304;
+    std::string out;
+    out.reserve(128 + r.body.size());
+    out.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ").append(reasonPhrase(r.status)).append("\r\n");
+    for (const auto& h : r.headers) {
+        if (equalsIgnoreCase(h.name, "Content-Length") || equalsIgnoreCase(h.name, "Connection") ||
+            equalsIgnoreCase(h.name, "Date"))
+            continue;
+        out.append(h.name).append(": ").append(h.value).append("\r\n");
+    }
+    if (!date.empty())
+        out.append("Date: ").append(date).append("\r\n");
+    if (!noBody) {
+        // a HEAD answer says the length a GET would have had, when the upstream said it
+        const std::string* length = headRequest ? r.header("Content-Length") : nullptr;
+        out.append("Content-Length: ").append(length ? *length : std::to_string(r.body.size())).append("\r\n");
+    }
+    if (!keepAlive)
+        out.append("Connection: close\r\n");
+    out.append("\r\n");
+    if (!noBody && !headRequest)
+        out.append(r.body);
+    return out;
+}
+
+std::string jsonString(std::string_view s)
+{
+    static const char* hex = "0123456789abcdef";
+    std::string out = "\"";
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c == '"' || c == '\\') {
+            out.push_back('\\');
+            out.push_back(static_cast<char>(c));
+        } else if (c < 0x20 || c == 0x7f || c >= 0x80) {
+            // valid UTF-8 sequences pass as they are; anything else is escaped byte by byte
+            const std::size_t n = c >= 0xf0 ? (c < 0xf5 ? 4 : 0) : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+            bool ok = c >= 0x80 && n > 0 && i + n <= s.size();
+            for (std::size_t k = 1; ok && k < n; ++k)
+                ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+            if (ok) {
+                out.append(s.substr(i, n));
+                i += n - 1;
+            } else {
+                out.append("\\u00").push_back(hex[c >> 4]);
+                out.push_back(hex[c & 15]);
+            }
+        } else {
+            out.push_back(static_cast<char>(c));
+        }
+    }
+    out.push_back('"');
+    return out;
+}
+
+Response problem(int status, std::string_view title, std::string_view detail, std::string_view type)
+{
+    Response r;
+    r.status = status;
+    r.headers.push_back({"Content-Type", "application/problem+json"});
+    r.body = "{\"type\":" + jsonString(type) + ",\"title\":" + jsonString(title) +
+             ",\"status\":" + std::to_string(status) + ",\"detail\":" + jsonString(detail) + "}";
+    return r;
+}
+
+} // namespace idem::http

@@ -1,0 +1,152 @@
+#include "idem/gateway/keyrules.h"
+
+#include "idem/engine/fingerprint.h"
+#include "idem/hash.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace idem::gateway {
+
+namespace {
+
+bool alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// RFC 8941 sf-token characters after the first: tchar, ':' and '/'
+bool tokenChar(char c)
+{
+    return alpha(c) || (c >= '0' && c <= '9') || std::string_view("!#$%&'*+-.^_`|~:/").find(c) != std::string_view::npos;
+}
+
+std::string digest(std::string_view s, std::size_t bytes)
+{
+    const auto d = sha256(s);
+    return toHex(d.data(), std::min(bytes, d.size()));
+}
+
+std::string lowered(std::string_view s)
+{
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+} // namespace
+
+std::optional<std::string> parseKey(std::string_view v, std::string* why)
+{
+    const auto refuse = [&](const char* reason) -> std::optional<std::string> {
+        if (why)
+            *why = reason;
+        return std::nullopt;
+    };
+    std::string key;
+    if (!v.empty() && v.front() == '"') {
+        std::size_t i = 1;
+        for (; i < v.size() && v[i] != '"'; ++i) {
+            char c = v[i];
+            if (c == '\\') {
+                if (++i >= v.size() || (v[i] != '"' && v[i] != '\\'))
+                    return refuse("the key is not a valid sf-string: only \\\" and \\\\ are escapes");
+                c = v[i];
+            } else if (c < 0x20 || c > 0x7e) {
+                return refuse("the key has a character that is not printable ASCII");
+            }
+            key.push_back(c);
+        }
+        if (i >= v.size())
+            return refuse("the key's sf-string is not closed");
+        if (i + 1 != v.size())
+            return refuse("the key is followed by something (one key, no parameters)");
+    } else {
+        if (v.empty())
+            return refuse("the key is empty");
+        if (!alpha(v.front()) && v.front() != '*')
+            return refuse("the key is neither an sf-string (\"...\") nor a token (starting with a letter or '*')");
+        if (!std::all_of(v.begin(), v.end(), tokenChar))
+            return refuse("the key is neither an sf-string (\"...\") nor a token (it has a character no token has)");
+        key = v;
+    }
+    if (key.empty())
+        return refuse("the key is empty");
+    if (key.size() > kMaxKeyLength)
+        return refuse("the key is longer than 255 characters");
+    return key;
+}
+
+std::optional<KeyScope> parseKeyScope(std::string_view text)
+{
+    KeyScope s;
+    if (text == "none") {
+        s.kind = KeyScope::Kind::None;
+    } else if (text == "authorization") {
+        s.kind = KeyScope::Kind::Authorization;
+    } else if (text.starts_with("header:") && text.size() > 7) {
+        s.kind = KeyScope::Kind::Header;
+        s.header = text.substr(7);
+        for (const char c : s.header)
+            if (!tokenChar(c) || c == ':' || c == '/')
+                return std::nullopt;
+    } else {
+        return std::nullopt;
+    }
+    return s;
+}
+
+std::string recordId(const http::Request& r, const KeyScope& scope, std::string_view key)
+{
+    std::string credential = "anonymous";
+    const std::string name = scope.kind == KeyScope::Kind::Header ? scope.header : std::string("Authorization");
+    if (scope.kind != KeyScope::Kind::None)
+        if (const std::string* v = r.header(name))
+            credential = "c" + digest(lowered(name) + '\n' + *v, 16);
+    const std::string path = r.path.size() > 512 ? "sha256:" + digest(r.path, 32) : r.path;
+    std::string id = credential;
+    id.append(" ").append(r.method.substr(0, 32)).append(" ").append(path).append(" ").append(key);
+    return id;
+}
+
+std::string canonicalQuery(std::string_view query)
+{
+    std::vector<std::string_view> params;
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const std::string_view p = query.substr(0, amp);
+        if (!p.empty())
+            params.push_back(p);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    std::stable_sort(params.begin(), params.end());
+    std::string out;
+    for (const auto p : params)
+        out.append(out.empty() ? "" : "&").append(p);
+    return out;
+}
+
+std::string requestFingerprint(const http::Request& r)
+{
+    std::string s = r.method;
+    s.append("\n").append(r.path).append("\n").append(canonicalQuery(r.query)).append("\n").append(fingerprint(r.body));
+    return "sha256:" + digest(s, 32);
+}
+
+bool hopByHop(std::string_view name)
+{
+    static constexpr std::array<std::string_view, 12> kNames = {
+        "Connection", "Keep-Alive", "Proxy-Connection", "TE",   "Trailer", "Transfer-Encoding",
+        "Upgrade",    "Host",       "Content-Length",   "Expect", "Proxy-Authorization", "Idempotency-Fence"};
+    return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return http::equalsIgnoreCase(n, name); });
+}
+
+bool replayedHeader(std::string_view name)
+{
+    static constexpr std::array<std::string_view, 11> kNames = {
+        "Content-Type", "Content-Language", "Content-Location", "Content-Disposition", "Content-Encoding", "Location",
+        "ETag",         "Last-Modified",    "Link",             "Cache-Control",       "Vary"};
+    return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return http::equalsIgnoreCase(n, name); });
+}
+
+} // namespace idem::gateway
