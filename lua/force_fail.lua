@@ -1,6 +1,9 @@
 -- idem: an operator marks a record FAILED without its token (a stuck or poisoned id).
--- KEYS[1] record hash, KEYS[2] meta hash (unused)
--- ARGV[1] reason, ARGV[2] 'terminal' or 'retryable', ARGV[3] who, ARGV[4] retention in ms
+-- KEYS[1] record hash, KEYS[2] meta hash (unused), KEYS[3] the namespace's audit stream when
+-- ARGV[6] is not '0' (it shares the node: not on a Redis Cluster, where the caller adds the entry)
+-- ARGV[1] reason, ARGV[2] 'terminal' or 'retryable', ARGV[3] who, ARGV[4] retention in ms,
+-- ARGV[5] from where (tool and host), ARGV[6] the audit stream's MAXLEN ('0': no stream here),
+-- ARGV[7] the audit stream's TTL in ms
 -- Replies: {'OK', previous_state, now_ms} | {'NOT_FOUND', '', now_ms}
 --          | {'REFUSED', why, now_ms}   (COMPLETED records keep their result: purge them instead)
 local rec, meta = KEYS[1], KEYS[2]
@@ -26,6 +29,12 @@ end
 -- clearing the token makes the current owner's complete/renew answer "lease lost"
 redis.call('HDEL', rec, 'token')
 redis.call('HSET', rec, 'state', 'FAILED', 'failure', failure, 'error', 'forced: ' .. reason,
-           'finished_ms', now, 'op', 'force-fail', 'op_by', who, 'op_at_ms', now, 'op_reason', reason)
+           'finished_ms', now, 'op', 'force-fail', 'op_by', who, 'op_at_ms', now, 'op_reason', reason,
+           'op_via', ARGV[5] or '')
 redis.call('PEXPIRE', rec, retention)
+if (ARGV[6] or '0') ~= '0' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], '*', 'action', 'force-fail ' .. failure, 'key', rec,
+             'by', who, 'why', reason, 'via', ARGV[5], 'was', state)
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+end
 return {'OK', state, now}

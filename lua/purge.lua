@@ -1,32 +1,69 @@
--- idem: an operator deletes a record (any type) so the id can run again. The meta key keeps the
--- record's last fencing number, so fences keep increasing after the purge whatever the clocks do,
--- and records who purged, when and why.
--- KEYS[1] record hash, KEYS[2] meta hash
--- ARGV[1] who, ARGV[2] reason, ARGV[3] how long the meta key is kept at least, in ms
--- Replies: {'OK', previous_state_or_type, now_ms} | {'NOT_FOUND', '', now_ms}
-local rec, meta = KEYS[1], KEYS[2]
-local who, reason = ARGV[1], ARGV[2]
-local keepMeta = tonumber(ARGV[3])
+-- idem: the one way an operator removes a key, whatever started it (idemctl purge ID, --key,
+-- --state, --stale, --pattern; the console; a foreign lock released by force-fail). It removes the
+-- key only if it is still what the operator saw, keeps an idem record's last fencing number in its
+-- meta key (fences keep rising after the purge whatever the clocks do), and records who, when, why,
+-- from where and what the key was - in the meta key (idem records) and as an entry of the
+-- namespace's audit stream - atomically with the change.
+-- KEYS[1] the key; KEYS[2] its meta key when ARGV[11] is '1'; then the audit stream when ARGV[12]
+--         is not '0' (it shares the node: not on a Redis Cluster, where the caller adds the entry)
+-- ARGV[1] who  ARGV[2] why  ARGV[3] from where (tool and host)  ARGV[4] meta key kept at least, ms
+-- ARGV[5] expected type ('' = whatever it is now: a purge by id)
+-- ARGV[6] hash: expected state (or foreign 'status'; '*' = any) | string: SHA1 hex of its first
+--         ARGV[9] bytes ('' = only check the type)
+-- ARGV[7] hash: expected owner token ('' = none)  ARGV[8] hash: expected lease_until_ms ('' = none)
+-- ARGV[9] string: how many bytes ARGV[6] hashes  ARGV[10] string: expected length
+-- ARGV[11] '1': KEYS[2] is the meta key  ARGV[12] the audit stream's MAXLEN ('0': no stream here)
+-- ARGV[13] the audit stream's TTL, ms (every key idem writes expires; each entry extends it)
+-- Replies: {'OK', what it was, now_ms} | {'NOT_FOUND', '', now_ms} | {'CHANGED', what it is, now_ms}
+local key = KEYS[1]
+local hasMeta = ARGV[11] == '1'
+local meta = hasMeta and KEYS[2] or nil
+local stream = ARGV[12] ~= '0' and KEYS[hasMeta and 3 or 2] or nil
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local ktype = redis.call('TYPE', rec)['ok']
-if ktype == 'none' then
+local ty = redis.call('TYPE', key)['ok']
+if ty == 'none' then
   return {'NOT_FOUND', '', now}
 end
-local prev = ktype
-if ktype == 'hash' then
-  local h = redis.call('HMGET', rec, 'state', 'fence')
-  prev = h[1] or 'hash'
-  local fence = tonumber(h[2])
-  if fence and fence > (tonumber(redis.call('HGET', meta, 'fence')) or 0) then
-    redis.call('HSET', meta, 'fence', h[2])
+local was = ty
+local h
+if ty == 'hash' then
+  h = redis.call('HMGET', key, 'state', 'status', 'token', 'lease_until_ms', 'fence')
+  was = h[1] or h[2] or 'hash'
+end
+if ARGV[5] ~= '' then
+  if ty ~= ARGV[5] then
+    return {'CHANGED', was, now}
+  end
+  if ty == 'hash' then
+    if (ARGV[6] ~= '*' and (h[1] or h[2] or '') ~= ARGV[6]) or (h[3] or '') ~= ARGV[7]
+       or (h[4] or '') ~= ARGV[8] then
+      return {'CHANGED', was, now}
+    end
+  elseif ty == 'string' and ARGV[6] ~= '' then
+    local n = tonumber(ARGV[9])
+    if redis.call('STRLEN', key) ~= tonumber(ARGV[10]) or
+       redis.sha1hex(redis.call('GETRANGE', key, 0, n - 1)) ~= ARGV[6] then
+      return {'CHANGED', was, now}
+    end
   end
 end
-redis.call('DEL', rec)
-redis.call('HSET', meta, 'last_op', 'purge', 'last_op_by', who, 'last_op_at_ms', now,
-           'last_op_reason', reason, 'last_op_prev_state', prev)
-if redis.call('PTTL', meta) < keepMeta then
-  redis.call('PEXPIRE', meta, keepMeta)
+if meta then
+  local fence = h and tonumber(h[5])
+  if fence and fence > (tonumber(redis.call('HGET', meta, 'fence')) or 0) then
+    redis.call('HSET', meta, 'fence', h[5])
+  end
+  redis.call('HSET', meta, 'last_op', 'purge', 'last_op_by', ARGV[1], 'last_op_at_ms', now,
+             'last_op_reason', ARGV[2], 'last_op_via', ARGV[3], 'last_op_prev_state', was)
+  if redis.call('PTTL', meta) < tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', meta, ARGV[4])
+  end
 end
-return {'OK', prev, now}
+redis.call('UNLINK', key)
+if stream then
+  redis.call('XADD', stream, 'MAXLEN', '~', ARGV[12], '*', 'action', 'purge', 'key', key, 'by', ARGV[1],
+             'why', ARGV[2], 'via', ARGV[3], 'was', was)
+  redis.call('PEXPIRE', stream, ARGV[13])
+end
+return {'OK', was, now}

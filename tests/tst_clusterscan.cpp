@@ -115,7 +115,7 @@ private slots:
         QVERIFY(started != records.end());
         const std::string changedId = started->id;
         QCOMPARE(store.forceFail(changedId, "changed under the scan", false, "test").status, idem::AdminStatus::Ok);
-        QCOMPARE(primaries.unlinkIfUnchanged(records), some.size() - 1);
+        QCOMPARE(primaries.unlinkIfUnchanged(records, idem::Actor{"test", "cluster purge"}), some.size() - 1);
         QVERIFY(store.inspect(changedId).has_value());
         QVERIFY(!store.inspect(records[started == records.begin() ? 1 : 0].id).has_value());
 
@@ -190,7 +190,7 @@ private slots:
         QCOMPARE(after.size(), inSlot.size());
         for (const auto& r : after)
             QCOMPARE(r.node, "127.0.0.1:" + dstPort);
-        QCOMPARE(scanner.unlinkIfUnchanged({after.front()}), std::size_t(1));
+        QCOMPARE(scanner.unlinkIfUnchanged({after.front()}, idem::Actor{"test", "migrated"}), std::size_t(1));
         // a new pass: every key, the slot's on node 1
         scanner.restart();
         std::map<std::string, std::string> nodeOf;

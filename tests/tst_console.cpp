@@ -259,6 +259,16 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(w.proxy()->rowCount(), 0, 5000);
         QCOMPARE(w.auditTrail()->entries().size(), 2);
         QCOMPARE(store->inspect("running")->state, idem::RecordState::Started); // untouched
+        // the store keeps them too, for every operator's console and idemctl to see
+        const auto stored = store->audit(10);
+        QCOMPARE(stored.size(), std::size_t(5));
+        for (std::size_t i = 0; i < stored.size(); ++i) {
+            QCOMPARE(stored[i].action, std::string(i < 2 ? "purge" : "force-fail retryable"));
+            QCOMPARE(stored[i].why, std::string(i < 2 ? "replay after the fix" : "workers died in the outage"));
+            QVERIFY(stored[i].by.find("idem-console") != std::string::npos);
+        }
+        QCOMPARE(stored[0].was, std::string("COMPLETED"));
+        QVERIFY(!store->meta("done-1").empty()); // the purged record's fence is kept
     }
 
     // A confirmation names the server and the keys (a sample, the count by state and by format),

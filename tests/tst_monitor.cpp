@@ -238,7 +238,7 @@ private slots:
             if (r.stale)
                 stale.push_back(r);
         QCOMPARE(stale.size(), std::size_t(3));
-        QCOMPARE(m.unlinkIfUnchanged(stale), std::size_t(1)); // only the untouched one
+        QCOMPARE(m.unlinkIfUnchanged(stale, idem::Actor{"test", "stale"}), std::size_t(1)); // only the untouched one
         QVERIFY(!store.inspect("left-alone"));
         QCOMPARE(store.inspect("renewed")->state, RecordState::Started);
         QCOMPARE(store.inspect("json")->state, RecordState::Completed);
@@ -248,7 +248,7 @@ private slots:
         std::vector<idem::Record> both;
         for (const auto& [id, r] : again)
             both.push_back(r);
-        QCOMPARE(m.unlinkIfUnchanged(both), std::size_t(2));
+        QCOMPARE(m.unlinkIfUnchanged(both, idem::Actor{"test", "both"}), std::size_t(2));
     }
 
     // keyspace notifications: followed when the server sends them, refused (with a reason, and

@@ -720,7 +720,8 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
             keys.push_back(row.key.toStdString());
         }
         if (!release.empty()) {
-            const auto n = static_cast<int>(m_scanner->unlinkIfUnchanged(release));
+            const auto n = static_cast<int>(m_scanner->unlinkIfUnchanged(
+                release, idem::Actor{who.toStdString(), "force-fail (released): " + reason.toStdString()}));
             result.changed += n;
             result.skipped += static_cast<int>(release.size()) - n;
         }
@@ -736,17 +737,16 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
 
 void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who)
 {
-    Q_UNUSED(reason);
-    Q_UNUSED(who); // the audit trail keeps them; the key itself is gone
     ActionResult result = startAction(u"purge"_s, rows, m_monitor != nullptr);
     if (!result.error.isEmpty())
         return;
     try {
+        const idem::Actor by{who.toStdString(), reason.toStdString()}; // kept in the store with each purge
         std::vector<idem::Record> batch;
         for (qsizetype i = 0; i < rows.size(); ++i) {
             batch.push_back(rows[i].toGuardRecord());
             if (batch.size() == 500 || i + 1 == rows.size()) {
-                result.changed += static_cast<int>(m_scanner->unlinkIfUnchanged(batch));
+                result.changed += static_cast<int>(m_scanner->unlinkIfUnchanged(batch, by));
                 batch.clear();
             }
         }

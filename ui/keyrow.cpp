@@ -132,6 +132,7 @@ idem::Record KeyRow::toGuardRecord() const
 {
     idem::Record r;
     r.key = key.toStdString();
+    r.format = format; // an idem record's purge keeps its fence in its meta key
     r.keyType = nameOfType(type);
     if (type == Type::Other) // the type name leads the note
         r.keyType = note.section(u':', 0, 0).toStdString();

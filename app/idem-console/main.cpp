@@ -4,6 +4,7 @@
 #include "theme.h"
 
 #include "idem/lab/demotraffic.h"
+#include "idem/engine/store.h"
 #include "idem/errors.h"
 #include "idem/format/record.h"
 #include "idem/redis/localserver.h"
@@ -212,6 +213,7 @@ int main(int argc, char** argv)
 {
     QCoreApplication::setOrganizationName(u"idem"_s);
     QCoreApplication::setApplicationName(u"idem-console"_s);
+    idem::setToolName("idem-console");
     QCoreApplication::setApplicationVersion(u"0.1.0"_s);
 
     CommandLine cl;

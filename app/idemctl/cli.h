@@ -100,6 +100,7 @@ int cmdPurge(const std::vector<std::string>& argv);
 bool purgesMany(const std::vector<std::string>& argv);
 int cmdList(const std::vector<std::string>& argv);
 int cmdStats(const std::vector<std::string>& argv);
+int cmdAudit(const std::vector<std::string>& argv);
 int cmdPurgeMany(const std::vector<std::string>& argv);
 int cmdRace(const std::vector<std::string>& argv);
 int cmdReplay(const std::vector<std::string>& argv);

@@ -33,11 +33,11 @@ struct Session {
     }
     // A key of another library's, unlinked only if it is still what `seen` read (on a cluster,
     // on the primary serving its slot).
-    bool unlinkIfUnchanged(const idem::Record& seen)
+    bool unlinkIfUnchanged(const idem::Record& seen, const std::string& who, const std::string& why)
     {
         idem::MonitorOptions o;
         o.keyNamespace = g.keyNamespace;
-        return idem::Scanner(g.connection, o).unlinkIfUnchanged({seen}) == 1;
+        return idem::Scanner(g.connection, o).unlinkIfUnchanged({seen}, idem::Actor{who, why}) == 1;
     }
 };
 
@@ -144,7 +144,14 @@ int cmdInspect(const std::vector<std::string>& argv)
                                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                                     .c_str());
         } else {
-            std::fprintf(stderr, "idemctl inspect: no record at %s\n", t.key.c_str());
+            // a purged record's last action stays in its meta key
+            std::map<std::string, std::string> m(meta.begin(), meta.end());
+            std::string last;
+            if (m.count("last_op"))
+                last = "; " + m["last_op"] + "d by " + m["last_op_by"] + " at " + m["last_op_at_ms"] +
+                       " ms since epoch" + (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) +
+                       " (was " + m["last_op_prev_state"] + "): " + m["last_op_reason"];
+            std::fprintf(stderr, "idemctl inspect: no record at %s%s\n", t.key.c_str(), last.c_str());
         }
         return NotFound;
     }
@@ -251,7 +258,7 @@ int cmdForceFail(const std::vector<std::string>& argv)
                          lib.c_str());
             return Refused;
         }
-        if (!s.unlinkIfUnchanged(*rec)) {
+        if (!s.unlinkIfUnchanged(*rec, who, "force-fail (released): " + reason)) {
             std::fprintf(stderr, "idemctl force-fail: %s changed since it was read; nothing done\n", t.key.c_str());
             return Refused;
         }
@@ -292,7 +299,7 @@ int cmdPurge(const std::vector<std::string>& argv)
     if (args.flag("--help")) {
         std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n"
                   "       idemctl purge --key KEY [--reason R] [--by WHO]\n"
-                  "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes]\n\n"
+                  "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--reason R] [--by WHO]\n\n"
                   "With an ID: deletes its record (any type) so the id can run again; the last fence,\n"
                   "who, when and why are kept in the meta key. With --key: any key, another library's\n"
                   "record included, deleted only if unchanged since it was read.\n"
@@ -314,7 +321,7 @@ int cmdPurge(const std::vector<std::string>& argv)
             std::fprintf(stderr, "idemctl purge: no key %s\n", t.key.c_str());
             return NotFound;
         }
-        if (!s.unlinkIfUnchanged(*rec)) {
+        if (!s.unlinkIfUnchanged(*rec, who, reason)) {
             std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", t.key.c_str());
             return Refused;
         }

@@ -206,12 +206,13 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
                            "name them with --pattern GLOB as well"};
     Scan scan(args, globalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
+    const idem::Actor by{args.value("--by").value_or(whoAmI()), args.value("--reason").value_or("bulk purge")};
     std::size_t matched = 0, removed = 0, changed = 0;
     std::vector<idem::Record> batch;
     auto flush = [&] {
         if (batch.empty())
             return;
-        const auto n = scan.scanner.unlinkIfUnchanged(batch);
+        const auto n = scan.scanner.unlinkIfUnchanged(batch, by);
         removed += n;
         changed += batch.size() - n;
         batch.clear();

@@ -1,6 +1,7 @@
 // idemctl: the idem command line for operators and scripts.
 #include "cli.h"
 
+#include "idem/engine/store.h"
 #include "idem/errors.h"
 
 #include <cstdio>
@@ -24,7 +25,7 @@ commands:
                         library's record is released (deleted) as that library does on failure
   purge ID | --key KEY [--reason R]
                         delete a record so the id can run again
-  purge --state S | --stale | --pattern GLOB [--dry-run] [--yes]
+  purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--reason R] [--by WHO]
                         delete many, in bounded batches, only if unchanged since read; keys
                         that are not records (malformed, foreign, unknown) need --pattern too
   list [--state S] [--stale] [--pattern GLOB] [--json]
@@ -32,6 +33,8 @@ commands:
   stats [--pattern GLOB] [--json]
                         counts by state: started (stale, no lease), completed, failed, expired,
                         malformed, foreign, unknown, no TTL
+  audit [--since DUR] [--by WHO] [--count N] [--json]
+                        operator actions kept in the store (every tool, every desktop)
   demo [--ids N] [--duplicates D]
                         race duplicate deliveries through `idemctl run` on a private redis-server
   race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
@@ -72,6 +75,7 @@ std::string selfPath(const char* argv0)
 
 int main(int argc, char** argv)
 {
+    idem::setToolName("idemctl");
     std::vector<std::string> args(argv + 1, argv + argc);
     // global options may come before the command
     std::vector<std::string> globals;
@@ -116,6 +120,8 @@ int main(int argc, char** argv)
             return idemctl::cmdList(rest);
         if (command == "stats")
             return idemctl::cmdStats(rest);
+        if (command == "audit")
+            return idemctl::cmdAudit(rest);
         if (command == "demo")
             return idemctl::cmdDemo(rest, selfPath(argv[0]));
         if (command == "help") {

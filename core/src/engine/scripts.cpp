@@ -9,7 +9,7 @@
 namespace idem {
 
 namespace lua {
-extern const std::string_view acquire, complete, fail, renew, force_fail, purge, unlink_if;
+extern const std::string_view acquire, complete, fail, renew, force_fail, purge;
 }
 
 Script makeScript(std::string_view name, std::string_view source)
@@ -46,11 +46,6 @@ const Script& forceFail()
 const Script& purge()
 {
     static const Script s = makeScript("purge", lua::purge);
-    return s;
-}
-const Script& unlinkIf()
-{
-    static const Script s = makeScript("unlink_if", lua::unlink_if);
     return s;
 }
 } // namespace scripts

@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/hash.h"
 #include "engine/acquireanswer.h"
+#include "engine/guard.h"
 #include "engine/storecalls.h"
 #include "redis/resp.h"
 #include "redis/router.h"
@@ -387,23 +388,98 @@ AdminResult parseAdmin(const redisReply* r)
 }
 } // namespace
 
+bool Store::auditInScript()
+{
+    // the audit stream shares the record's node on a single server; on a Redis Cluster it has a
+    // slot of its own, and a script may not touch keys of two slots
+    auto c = m_pool.acquire();
+    return !m_router->clusterMode(*c);
+}
+
+void Store::appendAudit(std::string_view action, std::string_view key, std::string_view who, std::string_view why,
+                        std::string_view was)
+{
+    const std::string stream = guard::auditKey(m_options.keyNamespace);
+    const std::string entry = guard::auditEntry(stream, action, key, guard::Actor{std::string(who), std::string(why)}, was);
+    const ReplyPtr r = m_router->routed(stream, [&](Connection& c) {
+        auto replies = c.pipelineFormatted(entry, guard::kAuditCommands);
+        return std::move(reply::isError(replies.front().get()) ? replies.front() : replies.back());
+    });
+    if (reply::isError(r.get()))
+        throw ReplyError("audit: " + reply::errorMessage(r.get()));
+}
+
 AdminResult Store::forceFail(std::string_view id, std::string_view reason, bool terminal,
                              std::string_view who)
 {
     checkId(id);
     const std::string retMs = std::to_string(m_options.failureRetention.count());
-    const ReplyPtr r = routedScript(scripts::forceFail(), id, {reason, terminal ? "terminal" : "retryable", who, retMs});
-    return parseAdmin(r.get());
+    const bool inScript = auditInScript();
+    const std::string rk = recordKey(id), mk = metaKey(id), stream = guard::auditKey(m_options.keyNamespace),
+                      from = guard::via(), maxLen = inScript ? std::to_string(guard::kAuditMaxLen) : "0",
+                      ttl = std::to_string(guard::kAuditTtlMs);
+    std::vector<std::string_view> keys = {rk, mk};
+    if (inScript)
+        keys.push_back(stream);
+    const std::vector<std::string_view> args = {reason, terminal ? "terminal" : "retryable", who, retMs, from, maxLen, ttl};
+    const ReplyPtr r = m_router->routed(rk, [&](Connection& c) { return runScriptReply(c, scripts::forceFail(), keys, args); });
+    if (reply::isError(r.get()))
+        throw ReplyError("script force_fail: " + reply::errorMessage(r.get()));
+    AdminResult out = parseAdmin(r.get());
+    if (out.status == AdminStatus::Ok && !inScript)
+        appendAudit(terminal ? "force-fail terminal" : "force-fail retryable", rk, who, reason, out.previousState);
+    return out;
 }
 
 AdminResult Store::purge(std::string_view id, std::string_view who, std::string_view reason)
 {
     checkId(id);
     // the fencing counter must outlive any lease that could still be held
-    const std::string keepMs =
-        std::to_string(std::max(m_options.retention, m_options.lease + m_options.staleKeep).count());
-    const ReplyPtr r = routedScript(scripts::purge(), id, {who, reason, keepMs});
-    return parseAdmin(r.get());
+    const std::int64_t keepMs = std::max(m_options.retention, m_options.lease + m_options.staleKeep).count();
+    const bool inScript = auditInScript();
+    const std::string rk = recordKey(id), mk = metaKey(id), stream = guard::auditKey(m_options.keyNamespace);
+    std::string call;
+    resp::Writer w(call);
+    guard::writePurge(w, rk, mk, inScript ? std::string_view(stream) : std::string_view(), nullptr,
+                      guard::Actor{std::string(who), std::string(reason)}, keepMs);
+    const ReplyPtr r = m_router->routed(rk, [&](Connection& c) {
+        return std::move(runScriptPipelined(c, scripts::purge(), call, {call.size()}).front());
+    });
+    if (reply::isError(r.get()))
+        throw ReplyError("script purge: " + reply::errorMessage(r.get()));
+    AdminResult out = parseAdmin(r.get());
+    if (out.status == AdminStatus::Ok && !inScript)
+        appendAudit("purge", rk, who, reason, out.previousState);
+    return out;
+}
+
+std::vector<AuditEntry> Store::audit(std::size_t count)
+{
+    const std::string stream = guard::auditKey(m_options.keyNamespace), n = std::to_string(std::max<std::size_t>(1, count));
+    const ReplyPtr r = m_router->routed(stream, [&](Connection& c) { return c.command({"XREVRANGE", stream, "+", "-", "COUNT", n}); });
+    if (reply::isError(r.get()))
+        throw ReplyError("audit: " + reply::errorMessage(r.get()));
+    std::vector<AuditEntry> out;
+    for (std::size_t i = 0; i < reply::arraySize(r.get()); ++i) {
+        const redisReply* e = reply::element(r.get(), i);
+        AuditEntry a;
+        a.id = reply::str(reply::element(e, 0));
+        std::int64_t ms = 0;
+        std::from_chars(a.id.data(), a.id.data() + a.id.size(), ms);
+        a.atMs = ms;
+        const redisReply* f = reply::element(e, 1);
+        for (std::size_t k = 0; k + 1 < reply::arraySize(f); k += 2) {
+            const std::string name = reply::str(reply::element(f, k)), value = reply::str(reply::element(f, k + 1));
+            if (name == "action") a.action = value;
+            else if (name == "key") a.key = value;
+            else if (name == "by") a.by = value;
+            else if (name == "why") a.why = value;
+            else if (name == "via") a.via = value;
+            else if (name == "was") a.was = value;
+        }
+        out.push_back(std::move(a));
+    }
+    return out;
 }
 
 std::optional<Record> Store::inspect(std::string_view id)

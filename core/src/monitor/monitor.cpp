@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 #include "idem/engine/scripts.h"
+#include "engine/guard.h"
 #include "redis/resp.h"
 
 #include <hiredis/hiredis.h>
@@ -12,33 +13,6 @@
 namespace idem {
 
 namespace {
-
-// unlink_if.lua's call for a record as the monitor classified it
-void writeUnlinkCall(resp::Writer& w, const Record& r)
-{
-    // what the key was when it was classified: its type, and for hashes the state, owner and
-    // lease; for strings the length and the SHA1 of the first bytes read
-    const auto field = [&](std::string_view name) -> std::string {
-        for (const auto& [k, v] : r.fields)
-            if (k == name)
-                return v;
-        return {};
-    };
-    std::string expect, token, lease, guardBytes, length;
-    if (r.keyType == "hash") {
-        expect = field("state").empty() ? field("status") : field("state");
-        if (expect.empty())
-            expect = "*"; // no state or status: the token and lease still have to match (both absent)
-        token = field("token");
-        lease = field("lease_until_ms");
-    } else if (r.keyType == "string" && !r.guardSha1.empty()) {
-        expect = r.guardSha1;
-        guardBytes = std::to_string(r.guardBytes);
-        length = std::to_string(r.valueBytes);
-    }
-    const std::string_view key = r.key, args[] = {r.keyType, expect, token, lease, guardBytes, length};
-    resp::evalsha(w, scripts::unlinkIf(), {&key, 1}, args);
-}
 
 } // namespace
 
@@ -163,7 +137,9 @@ std::string Monitor::pattern() const
 
 bool Monitor::isMetaKey(std::string_view key) const
 {
-    return key.ends_with("}:meta") && !idFromKey(key.substr(0, key.size() - 5), m_options.keyNamespace).empty();
+    // an idem record's meta key, or the namespace's audit stream: idem's own bookkeeping, not records
+    return (key.ends_with("}:meta") && !idFromKey(key.substr(0, key.size() - 5), m_options.keyNamespace).empty()) ||
+           key == guard::auditKey(m_options.keyNamespace);
 }
 
 ScanPage Monitor::scanPage(const std::string& cursor, std::vector<Redirected>* redirected)
@@ -322,20 +298,20 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     return out;
 }
 
-bool Monitor::unlinkIfUnchanged(const Record& seen)
+bool Monitor::unlinkIfUnchanged(const Record& seen, const Actor& by)
 {
-    return unlinkIfUnchanged(std::vector<Record>{seen}) == 1;
+    return unlinkIfUnchanged(std::vector<Record>{seen}, by) == 1;
 }
 
-std::size_t Monitor::unlinkIfUnchanged(const std::vector<Record>& seen)
+std::size_t Monitor::unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by)
 {
-    const UnlinkResult r = unlinkEach(seen);
+    const UnlinkResult r = unlinkEach(seen, by, true);
     if (!r.redirected.empty())
         throw ReplyError("unlink: " + seen[r.redirected.front()].key + " is served by another cluster node now");
     return r.unlinked;
 }
 
-UnlinkResult Monitor::unlinkEach(const std::vector<Record>& seen)
+UnlinkResult Monitor::unlinkEach(const std::vector<Record>& seen, const Actor& by, bool auditHere)
 {
     UnlinkResult result;
     if (seen.empty())
@@ -343,22 +319,27 @@ UnlinkResult Monitor::unlinkEach(const std::vector<Record>& seen)
     for (const auto& r : seen)
         if (r.keyType.empty())
             throw UsageError("unlinkIfUnchanged needs a record read by the monitor");
+    const std::string stream = guard::auditKey(m_options.keyNamespace);
+    const guard::Actor actor{by.who, by.why};
     std::string calls;
     std::vector<std::size_t> ends;
     resp::Writer w(calls);
     for (const auto& r : seen) {
-        writeUnlinkCall(w, r);
+        guard::writePurge(w, r.key, guard::metaKeyOf(r, m_options.keyNamespace),
+                          auditHere ? std::string_view(stream) : std::string_view(), &r, actor, m_options.purgeKeepMetaMs);
         ends.push_back(calls.size());
     }
-    const auto replies = runScriptPipelined(m_connection, scripts::unlinkIf(), calls, ends);
+    const auto replies = runScriptPipelined(m_connection, scripts::purge(), calls, ends);
     for (std::size_t i = 0; i < replies.size(); ++i) {
         const redisReply* r = replies[i].get();
         if (reply::redirect(r))
             result.redirected.push_back(i);
         else if (reply::isError(r))
-            throw ReplyError("unlink: " + std::string(reply::errorText(r)));
-        else
-            result.unlinked += reply::integer(r) == 1 ? 1 : 0;
+            throw ReplyError("purge: " + std::string(reply::errorText(r)));
+        else if (reply::str(reply::element(r, 0)) == "OK") {
+            ++result.unlinked;
+            result.purged.emplace_back(i, reply::str(reply::element(r, 1)));
+        }
     }
     return result;
 }

@@ -1,5 +1,7 @@
 #include "idem/monitor/scanner.h"
 
+#include "engine/guard.h"
+
 #include "idem/errors.h"
 
 #include <algorithm>
@@ -375,12 +377,13 @@ std::vector<Record> Scanner::classify(const std::vector<std::string>& keys, std:
     return out;
 }
 
-std::size_t Scanner::unlinkIfUnchanged(const std::vector<Record>& seen)
+std::size_t Scanner::unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by)
 {
     open();
     if (!m_cluster)
-        return m_seed.monitor->unlinkIfUnchanged(seen);
+        return m_seed.monitor->unlinkIfUnchanged(seen, by);
     std::size_t unlinked = 0;
+    std::vector<std::pair<std::string, std::string>> purged; // key, what it was: their audit entries
     std::vector<Record> left = seen;
     for (int round = 0; round < 4 && !left.empty(); ++round) {
         if (round > 0) { // some slots moved: where are they now
@@ -393,10 +396,26 @@ std::size_t Scanner::unlinkIfUnchanged(const std::vector<Record>& seen)
                 byPrimary[s->topology.primary].push_back(std::move(r));
         left.clear();
         for (auto& [primary, group] : byPrimary) {
-            const UnlinkResult r = node(primary, false).monitor->unlinkEach(group);
+            const UnlinkResult r = node(primary, false).monitor->unlinkEach(group, by, false);
             unlinked += r.unlinked;
+            for (const auto& [i, was] : r.purged)
+                purged.emplace_back(group[i].key, was);
             for (const std::size_t i : r.redirected)
                 left.push_back(std::move(group[i]));
+        }
+    }
+    // the audit stream has a slot of its own: its entries right after the purges, on its node
+    if (!purged.empty()) {
+        const std::string stream = guard::auditKey(m_options.keyNamespace);
+        if (const Shard* s = shardOfSlot(hashSlot(stream))) {
+            std::string entries;
+            for (const auto& [key, was] : purged)
+                entries += guard::auditEntry(stream, "purge", key, guard::Actor{by.who, by.why}, was);
+            const auto replies =
+                node(s->topology.primary, false).connection->pipelineFormatted(entries, purged.size() * guard::kAuditCommands);
+            for (const auto& r : replies)
+                if (reply::isError(r.get()))
+                    throw ReplyError("audit: " + std::string(reply::errorText(r.get())));
         }
     }
     return unlinked;

@@ -26,7 +26,6 @@ const Script& fail();
 const Script& renew();
 const Script& forceFail();
 const Script& purge();
-const Script& unlinkIf();
 } // namespace scripts
 
 inline constexpr std::size_t kMaxScriptKeys = 256;

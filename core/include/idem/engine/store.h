@@ -99,6 +99,14 @@ struct AdminResult {
     std::string reason;        // Refused
 };
 
+// One operator action, as the audit stream keeps it.
+struct AuditEntry {
+    std::string id;       // the stream entry's id ("<ms>-<n>")
+    std::int64_t atMs = 0; // server time of the action
+    std::string action;   // "purge", "force-fail terminal", "force-fail retryable"
+    std::string key, by, why, via, was;
+};
+
 struct AcquireRequest {
     std::string id;
     std::string fingerprint;
@@ -107,6 +115,9 @@ struct AcquireRequest {
 // The idempotency state machine. Every transition is one Lua script (lua/*.lua) run with EVALSHA
 // on the key <namespace>:{<id>} (a Redis Cluster hash tag) and its meta key <namespace>:{<id>}:meta.
 // Thread-safe: connections come from the pool.
+// Names the tool in operator actions' audit entries ("idemctl", "idem-console"; default "idem").
+void setToolName(std::string_view tool);
+
 class Store {
 public:
     Store(ConnectionPool& pool, StoreOptions options = {});
@@ -122,7 +133,11 @@ public:
     OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {});
     OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {});
 
-    // Operator actions: no token needed; who, when and why are recorded.
+    // Operator actions: no token needed. Who, when (the server's clock), why and from where (the
+    // tool and host) are recorded atomically with the change, in the record or its meta key and as
+    // an entry of the namespace's audit stream <namespace>:audit (capped; on a Redis Cluster, where
+    // the stream lives on its own node, added right after). A purge keeps the record's fence in
+    // the meta key, so fences keep rising after it.
     AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal,
                           std::string_view who);
     AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {});
@@ -136,6 +151,8 @@ public:
     // The meta key's fields (fence counter, last operator action).
     std::vector<std::pair<std::string, std::string>> meta(std::string_view id);
     std::vector<std::pair<std::string, std::string>> hashFields(std::string_view key);
+    // The latest entries of the namespace's audit stream, newest first (at most `count`).
+    std::vector<AuditEntry> audit(std::size_t count = 100);
 
     std::string recordKey(std::string_view id) const;
     std::string metaKey(std::string_view id) const;
@@ -143,6 +160,9 @@ public:
     ConnectionPool& pool() { return m_pool; }
 
 private:
+    bool auditInScript();
+    void appendAudit(std::string_view action, std::string_view key, std::string_view who, std::string_view why,
+                     std::string_view was);
     void checkId(std::string_view id) const;
     OwnerResult ownerCall(const Script& s, const Ticket& t, const std::vector<std::string_view>& args,
                           bool waitForReplicas = false);

@@ -17,6 +17,7 @@ struct MonitorOptions {
     // Records with no lease (a start time only, or one derived from the TTL) count as stale once
     // in progress this long.
     std::int64_t staleAfterMs = 15 * 60'000;
+    std::int64_t purgeKeepMetaMs = 24 * 3'600'000; // a purged idem record's meta key (its fence) kept at least
     std::int64_t writerTtlMs = 0; // see DecodeOptions::writerTtlMs
     // Classify as of this server time instead of now (a captured store replayed; tests); 0: now.
     std::int64_t asOfMs = 0;
@@ -47,6 +48,14 @@ struct Redirected {
 struct UnlinkResult {
     std::size_t unlinked = 0;
     std::vector<std::size_t> redirected; // indexes of the records whose node no longer serves them
+    std::vector<std::pair<std::size_t, std::string>> purged; // index and what it was, of each removed
+};
+
+// Who removes keys, and why: kept with the change (lua/purge.lua) in the meta key of an idem
+// record and in the namespace's audit stream.
+struct Actor {
+    std::string who;
+    std::string why;
 };
 
 // Which part of the keyspace a SCAN on one connection sees. SCAN walks one server: on a Redis
@@ -97,17 +106,22 @@ public:
     // after ASKING (keys an ASK redirect sent here).
     std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr,
                                  std::vector<Redirected>* redirected = nullptr, bool asking = false);
-    // Unlinks the record if it still is what `seen` describes (state, owner, lease; or a string's
-    // length and the SHA1 of its first bytes). Returns false if it changed or is gone.
-    bool unlinkIfUnchanged(const Record& seen);
+    // Purges the record if it still is what `seen` describes (state, owner, lease; or a string's
+    // length and the SHA1 of its first bytes), through lua/purge.lua: an idem record's fence kept
+    // in its meta key, who and why kept there and in the audit stream. Returns false if it
+    // changed or is gone.
+    bool unlinkIfUnchanged(const Record& seen, const Actor& by);
     // Many unlinkIfUnchanged in one pipelined round trip; returns how many were unlinked.
-    std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
-    // The same, telling which records the node redirected instead of throwing for them.
-    UnlinkResult unlinkEach(const std::vector<Record>& seen);
+    std::size_t unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by);
+    // The same, telling which records the node redirected instead of throwing for them, and which
+    // it removed. `auditHere`: the audit stream is on this node (not on a Redis Cluster, where
+    // the caller adds the entries).
+    UnlinkResult unlinkEach(const std::vector<Record>& seen, const Actor& by, bool auditHere);
 
     const MonitorOptions& options() const { return m_options; }
     DecodeOptions decodeOptions(std::int64_t nowMs) const;
     std::string pattern() const;
+    // idem's own keys beside the records (meta keys, the audit stream): never listed
     bool isMetaKey(std::string_view key) const;
 
 private:

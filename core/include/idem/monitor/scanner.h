@@ -68,9 +68,9 @@ public:
     // Classifies keys now (keyspace notifications, refresh of visible rows), each on the node
     // that serves its slot.
     std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr);
-    // Unlinks each record that is still what was read (Monitor::unlinkIfUnchanged), on the
-    // primary serving its slot now. Returns how many were unlinked.
-    std::size_t unlinkIfUnchanged(const std::vector<Record>& seen);
+    // Purges each record that is still what was read (Monitor::unlinkIfUnchanged), on the
+    // primary serving its slot now, with its audit entry. Returns how many were removed.
+    std::size_t unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by);
 
     // How many keys the nodes read from hold (DBSIZE of each, O(1)): a progress estimate.
     std::int64_t keyCount();

@@ -1,0 +1,62 @@
+// idemctl audit: the namespace's audit stream - every operator action, from every tool and desktop.
+#include "cli.h"
+
+#include "idem/duration.h"
+#include "idem/engine/store.h"
+#include "idem/redis/pool.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+namespace idemctl {
+
+int cmdAudit(const std::vector<std::string>& argv)
+{
+    Args args(argv, {"--since", "--by", "--count"}, {"--json"});
+    if (args.flag("--help")) {
+        std::puts("usage: idemctl audit [--since DUR] [--by WHO] [--count N] [--json]\n\n"
+                  "The operator actions kept in the store (the stream NAMESPACE:audit, capped at about\n"
+                  "10000 entries), newest first: when (server time), what, which key, who, why, from\n"
+                  "where (tool@host) and what the key was. Every purge and force-fail adds one, from\n"
+                  "idemctl and from the console alike.");
+        return Ok;
+    }
+    if (!args.positional().empty())
+        throw UsageFailure{"audit takes no arguments"};
+    const auto count = number<std::size_t>(args.value("--count"), 100, 1, 10000, "--count");
+    std::optional<std::int64_t> sinceMs;
+    if (auto s = args.value("--since"))
+        sinceMs = idem::parseDuration(*s).count();
+    const auto by = args.value("--by");
+    const Global g = globalFrom(args);
+    idem::ConnectionPool pool(g.connection, 1);
+    idem::StoreOptions so;
+    so.keyNamespace = g.keyNamespace;
+    idem::Store store(pool, so);
+    auto entries = store.audit(count);
+    const std::int64_t newest = entries.empty() ? 0 : entries.front().atMs;
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : entries) {
+        if (sinceMs && e.atMs < newest - *sinceMs) // relative to the newest entry: the server's clock
+            continue;
+        if (by && e.by != *by)
+            continue;
+        if (args.flag("--json")) {
+            out.push_back({{"id", e.id}, {"at_ms", e.atMs}, {"action", e.action}, {"key", e.key}, {"by", e.by},
+                           {"why", e.why}, {"via", e.via}, {"was", e.was}});
+            continue;
+        }
+        const std::time_t t = static_cast<std::time_t>(e.atMs / 1000);
+        char when[32];
+        std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+        std::printf("%s  %-20s %s  by %s via %s (was %s): %s\n", when, e.action.c_str(), e.key.c_str(), e.by.c_str(),
+                    e.via.c_str(), e.was.c_str(), e.why.c_str());
+    }
+    if (args.flag("--json"))
+        std::printf("%s\n", out.dump().c_str());
+    return Ok;
+}
+
+} // namespace idemctl

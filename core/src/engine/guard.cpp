@@ -1,0 +1,99 @@
+#include "engine/guard.h"
+
+#include "engine/storecalls.h"
+#include "idem/engine/scripts.h"
+#include "idem/format/record.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <mutex>
+
+namespace idem {
+
+namespace {
+std::mutex g_toolMutex;
+std::string g_tool = "idem";
+} // namespace
+
+void setToolName(std::string_view tool)
+{
+    std::lock_guard lock(g_toolMutex);
+    g_tool = std::string(tool);
+}
+
+namespace guard {
+
+std::string auditKey(std::string_view keyNamespace) { return std::string(keyNamespace).append(":audit"); }
+
+std::string via()
+{
+    std::array<char, 256> host{};
+    if (gethostname(host.data(), host.size() - 1) != 0)
+        host[0] = '\0';
+    std::lock_guard lock(g_toolMutex);
+    return g_tool + "@" + (host[0] ? host.data() : "unknown-host");
+}
+
+std::string metaKeyOf(const Record& r, std::string_view keyNamespace)
+{
+    if (r.format != RecordFormat::Native || idFromKey(r.key, keyNamespace).empty())
+        return {};
+    return r.key + std::string(storecalls::kMetaSuffix);
+}
+
+void writePurge(resp::Writer& w, std::string_view key, std::string_view meta, std::string_view audit,
+                const Record* seen, const Actor& a, std::int64_t keepMetaMs)
+{
+    // what the key was when the operator saw it: its type, and for hashes the state, owner and
+    // lease; for strings the length and the SHA1 of the first bytes read
+    std::string type, expect, token, lease, guardBytes, length;
+    if (seen) {
+        const auto field = [&](std::string_view name) -> std::string {
+            for (const auto& [k, v] : seen->fields)
+                if (k == name)
+                    return v;
+            return {};
+        };
+        type = seen->keyType;
+        if (type == "hash") {
+            expect = field("state").empty() ? field("status") : field("state");
+            if (expect.empty())
+                expect = "*"; // no state or status: the token and lease still have to match (both absent)
+            token = field("token");
+            lease = field("lease_until_ms");
+        } else if (type == "string" && !seen->guardSha1.empty()) {
+            expect = seen->guardSha1;
+            guardBytes = std::to_string(seen->guardBytes);
+            length = std::to_string(seen->valueBytes);
+        }
+    }
+    std::vector<std::string_view> keys = {key};
+    if (!meta.empty())
+        keys.push_back(meta);
+    if (!audit.empty())
+        keys.push_back(audit);
+    const std::string from = via(), keep = std::to_string(keepMetaMs),
+                      maxLen = audit.empty() ? "0" : std::to_string(kAuditMaxLen), ttl = std::to_string(kAuditTtlMs);
+    const std::string_view args[] = {a.who,      a.why,  from, keep, type, expect, token, lease,
+                                     guardBytes, length, meta.empty() ? "0" : "1", maxLen, ttl};
+    resp::evalsha(w, scripts::purge(), keys, args);
+}
+
+std::string auditEntry(std::string_view audit, std::string_view action, std::string_view key, const Actor& a,
+                       std::string_view was)
+{
+    std::string out;
+    resp::Writer w(out);
+    const std::string from = via(), maxLen = std::to_string(kAuditMaxLen);
+    const std::string_view args[] = {"XADD", audit, "MAXLEN", "~", maxLen, "*", "action", action, "key", key,
+                                     "by", a.who, "why", a.why, "via", from, "was", was};
+    w.command(args);
+    const std::string ttl = std::to_string(kAuditTtlMs);
+    const std::string_view expire[] = {"PEXPIRE", audit, ttl};
+    w.command(expire);
+    return out;
+}
+
+} // namespace guard
+} // namespace idem

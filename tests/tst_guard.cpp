@@ -1,0 +1,176 @@
+// One guarded way to remove a record, whatever started it: Store::purge (idemctl purge ID), the
+// Scanner's bulk purge (idemctl purge --state/--stale/--pattern/--key, the console's purge and its
+// release of a foreign lock) and force-fail - each keeps an idem record's fence in its meta key and
+// leaves an entry in the namespace's audit stream, on one server and on a Cluster.
+#include "idem/engine/store.h"
+#include "idem/monitor/scanner.h"
+#include "idem/redis/localcluster.h"
+#include "testsupport.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+namespace {
+
+std::int64_t metaFence(idem::Store& store, const std::string& id)
+{
+    for (const auto& [k, v] : store.meta(id))
+        if (k == "fence")
+            return std::stoll(v);
+    return 0;
+}
+
+// the records the scanner reads, by id
+std::map<std::string, idem::Record> scanned(idem::Scanner& scanner)
+{
+    std::map<std::string, idem::Record> out;
+    scanner.open();
+    while (!scanner.done())
+        for (auto& p : scanner.next().pages)
+            for (auto& r : p.page.records)
+                out[r.id] = r;
+    return out;
+}
+
+// Every path on `store`'s server: purge by id, the bulk purge of what was read (a record that
+// moved since is left, with no entry), force-fail; fences keep rising, the stream says who and why
+void everyPathIsGuarded(const idem::ConnectionOptions& o, const std::string& ns)
+{
+    idem::ConnectionPool pool(o, 1);
+    idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns, .lease = idem::Millis(60000)});
+    const auto a = store.acquire("by-id");
+    QCOMPARE(store.purge("by-id", "alice", "stuck after deploy").status, idem::AdminStatus::Ok);
+    QCOMPARE(metaFence(store, "by-id"), a.ticket.fence);
+    QVERIFY(store.acquire("by-id").ticket.fence > a.ticket.fence);
+
+    const auto b = store.acquire("bulk");
+    store.acquire("moved");
+    idem::MonitorOptions mo;
+    mo.keyNamespace = ns;
+    idem::Scanner scanner(o, mo);
+    auto seen = scanned(scanner);
+    QVERIFY(seen.count("bulk") && seen.count("moved"));
+    // "moved" is renewed after it was read: the operator did not see this lock
+    const auto again = store.acquire("moved"); // in progress: nothing changes...
+    QCOMPARE(again.status, idem::AcquireStatus::InProgress);
+    {
+        const std::string key = store.recordKey("moved");
+        idem::Connection c(o);
+        auto r = c.command({"HSET", key, "lease_until_ms", "99999999999999"}); // ...until its owner renews it
+        if (const auto to = idem::reply::redirect(r.get())) { // on a cluster: on the node serving it
+            idem::ConnectionOptions at = o;
+            at.host = to->node.host.empty() ? o.host : to->node.host;
+            at.port = to->node.port;
+            idem::Connection there(at);
+            r = there.command({"HSET", key, "lease_until_ms", "99999999999999"});
+        }
+        QVERIFY(!idem::reply::isError(r.get()));
+    }
+    QCOMPARE(scanner.unlinkIfUnchanged({seen["bulk"], seen["moved"]}, idem::Actor{"bob", "bulk: stale"}), std::size_t(1));
+    QVERIFY(!store.inspect("bulk"));
+    QVERIFY(store.inspect("moved"));
+    QCOMPARE(metaFence(store, "bulk"), b.ticket.fence);
+    QVERIFY(store.acquire("bulk").ticket.fence > b.ticket.fence);
+
+    store.acquire("ff");
+    QCOMPARE(store.forceFail("ff", "poison message", true, "carol").status, idem::AdminStatus::Ok);
+
+    const auto audit = store.audit(10);
+    QCOMPARE(audit.size(), std::size_t(3)); // newest first; nothing for "moved"
+    QCOMPARE(audit[0].action, std::string("force-fail terminal"));
+    QCOMPARE(audit[0].by, std::string("carol"));
+    QCOMPARE(audit[0].was, std::string("STARTED"));
+    QCOMPARE(audit[1].action, std::string("purge"));
+    QCOMPARE(audit[1].key, store.recordKey("bulk"));
+    QCOMPARE(audit[1].by, std::string("bob"));
+    QCOMPARE(audit[1].why, std::string("bulk: stale"));
+    QCOMPARE(audit[2].key, store.recordKey("by-id"));
+    QCOMPARE(audit[2].why, std::string("stuck after deploy"));
+    QCOMPARE(audit[2].was, std::string("STARTED"));
+    for (const auto& e : audit) {
+        QVERIFY2(e.via.find('@') != std::string::npos, e.via.c_str());
+        QVERIFY(e.atMs > 1'600'000'000'000);
+    }
+    // the meta key keeps the last action of a purged record
+    std::map<std::string, std::string> meta;
+    for (const auto& [k, v] : store.meta("by-id"))
+        meta[k] = v;
+    QCOMPARE(meta["last_op_by"], std::string("alice"));
+    QCOMPARE(meta["last_op_prev_state"], std::string("STARTED"));
+}
+
+} // namespace
+
+class TestGuard : public QObject {
+    Q_OBJECT
+
+private slots:
+    void oneServer() { everyPathIsGuarded(idemtest::sharedRedis(), idemtest::uniqueNamespace("guard")); }
+
+    void cluster()
+    {
+        idem::LocalCluster cluster(3);
+        everyPathIsGuarded(idemtest::quick(cluster.node(1)), "gc");
+    }
+
+    // idemctl: purge by id, by --key (another library's key), in bulk, force-fail; `idemctl audit`
+    // lists them all, filtered by who
+    void idemctlPathsAndAudit()
+    {
+        const std::string ns = idemtest::uniqueNamespace("gctl");
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        store.acquire("one");
+        store.acquire("stale", "", idem::Millis(1));
+        store.acquire("ff");
+        {
+            idem::Connection c(idemtest::sharedRedis());
+            c.checked({"SET", ns + ":foreign-lock", "{\"status\":\"COMPLETED\"}"});
+        }
+        QThread::msleep(5);
+        const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                               QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        auto run = [&](QStringList args) {
+            auto r = idemtest::runIdemctl(g + args);
+            if (r.exitCode != 0)
+                qWarning("idemctl %s: %s", qPrintable(args.join(u' ')), r.err.constData());
+            return r.exitCode;
+        };
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("one"), QStringLiteral("--by"), QStringLiteral("dave"),
+                      QStringLiteral("--reason"), QStringLiteral("rerun")}),
+                 0);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes"), QStringLiteral("--by"),
+                      QStringLiteral("erin"), QStringLiteral("--reason"), QStringLiteral("stale sweep")}),
+                 0);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(ns + ":foreign-lock"),
+                      QStringLiteral("--by"), QStringLiteral("erin")}),
+                 0);
+        QCOMPARE(run({QStringLiteral("force-fail"), QStringLiteral("ff"), QStringLiteral("--by"), QStringLiteral("dave")}),
+                 0);
+        auto audit = idemtest::runIdemctl(g + QStringList{QStringLiteral("audit"), QStringLiteral("--json")});
+        QCOMPARE(audit.exitCode, 0);
+        const QJsonArray all = QJsonDocument::fromJson(audit.out).array();
+        QCOMPARE(all.size(), 4);
+        QStringList actions;
+        for (const auto& e : all)
+            actions << e.toObject().value(QStringLiteral("action")).toString() + u' ' +
+                           e.toObject().value(QStringLiteral("by")).toString();
+        QCOMPARE(actions, (QStringList{QStringLiteral("force-fail retryable dave"), QStringLiteral("purge erin"),
+                                       QStringLiteral("purge erin"), QStringLiteral("purge dave")}));
+        for (const auto& e : all)
+            QVERIFY(e.toObject().value(QStringLiteral("via")).toString().startsWith(u"idemctl@"));
+        auto erin = idemtest::runIdemctl(g + QStringList{QStringLiteral("audit"), QStringLiteral("--by"),
+                                                         QStringLiteral("erin")});
+        QCOMPARE(erin.out.count('\n'), 2);
+        QVERIFY(erin.out.contains("stale sweep"));
+        // a purged record's last action, said by inspect
+        auto gone = idemtest::runIdemctl(g + QStringList{QStringLiteral("inspect"), QStringLiteral("one")});
+        QCOMPARE(gone.exitCode, 66);
+        QVERIFY2(gone.err.contains("purged by dave") && gone.err.contains("rerun"), gone.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGuard)
+#include "tst_guard.moc"
