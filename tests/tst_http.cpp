@@ -1,10 +1,12 @@
 // The gateway's HTTP units, pure over bytes (no socket, no server): the request parser, the
-// Idempotency-Key rules, the stored answer's encoding and the command line. The server itself is
-// tst_gateway.
+// Idempotency-Key rules, the stored answer's encoding, the per-route policy file and the command
+// line. The server itself is
+// tst_gateway (it runs the policy file's fields over real sockets).
 #include "idem/gateway/httprequest.h"
 #include "idem/gateway/httpresponse.h"
 #include "idem/gateway/keyrules.h"
 #include "idem/gateway/options.h"
+#include "idem/gateway/routepolicy.h"
 #include "idem/gateway/storedanswer.h"
 
 #include <QtTest>
@@ -51,6 +53,11 @@ private slots:
     void commandLineRefusesMistakes_data();
     void commandLineRefusesMistakes();
     void commandLineReadsOptions();
+    void routePrecedence();
+    void routesFileReadsFields();
+    void routesFileRefusesMistakes_data();
+    void routesFileRefusesMistakes();
+    void configFlagReadsTheFile();
 };
 
 void TestHttp::parsesRequests_data()
@@ -316,6 +323,149 @@ void TestHttp::commandLineReadsOptions()
     QCOMPARE(o.connection.db, 2);
     QCOMPARE(o.keyNamespace, std::string("gw"));
     QCOMPARE(o.waitInProgress.count(), 3000);
+}
+
+namespace {
+std::vector<gateway::RoutePolicy> routes(const char* json, QString* error = nullptr)
+{
+    std::vector<gateway::RoutePolicy> out;
+    QString why;
+    if (!gateway::parseRoutes(QByteArray(json), gateway::RoutePolicy{}, out, &why) && error)
+        *error = why;
+    return out;
+}
+} // namespace
+
+// The longest prefix (whole segments) wins; at equal prefixes the route naming the method.
+void TestHttp::routePrecedence()
+{
+    QString error;
+    gateway::Policy p;
+    p.defaults.route = "default";
+    p.routes = routes(R"({"routes":[{"route":"/pay"},{"route":"POST,PUT /pay/"},{"route":"/pay/refunds"},
+                                    {"route":"/payments"},{"route":"DELETE /"}]})",
+                      &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(p.routes.size(), std::size_t(5));
+    const auto of = [&](const char* m, const char* path) { return p.of(m, path).route; };
+    QCOMPARE(of("POST", "/pay"), std::string("POST,PUT /pay/"));
+    QCOMPARE(of("PUT", "/pay/x"), std::string("POST,PUT /pay/"));
+    QCOMPARE(of("GET", "/pay/x"), std::string("/pay"));
+    QCOMPARE(of("POST", "/pay/refunds/7"), std::string("/pay/refunds")); // longer beats named
+    QCOMPARE(of("POST", "/payments/1"), std::string("/payments"));
+    QCOMPARE(of("POST", "/paying"), std::string("default")); // "/pay" is a segment, not a string prefix
+    QCOMPARE(of("DELETE", "/paying"), std::string("DELETE /"));
+    QCOMPARE(of("DELETE", "/pay/refunds"), std::string("/pay/refunds"));
+    QCOMPARE(of("GET", "/"), std::string("default"));
+}
+
+void TestHttp::routesFileReadsFields()
+{
+    gateway::GatewayOptions o;
+    o.store5xx = true;
+    const gateway::RoutePolicy d = gateway::defaultPolicy(o);
+    std::vector<gateway::RoutePolicy> r;
+    QString error;
+    QVERIFY2(gateway::parseRoutes(R"({"routes":[
+        {"route":"post /a","methods":["post","delete"],"key_required":true,"retention":"7d","lease":"10s",
+         "store":["2xx","409"],"replay_headers":["Content-Type","X-Request-Id"],"max_body":"64KiB"},
+        {"route":"/b","max_body":100}]})",
+                                  d, r, &error),
+             qPrintable(error));
+    QCOMPARE(r.size(), std::size_t(2));
+    QCOMPARE(r[0].on, (std::set<std::string>{"POST"}));
+    QCOMPARE(r[0].prefix, std::string("/a"));
+    QCOMPARE(r[0].methods, (std::set<std::string>{"POST", "DELETE"}));
+    QVERIFY(r[0].requireKey);
+    QCOMPARE(r[0].retention.count(), 7LL * 86400 * 1000);
+    QCOMPARE(r[0].lease.count(), 10000);
+    QVERIFY(r[0].stores(201) && r[0].stores(409) && !r[0].stores(404) && !r[0].stores(503) && !r[0].stores(302));
+    QVERIFY(r[0].replays("x-request-id") && !r[0].replays("ETag"));
+    QCOMPARE(r[0].maxBody, std::size_t(65536));
+    // what a route does not name comes from the flags
+    QCOMPARE(r[1].methods, d.methods);
+    QCOMPARE(r[1].requireKey, false);
+    QCOMPARE(r[1].lease, d.lease);
+    QVERIFY(r[1].stores(503) && r[1].stores(404) && !r[1].stores(101));
+    QVERIFY(r[1].replays("ETag") && !r[1].replays("Set-Cookie"));
+    QCOMPARE(r[1].maxBody, std::size_t(100));
+}
+
+void TestHttp::routesFileRefusesMistakes_data()
+{
+    QTest::addColumn<QByteArray>("json");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("not json") << "{\"routes\": ["_ba << u"not JSON"_s;
+    QTest::newRow("no routes") << "{\"rules\": []}"_ba << u"must be an object with a list \"routes\""_s;
+    QTest::newRow("route missing") << R"({"routes":[{"methods":["POST"]}]})"_ba << u"routes[0]: route: is required"_s;
+    QTest::newRow("route without slash") << R"({"routes":[{"route":"POST pay"}]})"_ba
+                                         << u"routes[0] \"POST pay\": route: must be"_s;
+    QTest::newRow("route bad method") << R"({"routes":[{"route":"PO(ST /pay"}]})"_ba
+                                      << u"routes[0] \"PO(ST /pay\": route: not a comma-separated list"_s;
+    QTest::newRow("same route twice") << R"({"routes":[{"route":"POST /a"},{"route":"POST,PUT /a/"}]})"_ba
+                                      << u"routes[1] \"POST,PUT /a/\": route: the same prefix and methods as routes[0]"_s;
+    QTest::newRow("methods not a list") << R"({"routes":[{"route":"/a"},{"route":"/b","methods":"POST"}]})"_ba
+                                        << u"routes[1] \"/b\": methods: must be a list of strings"_s;
+    QTest::newRow("methods bad") << R"({"routes":[{"route":"/a","methods":["PO ST"]}]})"_ba
+                                 << u"routes[0] \"/a\": methods: 'PO ST' is not a method"_s;
+    QTest::newRow("key_required") << R"({"routes":[{"route":"/a","key_required":"yes"}]})"_ba
+                                  << u"routes[0] \"/a\": key_required: must be true or false"_s;
+    QTest::newRow("retention") << R"({"routes":[{"route":"/a","retention":"forever"}]})"_ba
+                               << u"routes[0] \"/a\": retention: "_s;
+    QTest::newRow("retention number") << R"({"routes":[{"route":"/a","retention":60}]})"_ba
+                                      << u"routes[0] \"/a\": retention: must be a duration string"_s;
+    QTest::newRow("lease zero") << R"({"routes":[{"route":"/a","lease":"0s"}]})"_ba
+                                << u"routes[0] \"/a\": lease: must be longer than 0"_s;
+    QTest::newRow("store") << R"({"routes":[{"route":"/a","store":["2xx","1xx"]}]})"_ba
+                           << u"routes[0] \"/a\": store: '1xx' is neither"_s;
+    QTest::newRow("replay set-cookie") << R"({"routes":[{"route":"/a","replay_headers":["Set-Cookie"]}]})"_ba
+                                       << u"routes[0] \"/a\": replay_headers: Set-Cookie is never replayed"_s;
+    QTest::newRow("replay hop-by-hop") << R"({"routes":[{"route":"/a","replay_headers":["Connection"]}]})"_ba
+                                       << u"routes[0] \"/a\": replay_headers: Connection is a hop-by-hop header"_s;
+    QTest::newRow("max_body") << R"({"routes":[{"route":"/a","max_body":"lots"}]})"_ba
+                              << u"routes[0] \"/a\": max_body: "_s;
+    QTest::newRow("max_body zero") << R"({"routes":[{"route":"/a","max_body":0}]})"_ba
+                                   << u"routes[0] \"/a\": max_body: must be from 1 byte to 1GiB"_s;
+    QTest::newRow("unknown field") << R"({"routes":[{"route":"/a","store_5xx":true}]})"_ba
+                                   << u"routes[0] \"/a\": store_5xx: unknown field"_s;
+}
+
+// One line naming the route and the field.
+void TestHttp::routesFileRefusesMistakes()
+{
+    QFETCH(QByteArray, json);
+    QFETCH(QString, says);
+    std::vector<gateway::RoutePolicy> r;
+    QString error;
+    QVERIFY(!gateway::parseRoutes(json, gateway::RoutePolicy{}, r, &error));
+    QVERIFY2(error.startsWith(says), qPrintable(error));
+    QVERIFY(!error.contains(u'\n'));
+    QVERIFY(r.empty());
+}
+
+void TestHttp::configFlagReadsTheFile()
+{
+    qunsetenv("IDEM_URL");
+    QTemporaryDir dir;
+    const QString good = dir.filePath(u"good.json"_s), bad = dir.filePath(u"bad.json"_s);
+    {
+        QFile f(good);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"routes":[{"route":"POST /orders","key_required":true}]})");
+        QFile b(bad);
+        QVERIFY(b.open(QIODevice::WriteOnly));
+        b.write(R"({"routes":[{"route":"POST /orders","lease":"-"}]})");
+    }
+    const QStringList base = {u"idem-gateway"_s, u"--upstream"_s, u"http://127.0.0.1:9000"_s, u"--lease"_s, u"5s"_s};
+    gateway::GatewayOptions o;
+    QCOMPARE(gateway::parseCommandLine(base + QStringList{u"--config"_s, good}, o), -1);
+    QCOMPARE(o.routes.size(), std::size_t(1));
+    QVERIFY(o.routes[0].requireKey);
+    QCOMPARE(o.routes[0].lease.count(), 5000); // from the flags
+    gateway::GatewayOptions o2;
+    QCOMPARE(gateway::parseCommandLine(base + QStringList{u"--config"_s, bad}, o2), 64);
+    gateway::GatewayOptions o3;
+    QCOMPARE(gateway::parseCommandLine(base + QStringList{u"--config"_s, dir.filePath(u"none.json"_s)}, o3), 64);
 }
 
 QTEST_GUILESS_MAIN(TestHttp)

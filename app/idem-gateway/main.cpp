@@ -79,7 +79,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "idem-gateway: %s\n", qPrintable(error));
         return 69;
     }
-    std::printf("listening: http://%s -> %s\n", qPrintable(hostPort(options.listenHost, gateway.port())),
+    std::printf("listening: %s://%s -> %s\n", options.listenTls ? "https" : "http", qPrintable(hostPort(options.listenHost, gateway.port())),
                 qPrintable(options.upstream.toString()));
     if (options.admin)
         std::printf("admin: http://%s (/metrics /healthz /policy)\n",

@@ -1,9 +1,12 @@
 #include "idem/gateway/options.h"
 
 #include "idem/errors.h"
+#include "idem/gateway/listenertls.h"
 #include "idem/redis/connectionflags.h"
 
 #include <QCommandLineParser>
+#include <QFile>
+#include <QSslSocket>
 
 #include <cstdio>
 
@@ -49,6 +52,19 @@ template <typename F> auto checked(const char* flag, F&& f)
 
 } // namespace
 
+RoutePolicy defaultPolicy(const GatewayOptions& o)
+{
+    RoutePolicy r;
+    r.methods = o.methods;
+    r.requireKey = o.requireKey;
+    r.lease = o.lease;
+    r.retention = o.retention;
+    r.stored = defaultStored(o.store5xx);
+    r.replayed = defaultReplayed();
+    r.maxBody = o.maxBody;
+    return r;
+}
+
 int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
 {
     QCommandLineParser p;
@@ -62,6 +78,10 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
     const QCommandLineOption upstream(u"upstream"_s, u"The service behind the gateway: http://HOST:PORT[/base]"_s, u"URL"_s);
     const QCommandLineOption listen(u"listen"_s, u"Where clients connect (default 127.0.0.1:8080; port 0: any)"_s,
                                     u"HOST:PORT"_s);
+    const QCommandLineOption listenCert(u"listen-cert"_s,
+                                        u"The listener speaks TLS with this PEM certificate (its chain after it)"_s,
+                                        u"FILE"_s);
+    const QCommandLineOption listenKey(u"listen-key"_s, u"The PEM private key of --listen-cert"_s, u"FILE"_s);
     const QCommandLineOption admin(u"admin-listen"_s, u"/metrics, /healthz and /policy (default: none)"_s, u"HOST:PORT"_s);
     const QCommandLineOption url(u"url"_s,
                                  u"Redis: redis://[user:password@]host[:port][/db], rediss://..., unix:///path.sock, "
@@ -104,7 +124,12 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                         u"URL of the published policy, linked from 400 answers (default: the admin "
                                         "listener's /policy)"_s,
                                         u"URL"_s);
-    p.addOptions({upstream, listen, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
+    const QCommandLineOption config(u"config"_s,
+                                    u"Per-route policies (JSON: method(s) + path prefix -> methods, key required, "
+                                    "retention, lease, statuses stored, headers replayed, max body); the flags are "
+                                    "the default"_s,
+                                    u"FILE"_s);
+    p.addOptions({config, upstream, listen, listenCert, listenKey, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
                   methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, upstreamTimeout,
                   idleTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
@@ -131,6 +156,20 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
             throw Bad{u"--upstream must be http://HOST[:PORT][/base] or https://..., not '"_s + p.value(upstream) + u"'"_s};
         if (p.isSet(listen))
             hostPort(p.value(listen), "--listen", o.listenHost, o.listenPort);
+        if (p.isSet(listenCert) != p.isSet(listenKey))
+            throw Bad{u"--listen-cert and --listen-key go together"_s};
+        if (p.isSet(listenCert)) {
+            if (!QSslSocket::supportsSsl()) {
+                std::fprintf(stderr, "idem-gateway: --listen-cert: this Qt has no TLS backend (%s)\n",
+                             qPrintable(QSslSocket::activeBackend()));
+                return 69;
+            }
+            QSslConfiguration tls;
+            QString why;
+            if (!loadListenerTls(p.value(listenCert), p.value(listenKey), tls, &why))
+                throw Bad{why};
+            o.listenTls = tls;
+        }
         if (p.isSet(admin)) {
             o.admin = true;
             hostPort(p.value(admin), "--admin-listen", o.adminHost, o.adminPort);
@@ -201,6 +240,14 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
         o.store5xx = p.isSet(store5xx);
         o.failOpen = p.isSet(failOpen);
         o.policyLink = p.value(policyLink);
+        if (p.isSet(config)) {
+            QFile f(p.value(config));
+            if (!f.open(QIODevice::ReadOnly))
+                throw Bad{u"--config "_s + p.value(config) + u": cannot read it: "_s + f.errorString()};
+            QString why;
+            if (!parseRoutes(f.readAll(), defaultPolicy(o), o.routes, &why))
+                throw Bad{u"--config "_s + p.value(config) + u": "_s + why};
+        }
     } catch (const Bad& b) {
         std::fprintf(stderr, "idem-gateway: %s\n", qPrintable(b.message));
         return 64;

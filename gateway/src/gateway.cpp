@@ -30,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 struct Exchange {
     http::Request request;
     http::Responder out;
+    const RoutePolicy* policy = nullptr; // the route's, in the gateway's Policy
     QElapsedTimer clock;
     std::string id, fingerprint;
     Clock::time_point sentAt;
@@ -70,10 +71,12 @@ std::string scopeName(const KeyScope& s)
 Gateway::Gateway(GatewayOptions options, QObject* parent)
     : QObject(parent), m_options(std::move(options)), m_relay(std::make_shared<Relay>(this))
 {
+    m_policy.defaults = defaultPolicy(m_options);
+    m_policy.routes = m_options.routes;
     StoreOptions so;
     so.keyNamespace = m_options.keyNamespace;
     so.lease = m_options.lease;
-    so.staleKeep = std::max(so.staleKeep, m_options.lease);
+    so.staleKeep = std::max(so.staleKeep, m_policy.longestLease());
     so.retention = m_options.retention;
     // the stored JSON: the body (base64 when binary) and a few headers
     so.maxResponseBytes = m_options.maxResponse / 3 * 4 + 65536;
@@ -102,8 +105,11 @@ Gateway::~Gateway()
 bool Gateway::start(QString* error)
 {
     http::ServerOptions so;
-    so.limits.maxBody = m_options.maxBody;
+    so.limits.maxBody = m_policy.largestBody();
+    if (!m_policy.routes.empty())
+        so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.path).maxBody; };
     so.idleTimeout = m_options.idleTimeout;
+    so.tls = m_options.listenTls;
     m_server = new http::HttpServer(so, [this](http::Request r, http::Responder out) { handle(std::move(r), out); }, this);
     m_server->parseFailed = [this](const http::ParseError& e) {
         m_metrics.count(e.status == 413 ? Outcome::TooLarge : Outcome::Rejected);
@@ -158,11 +164,12 @@ void Gateway::handle(http::Request r, http::Responder out)
     x->out = std::move(out);
     x->clock.start();
     const http::Request& req = x->request;
-    if (!m_options.methods.count(req.method))
+    x->policy = &m_policy.of(req.method, req.path);
+    if (!x->policy->methods.count(req.method))
         return pass(x, Outcome::Bypassed);
     const std::size_t keys = req.headerCount("Idempotency-Key");
     if (keys == 0) {
-        if (m_options.requireKey)
+        if (x->policy->requireKey)
             return finish(x, keyProblem("a " + req.method + " request needs an Idempotency-Key header"), Outcome::Rejected);
         return pass(x, Outcome::Bypassed);
     }
@@ -181,7 +188,7 @@ void Gateway::acquire(std::shared_ptr<Exchange> x)
 {
     x->sentAt = Clock::now(); // the local lease deadline is never later than the server's
     try {
-        m_async->acquire(x->id, x->fingerprint, m_options.lease,
+        m_async->acquire(x->id, x->fingerprint, x->policy->lease,
                          m_relay->bind<AcquireResult>([this, x](const AcquireResult& a, std::exception_ptr e) {
                              // runs on this thread while this gateway lives (Relay)
                              if (e)
@@ -243,7 +250,7 @@ void Gateway::acquired(std::shared_ptr<Exchange> x)
     const AcquireResult& a = x->acquire;
     switch (a.status) {
     case AcquireStatus::Acquired: {
-        x->watch = m_watchdog->add(a.ticket, m_options.lease, x->sentAt + m_options.lease);
+        x->watch = m_watchdog->add(a.ticket, x->policy->lease, x->sentAt + x->policy->lease);
         const std::vector<http::Header> extra = {{"Idempotency-Fence", std::to_string(a.ticket.fence)}};
         m_upstream->forward(x->request, x->out.peer().toString().toLatin1(), extra, [this, x](UpstreamResult u) {
             x->upstream = std::move(u);
@@ -288,8 +295,8 @@ void Gateway::answered(std::shared_ptr<Exchange> x)
     const bool answered = u.kind == UpstreamResult::Kind::Answered;
     std::string stored;
     std::string release = u.error;
-    if (answered && u.response.status >= 200 && (u.response.status < 500 || m_options.store5xx)) {
-        stored = encodeAnswer(u.response, x->request.method, x->request.path);
+    if (answered && x->policy->stores(u.response.status)) {
+        stored = encodeAnswer(u.response, x->request.method, x->request.path, &x->policy->replayed);
         if (stored.size() > m_async->options().maxResponseBytes) {
             release = "the answer is too large to store";
             stored.clear();
@@ -300,7 +307,7 @@ void Gateway::answered(std::shared_ptr<Exchange> x)
     const Outcome executed = x->acquire.takeover ? Outcome::Takeover : Outcome::Executed;
     try {
         if (!stored.empty()) {
-            m_async->complete(x->acquire.ticket, stored, m_options.retention,
+            m_async->complete(x->acquire.ticket, stored, x->policy->retention,
                               m_relay->bind<OwnerResult>([this, x, executed](const OwnerResult& r, std::exception_ptr e) {
                                   if (e || r.status != OwnerStatus::Ok) {
                                       ++m_metrics.unstored;
@@ -338,11 +345,20 @@ void Gateway::finish(const std::shared_ptr<Exchange>& x, http::Response r, Outco
     x->out.send(std::move(r));
 }
 
+namespace {
+QJsonArray list(const auto& strings)
+{
+    QJsonArray a;
+    for (const std::string& s : strings)
+        a.append(QString::fromStdString(s));
+    return a;
+}
+double seconds(Millis d) { return static_cast<double>(d.count()) / 1000; }
+} // namespace
+
 std::string Gateway::policyJson() const
 {
-    QJsonArray methods;
-    for (const auto& m : m_options.methods)
-        methods.append(QString::fromStdString(m));
+    const QJsonArray methods = list(m_options.methods);
     QJsonObject o{
         {u"header"_s, u"Idempotency-Key"_s},
         {u"methods"_s, methods},
@@ -354,12 +370,31 @@ std::string Gateway::policyJson() const
         {u"lease_seconds"_s, static_cast<double>(m_options.lease.count()) / 1000},
         {u"max_body_bytes"_s, static_cast<qint64>(m_options.maxBody)},
         {u"max_stored_response_bytes"_s, static_cast<qint64>(m_options.maxResponse)},
-        {u"stored_statuses"_s, m_options.store5xx ? u"2xx 3xx 4xx 5xx"_s : u"2xx 3xx 4xx"_s},
+        {u"stored_statuses"_s, list(m_policy.defaults.stored)},
+        {u"replayed_headers"_s, list(m_policy.defaults.replayed)},
         {u"replayed_header"_s, u"Idempotent-Replayed"_s},
         {u"fence_header"_s, u"Idempotency-Fence"_s},
         {u"fail_open"_s, m_options.failOpen},
         {u"wait_in_progress_seconds"_s, static_cast<double>(m_options.waitInProgress.count()) / 1000},
     };
+    // --config's routes: what differs per route; the rest above holds for all
+    QJsonArray routes;
+    for (const RoutePolicy& r : m_policy.routes)
+        routes.append(QJsonObject{
+            {u"route"_s, QString::fromStdString(r.route)},
+            {u"route_methods"_s, r.on.empty() ? QJsonValue(u"any"_s) : QJsonValue(list(r.on))},
+            {u"path_prefix"_s, QString::fromStdString(r.prefix)},
+            {u"methods"_s, list(r.methods)},
+            {u"key_required"_s, r.requireKey},
+            {u"retention_seconds"_s, seconds(r.retention)},
+            {u"lease_seconds"_s, seconds(r.lease)},
+            {u"stored_statuses"_s, list(r.stored)},
+            {u"replayed_headers"_s, list(r.replayed)},
+            {u"max_body_bytes"_s, static_cast<qint64>(r.maxBody)},
+        });
+    o.insert(u"routes"_s, routes);
+    o.insert(u"route_precedence"_s, u"the longest matching path prefix (whole segments); at equal prefixes the route "
+                                    "naming the request's method; no route: the values above"_s);
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 

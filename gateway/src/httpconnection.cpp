@@ -28,6 +28,7 @@ std::string httpDate()
 HttpConnection::HttpConnection(QTcpSocket* socket, HttpServer* server)
     : QObject(server), m_socket(socket), m_server(server), m_parser(server->m_options.limits)
 {
+    m_parser.setBodyLimit(server->m_options.bodyLimit);
     m_socket->setParent(this);
     m_socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
     connect(m_socket, &QTcpSocket::readyRead, this, &HttpConnection::readSome);

@@ -295,6 +295,7 @@ bool RequestParser::headersDone()
             return fail(417, "the only expectation served is 100-continue");
         r.expectContinue = r.minorVersion == 1;
     }
+    m_bodyLimit = m_bodyLimitOf ? std::min(m_bodyLimitOf(r), m_limits.maxBody) : m_limits.maxBody;
     const auto codings = listOf(r, "Transfer-Encoding");
     if (r.headerCount("Transfer-Encoding") > 0) {
         if (r.minorVersion == 0)
@@ -317,8 +318,8 @@ bool RequestParser::headersDone()
         if (!lengths.empty()) {
             const std::string_view v = lengths.front();
             const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
-            if (ec != std::errc() || length > m_limits.maxBody)
-                return fail(413, "the body is larger than " + std::to_string(m_limits.maxBody) + " bytes");
+            if (ec != std::errc() || length > m_bodyLimit)
+                return fail(413, "the body is larger than " + std::to_string(m_bodyLimit) + " bytes");
             (void)p;
         }
         m_remaining = length;
@@ -339,12 +340,12 @@ bool RequestParser::chunkSize(std::string_view l)
     const auto hex = [](char c) {
         return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     };
-    const std::size_t room = m_limits.maxBody - m_current.body.size();
+    const std::size_t room = m_bodyLimit - m_current.body.size();
     while (digits < l.size() && hex(l[digits]) >= 0) {
         size = size * 16 + static_cast<std::size_t>(hex(l[digits]));
         ++digits;
         if (size > room)
-            return fail(413, "the body is larger than " + std::to_string(m_limits.maxBody) + " bytes");
+            return fail(413, "the body is larger than " + std::to_string(m_bodyLimit) + " bytes");
     }
     if (digits == 0)
         return fail(400, "a chunk size is not a hexadecimal number");

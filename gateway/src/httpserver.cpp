@@ -2,8 +2,13 @@
 
 #include "httpconnection.h"
 
+#include <QLoggingCategory>
+#include <QSslServer>
+#include <QSslSocket>
 #include <QTcpServer>
 #include <QTcpSocket>
+
+Q_LOGGING_CATEGORY(lcHttp, "idem.http")
 
 namespace idem::http {
 
@@ -20,9 +25,24 @@ void Responder::send(Response r) const
 }
 
 HttpServer::HttpServer(ServerOptions options, Handler handler, QObject* parent)
-    : QObject(parent), m_options(options), m_handler(std::move(handler)), m_server(new QTcpServer(this))
+    : QObject(parent), m_options(std::move(options)), m_handler(std::move(handler))
 {
-    connect(m_server, &QTcpServer::newConnection, this, &HttpServer::accept);
+    if (m_options.tls) {
+        auto* tls = new QSslServer(this);
+        tls->setSslConfiguration(*m_options.tls);
+        // a failed handshake is the client's business; its socket goes (a handshake that never
+        // ends is cut by the server's handshake timeout, 5 s)
+        connect(tls, &QSslServer::errorOccurred, this, [](QSslSocket* s, QAbstractSocket::SocketError) {
+            qCDebug(lcHttp) << "TLS handshake failed:" << s->errorString();
+            if (!s->isEncrypted())
+                s->deleteLater();
+        });
+        m_server = tls;
+    } else {
+        m_server = new QTcpServer(this);
+    }
+    // emitted once a connection is ready: at once over TCP, after the handshake over TLS
+    connect(m_server, &QTcpServer::pendingConnectionAvailable, this, &HttpServer::accept);
 }
 
 HttpServer::~HttpServer() = default;

@@ -143,10 +143,7 @@ bool hopByHop(std::string_view name)
 
 bool replayedHeader(std::string_view name)
 {
-    static constexpr std::array<std::string_view, 11> kNames = {
-        "Content-Type", "Content-Language", "Content-Location", "Content-Disposition", "Content-Encoding", "Location",
-        "ETag",         "Last-Modified",    "Link",             "Cache-Control",       "Vary"};
-    return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return http::equalsIgnoreCase(n, name); });
+    return std::any_of(kReplayedHeaders.begin(), kReplayedHeaders.end(), [&](std::string_view n) { return http::equalsIgnoreCase(n, name); });
 }
 
 } // namespace idem::gateway

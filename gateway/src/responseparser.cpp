@@ -17,6 +17,16 @@ std::string_view trimmed(std::string_view s)
     return s;
 }
 
+bool tokenChar(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// A control byte other than HTAB: a bare CR in a value would split the answer the gateway writes
+// from it (found by fuzz_httpresponse)
+bool controlChar(char c) { return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f; }
+
 bool hasToken(std::string_view list, std::string_view token)
 {
     while (!list.empty()) {
@@ -141,8 +151,10 @@ bool ResponseParser::step()
     case State::Trailers: {
         if (!l.empty()) {
             const auto colon = l.find(':');
-            if (colon == std::string_view::npos || colon == 0 || l.front() == ' ' || l.front() == '\t')
+            if (colon == std::string_view::npos || colon == 0 || !std::all_of(l.begin(), l.begin() + colon, tokenChar))
                 return fail("the upstream sent a malformed header line");
+            if (std::any_of(l.begin() + colon + 1, l.end(), controlChar))
+                return fail("the upstream sent a control character in a header value");
             if (m_state == State::Headers)
                 m_response.headers.push_back({std::string(l.substr(0, colon)), std::string(trimmed(l.substr(colon + 1)))});
             return true;

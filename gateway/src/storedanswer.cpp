@@ -15,8 +15,15 @@ namespace {
 QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 }
 
-std::string encodeAnswer(const http::Response& r, std::string_view method, std::string_view route)
+std::string encodeAnswer(const http::Response& r, std::string_view method, std::string_view route,
+                         const std::vector<std::string>* replayed)
 {
+    const auto keep = [&](std::string_view name) {
+        if (!replayed)
+            return replayedHeader(name);
+        return std::any_of(replayed->begin(), replayed->end(),
+                           [&](const std::string& h) { return http::equalsIgnoreCase(h, name); });
+    };
     QJsonObject o;
     o.insert(u"gateway"_s, 1);
     o.insert(u"method"_s, text(method));
@@ -24,7 +31,7 @@ std::string encodeAnswer(const http::Response& r, std::string_view method, std::
     o.insert(u"status"_s, r.status);
     QJsonArray headers;
     for (const auto& h : r.headers)
-        if (replayedHeader(h.name))
+        if (keep(h.name))
             headers.append(QJsonArray{text(h.name), text(h.value)});
     o.insert(u"headers"_s, headers);
     const QByteArray body(r.body.data(), static_cast<qsizetype>(r.body.size()));

@@ -267,6 +267,42 @@ def http():
         put("http", name, data)
 
 
+def httpresponse():
+    # the first byte: bit 0 HEAD, bit 1 small body limit (64), bit 2 the connection closes, bits 3-7 the cut
+    seeds = {
+        "created": b"\x00HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nLocation: /o/1\r\n"
+                   b"Set-Cookie: s=1\r\nContent-Length: 11\r\n\r\n{\"id\":1234}",
+        "chunked": b"\x08HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer-A: x\r\n\r\n",
+        "until-close": b"\x0cHTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it until the end",
+        "keep-alive-10": b"\x10HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+        "close": b"\x18HTTP/1.1 409 Conflict\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        "interim": b"\x20HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+                   b"HTTP/1.1 201 Created\r\nContent-Length: 3\r\n\r\nabc",
+        "head": b"\x01HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
+        "no-content": b"\x28HTTP/1.1 204 No Content\r\nETag: \"e1\"\r\n\r\n",
+        "not-modified": b"\x30HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+        "too-large": b"\x02HTTP/1.1 200 OK\r\nContent-Length: 65\r\n\r\n" + b"x" * 65,
+        "chunks-too-large": b"\x3aHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            b"20\r\n" + b"a" * 32 + b"\r\n21\r\n" + b"b" * 33 + b"\r\n0\r\n\r\n",
+        "switching": b"\x40HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+        "bad-status": b"\x48HTTP/1.1 2000 OK\r\n\r\n",
+        "http2": b"\x50HTTP/2 200\r\n\r\n",
+        "gzip": b"\x58HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "bad-length": b"\x60HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+        "cut-short": b"\x6cHTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this",
+        "bare-lf": b"\x70HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+        "binary": b"\x78HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n\x00\xff\r\n\x80\x01",
+        "bad-chunk-end": b"\x80HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n0\r\n\r\n",
+        "obs-fold": b"\x88HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n",
+        "space-in-name": b"\x90HTTP/1.1 200 OK\r\nX A: a\r\nContent-Length: 0\r\n\r\n",
+        "cr-in-value": b"\x98HTTP/1.1 200 OK\r\nX-A: a\rSet-Cookie: evil\r\nContent-Length: 0\r\n\r\n",
+        "pipelined-after": b"\xa0HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 500 Oops\r\n\r\n",
+    }
+    for name, data in seeds.items():
+        put("httpresponse", name, data)
+
+
 if __name__ == "__main__":
     peers()
     shapes()
@@ -275,5 +311,6 @@ if __name__ == "__main__":
     resp()
     durations()
     http()
+    httpresponse()
     for t, n in sorted(written.items()):
         print("%-9s %d seeds" % (t, n))

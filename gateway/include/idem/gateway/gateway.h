@@ -3,6 +3,7 @@
 #include "idem/gateway/httpserver.h"
 #include "idem/gateway/metrics.h"
 #include "idem/gateway/options.h"
+#include "idem/gateway/routepolicy.h"
 
 #include <QObject>
 
@@ -38,6 +39,7 @@ public:
     quint16 adminPort() const;
     const Metrics& metrics() const { return m_metrics; }
     const GatewayOptions& options() const { return m_options; }
+    const Policy& policy() const { return m_policy; }
     // The published policy (what /policy serves): methods, key rules, retention, limits.
     std::string policyJson() const;
 
@@ -55,6 +57,7 @@ private:
     void storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why);
 
     GatewayOptions m_options;
+    Policy m_policy; // the flags' default and the routes of --config
     Metrics m_metrics;
     bool m_storeUp = true; // what the last call to Redis said
     std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,9 @@ struct ParseError {
 class RequestParser {
 public:
     explicit RequestParser(Limits limits = {});
+    // The body limit of each request, asked once its headers are in (a route's own limit); at
+    // most limits().maxBody is used either way.
+    void setBodyLimit(std::function<std::size_t(const Request& head)> limit) { m_bodyLimitOf = std::move(limit); }
 
     // Takes the next bytes. False once the stream is broken (error()); later bytes are ignored, as
     // are bytes after a request that does not keep the connection alive.
@@ -95,6 +99,8 @@ private:
     std::size_t m_headerBytes = 0;
     std::size_t m_headerCount = 0;
     std::size_t m_remaining = 0; // of the body or of the chunk
+    std::size_t m_bodyLimit = 0; // of the request being read
+    std::function<std::size_t(const Request&)> m_bodyLimitOf;
     bool m_continuePending = false;
     std::deque<Request> m_done;
 };

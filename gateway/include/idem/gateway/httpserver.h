@@ -7,8 +7,10 @@
 #include <QHostAddress>
 #include <QObject>
 #include <QPointer>
+#include <QSslConfiguration>
 
 #include <functional>
+#include <optional>
 
 class QTcpServer;
 
@@ -39,9 +41,11 @@ struct ServerOptions {
     Limits limits;
     Millis idleTimeout{60'000};
     std::size_t maxPipelined = 64; // requests of one connection in flight; reading pauses beyond
+    std::optional<QSslConfiguration> tls;
+    std::function<std::size_t(const Request& head)> bodyLimit; // per request (a route's), within limits.maxBody // HTTPS: a QSslServer that hands over connections once encrypted
 };
 
-// HTTP/1.1 on a QTcpServer: keep-alive, pipelined requests answered in the order they came,
+// HTTP/1.1 on a QTcpServer (a QSslServer with `tls`): keep-alive, pipelined requests answered in the order they came,
 // 100-continue, idle timeouts. Malformed requests are answered (problem+json) and the connection
 // closed; `parseFailed` is told their status.
 class HttpServer : public QObject {

@@ -2,6 +2,7 @@
 
 #include "idem/gateway/httprequest.h"
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,7 +44,11 @@ std::string requestFingerprint(const http::Request& r);
 // Headers that belong to one connection, not to the message (RFC 9110 7.6.1), and the ones the
 // gateway sets itself for the upstream: never forwarded.
 bool hopByHop(std::string_view name);
-// Headers stored with an answer and replayed; Set-Cookie, Date and the rest never are.
+// Headers stored with an answer and replayed unless a route of --config names others; Set-Cookie,
+// Date and the rest never are.
+inline constexpr std::array<std::string_view, 11> kReplayedHeaders = {
+    "Content-Type", "Content-Language", "Content-Location", "Content-Disposition", "Content-Encoding", "Location",
+    "ETag",         "Last-Modified",    "Link",             "Cache-Control",       "Vary"};
 bool replayedHeader(std::string_view name);
 
 } // namespace idem::gateway

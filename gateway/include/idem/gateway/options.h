@@ -2,13 +2,16 @@
 
 #include "idem/duration.h"
 #include "idem/gateway/keyrules.h"
+#include "idem/gateway/routepolicy.h"
 #include "idem/redis/options.h"
 
 #include <QHostAddress>
+#include <QSslConfiguration>
 #include <QString>
 #include <QStringList>
 #include <QUrl>
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -19,6 +22,7 @@ struct GatewayOptions {
     QUrl upstream;                              // http:// or https://, an optional base path
     QHostAddress listenHost = QHostAddress::LocalHost;
     quint16 listenPort = 8080;                  // 0: any free port (printed)
+    std::optional<QSslConfiguration> listenTls; // --listen-cert/--listen-key: the listener speaks TLS
     bool admin = false;                         // --admin-listen given
     QHostAddress adminHost = QHostAddress::LocalHost;
     quint16 adminPort = 0;
@@ -38,11 +42,15 @@ struct GatewayOptions {
     Millis idleTimeout{60'000};
     Millis waitInProgress{0}; // a duplicate in flight waits this long for the first's answer; 0: 409 at once
     QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy
+    std::vector<RoutePolicy> routes; // --config: routes whose policy differs from the flags' (the default)
 };
+
+// The policy of the flags, for every route that --config does not name.
+RoutePolicy defaultPolicy(const GatewayOptions& o);
 
 // Reads the command line (arguments()[0] is the program). Returns -1 and fills `options` to go
 // on, or the exit code after printing help, the version, or one line saying what is wrong
-// (exit 64).
+// (exit 64; 69 when --listen-cert is given and Qt has no TLS backend).
 int parseCommandLine(const QStringList& arguments, GatewayOptions& options);
 
 } // namespace idem::gateway
