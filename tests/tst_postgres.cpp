@@ -177,12 +177,12 @@ private slots:
 
     void leaseTakeoverWithHigherFence()
     {
-        quickStore(idem::Millis(300));
+        quickStore(idem::Millis(800)); // long enough for the second acquire under sanitizers
         const std::string id = uniqueId("t");
         const auto a = store->acquire(id);
         QCOMPARE(a.status, AcquireStatus::Acquired);
         QCOMPARE(store->acquire(id).status, AcquireStatus::InProgress);
-        QTest::qWait(450);
+        QTest::qWait(1000);
         QVERIFY(store->inspect(id)->stale);
         const auto b = store->acquire(id);
         QCOMPARE(b.status, AcquireStatus::Acquired);
@@ -282,9 +282,9 @@ private slots:
     {
         const std::string id = uniqueId("x");
         const auto a = store->acquire(id, "fp");
-        QCOMPARE(store->complete(a.ticket, "kept briefly", idem::Millis(200)).status, OwnerStatus::Ok);
+        QCOMPARE(store->complete(a.ticket, "kept briefly", idem::Millis(600)).status, OwnerStatus::Ok);
         QCOMPARE(store->acquire(id, "fp").status, AcquireStatus::Duplicate);
-        QTest::qWait(300);
+        QTest::qWait(800);
         QCOMPARE(store->inspect(id)->state, idem::RecordState::Expired);
         QCOMPARE(store->purge(id, "x").status, AdminStatus::NotFound);
         const std::string id2 = uniqueId("x");

@@ -86,11 +86,11 @@ std::string_view policyWord(FailPolicy p)
 
 } // namespace
 
-class PgStore::Lease {
+class PgStore::Borrowed {
 public:
-    Lease(PgStore& store, std::unique_ptr<PgConnection> c) : m_store(store), m_conn(std::move(c)) {}
-    Lease(Lease&&) = default;
-    ~Lease()
+    Borrowed(PgStore& store, std::unique_ptr<PgConnection> c) : m_store(store), m_conn(std::move(c)) {}
+    Borrowed(Borrowed&&) = default;
+    ~Borrowed()
     {
         if (m_conn && m_conn->healthy())
             m_store.giveBack(std::move(m_conn));
@@ -110,7 +110,7 @@ PgStore::PgStore(std::string conninfo, PgStoreOptions options)
 
 PgStore::~PgStore() = default;
 
-PgStore::Lease PgStore::connection(bool* reused)
+PgStore::Borrowed PgStore::connection(bool* reused)
 {
     {
         std::lock_guard lock(m_mutex);
@@ -119,13 +119,13 @@ PgStore::Lease PgStore::connection(bool* reused)
         if (!m_idle.empty()) {
             auto c = std::move(m_idle.back());
             m_idle.pop_back();
-            return Lease(*this, std::move(c));
+            return Borrowed(*this, std::move(c));
         }
     }
     auto c = std::make_unique<PgConnection>(m_conninfo, m_options.connectTimeoutSeconds);
     for (const Statement& s : statements())
         c->prepare(s.name, s.sql, s.types);
-    return Lease(*this, std::move(c));
+    return Borrowed(*this, std::move(c));
 }
 
 void PgStore::giveBack(std::unique_ptr<PgConnection> c)
@@ -146,14 +146,14 @@ template <typename F> auto PgStore::call(F&& f)
 {
     bool reused = false;
     try {
-        Lease c = connection(&reused);
+        Borrowed c = connection(&reused);
         return f(*c);
     } catch (const ClosedError&) {
         if (!reused)
             throw;
     }
     dropIdle();
-    Lease c = connection();
+    Borrowed c = connection();
     return f(*c);
 }
 
@@ -364,7 +364,7 @@ Outcome PgStore::executeWithFingerprint(std::string_view id, std::string_view fp
 {
     checkId(id);
     Outcome out;
-    std::optional<Lease> held;
+    std::optional<Borrowed> held;
     AcquireResult a;
     try {
         bool reused = false;

@@ -87,8 +87,8 @@ public:
     const std::string& conninfo() const { return m_conninfo; }
 
 private:
-    class Lease; // a connection taken from the idle list, given back unless it broke
-    Lease connection(bool* reused = nullptr);
+    class Borrowed; // a connection taken from the idle list, given back unless it broke
+    Borrowed connection(bool* reused = nullptr);
     void giveBack(std::unique_ptr<PgConnection> c);
     void dropIdle();
     // f(PgConnection&) on an idle connection; if that one turns out closed (the server restarted
