@@ -6,6 +6,7 @@ packages=(
   libhiredis-dev nlohmann-json3-dev libssl-dev openssl
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev qtkeychain-qt6-dev libgl-dev
   redis-server redis-tools
+  postgresql-15 libpq-dev
   clang-14 libclang-rt-14-dev
   xvfb xauth imagemagick
 )
@@ -25,4 +26,5 @@ fi
 echo "setup: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# Debian's package starts a system redis-server; idem never needs it (it starts private ones)
+# Debian's packages start a system redis-server and PostgreSQL cluster; idem never needs them (its
+# tests start private ones: initdb as the "postgres" user postgresql-15 makes, when run as root)

@@ -105,5 +105,6 @@ int cmdPurgeMany(const std::vector<std::string>& argv);
 int cmdRace(const std::vector<std::string>& argv);
 int cmdReplay(const std::vector<std::string>& argv);
 int cmdDemo(const std::vector<std::string>& argv, const std::string& self);
+int cmdPg(const std::vector<std::string>& argv);
 
 } // namespace idemctl

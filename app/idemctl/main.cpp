@@ -40,6 +40,8 @@ commands:
   race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
        [--crash-rate R] [--pause-rate R] [--seed S] [--forced-interleaving] [--json]
                         the race lab: the same duplicates through four strategies, counted
+  pg init --url postgresql://...
+                        install or upgrade schema idem in a PostgreSQL database (docs/postgres.md)
   replay FILE [--speed X] [--duplicates D] [--crash-rate R] [--via-stream] [--json]
                         an event log (JSON lines) through idem, directly or via a Redis Stream
 
@@ -122,6 +124,8 @@ int main(int argc, char** argv)
             return idemctl::cmdStats(rest);
         if (command == "audit")
             return idemctl::cmdAudit(rest);
+        if (command == "pg")
+            return idemctl::cmdPg(rest);
         if (command == "demo")
             return idemctl::cmdDemo(rest, selfPath(argv[0]));
         if (command == "help") {

@@ -1,0 +1,105 @@
+#pragma once
+
+#include "idem/engine/executor.h"
+#include "idem/engine/store.h"
+#include "idem/format/record.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+typedef struct pg_conn PGconn; // libpq's; services that use the transactional mode include libpq-fe.h
+
+namespace idem {
+
+class PgConnection;
+
+struct PgStoreOptions {
+    Millis lease{30'000};
+    Millis staleKeep{3'600'000};            // how long a STARTED row outlives its lease
+    Millis retention{24LL * 3'600'000};     // COMPLETED rows
+    Millis failureRetention{24LL * 3'600'000};
+    std::size_t maxResponseBytes = 512 * 1024;
+    std::size_t maxIdBytes = 1024;
+    int connectTimeoutSeconds = 5;          // unless the conninfo names its own connect_timeout
+    std::size_t maxIdleConnections = 8;     // kept open for the next call
+};
+
+// What the transactional mode's work sees: the connection, inside the transaction that acquired
+// the id and will complete it. Its writes commit with the record or not at all. It must not
+// COMMIT, ROLLBACK or leave the transaction in another way.
+struct PgWorkContext {
+    std::string id;
+    std::int64_t fence = 0;
+    std::int64_t attempt = 0;
+    PGconn* connection = nullptr;
+};
+using PgWork = std::function<WorkResult(const PgWorkContext&)>;
+
+struct PgExecuteOptions {
+    std::optional<Millis> retention;        // default: the store's
+    // How long a duplicate waits for the transaction that holds the id before it answers
+    // InProgress; nullopt: until that transaction ends (the server's lock_timeout, if set).
+    std::optional<Millis> lockTimeout;
+    FailPolicy onException = FailPolicy::Release;
+};
+
+// The idempotency state machine in PostgreSQL: the functions of schema idem (sql/v1.sql, installed
+// by installPgSchema / `idemctl pg init`), called through prepared statements with binary bytea.
+// Every method is one statement in its own transaction, except execute(), which runs acquire, the
+// work's own writes and complete in one transaction. Expected outcomes are values; PostgreSQL
+// unreachable or the connection lost throws IoError (fail closed), a missing schema ConfigError.
+// Thread-safe: each call takes an idle connection or opens one.
+class PgStore {
+public:
+    // conninfo: a postgresql:// URI or key=value pairs, as libpq takes them
+    explicit PgStore(std::string conninfo, PgStoreOptions options = {});
+    ~PgStore();
+    PgStore(const PgStore&) = delete;
+    PgStore& operator=(const PgStore&) = delete;
+
+    AcquireResult acquire(std::string_view id, std::string_view fingerprint = {},
+                          std::optional<Millis> lease = {});
+    OwnerResult complete(const Ticket& t, std::string_view response, std::optional<Millis> retention = {});
+    OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {});
+    OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {});
+    AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who);
+    AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {});
+    // The row as it is now (state Expired when its expiry has passed); nullopt when absent.
+    std::optional<Record> inspect(std::string_view id);
+
+    // The transactional mode: acquire, work and complete commit together. A duplicate waits for
+    // the transaction that holds the id and then replays its result (or runs, if that one rolled
+    // back). The work's failure with FailPolicy::Release rolls everything back; Retryable and
+    // Terminal roll back the work's writes and commit the failure. A connection lost before the
+    // commit answered gives StoreUnavailable with workRan set: the server rolled back both, or
+    // committed both, and the next delivery finds out which.
+    Outcome execute(std::string_view id, std::string_view payload, const PgWork& work,
+                    const PgExecuteOptions& options = {});
+    Outcome executeWithFingerprint(std::string_view id, std::string_view fingerprint, const PgWork& work,
+                                   const PgExecuteOptions& options = {});
+
+    const PgStoreOptions& options() const { return m_options; }
+    const std::string& conninfo() const { return m_conninfo; }
+
+private:
+    class Borrowed; // a connection taken from the idle list, given back unless it broke
+    Borrowed connection(bool* reused = nullptr);
+    void giveBack(std::unique_ptr<PgConnection> c);
+    void dropIdle();
+    // f(PgConnection&) on an idle connection; if that one turns out closed (the server restarted
+    // since it was last used), the idle ones are dropped and f runs once more on a new connection
+    template <typename F> auto call(F&& f);
+    void checkId(std::string_view id) const;
+
+    std::string m_conninfo;
+    PgStoreOptions m_options;
+    std::mutex m_mutex;
+    std::vector<std::unique_ptr<PgConnection>> m_idle;
+};
+
+} // namespace idem

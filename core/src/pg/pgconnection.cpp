@@ -1,0 +1,141 @@
+#include "pg/pgconnection.h"
+
+#include <chrono>
+#include <cstring>
+
+namespace idem {
+
+namespace {
+
+// libpq's messages span lines (a hint, the position, each address tried): one line, "; " between
+std::string trimmed(const char* s)
+{
+    std::string out;
+    bool newline = false;
+    for (const char* p = s ? s : ""; *p; ++p) {
+        if (*p == '\n') {
+            newline = true;
+        } else if (newline && (*p == ' ' || *p == '\t')) {
+        } else {
+            if (newline && !out.empty())
+                out += "; ";
+            newline = false;
+            out += *p;
+        }
+    }
+    while (!out.empty() && out.back() == ' ')
+        out.pop_back();
+    return out;
+}
+
+void ignoreNotice(void*, const char*) {}
+
+} // namespace
+
+[[noreturn]] void throwPgError(PGconn* c, const PGresult* r, std::string_view doing)
+{
+    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const std::string sqlstate = state ? state : "";
+    std::string message = trimmed(r ? PQresultErrorMessage(r) : nullptr);
+    if (message.empty())
+        message = trimmed(PQerrorMessage(c));
+    message = "PostgreSQL " + std::string(doing) + ": " + message;
+    const bool lost = PQstatus(c) != CONNECTION_OK || sqlstate.empty() || sqlstate.starts_with("08") ||
+                      sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
+    if (lost)
+        throw ClosedError(message);
+    // 3F000 invalid_schema_name, 42883 undefined_function, 42P01 undefined_table
+    if (sqlstate == "3F000" || sqlstate == "42883" || sqlstate == "42P01")
+        throw ConfigError(message + " (is schema idem installed in this database? idemctl pg init --url ...)",
+                          "schema");
+    throw PgError(message + " [" + sqlstate + "]", sqlstate);
+}
+
+PgConnection::PgConnection(const std::string& conninfo, int connectTimeoutSeconds) : m_conn(nullptr, &PQfinish)
+{
+    // the conninfo (expanded from "dbname") overrides the keywords before it
+    const std::string timeout = std::to_string(connectTimeoutSeconds);
+    const char* keys[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
+    const char* values[] = {timeout.c_str(), "idem", conninfo.c_str(), nullptr};
+    m_conn.reset(PQconnectdbParams(keys, values, 1));
+    if (!m_conn)
+        throw IoError("PostgreSQL: out of memory");
+    if (PQstatus(m_conn.get()) != CONNECTION_OK)
+        throw IoError("PostgreSQL unavailable: " + trimmed(PQerrorMessage(m_conn.get())));
+    // NOTICEs ("schema idem already exists, skipping") are not for the caller's stderr
+    PQsetNoticeProcessor(m_conn.get(), &ignoreNotice, nullptr);
+}
+
+bool PgConnection::healthy() const
+{
+    return PQstatus(m_conn.get()) == CONNECTION_OK && PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE;
+}
+
+void PgConnection::prepare(const char* name, const char* sql, const std::vector<Oid>& types)
+{
+    PgResultPtr r(PQprepare(m_conn.get(), name, sql, static_cast<int>(types.size()), types.data()), &PQclear);
+    if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK)
+        throwPgError(m_conn.get(), r.get(), std::string("prepare ") + name);
+}
+
+PgResultPtr PgConnection::execPrepared(const char* name, const std::vector<PgParam>& params)
+{
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+    for (const PgParam& p : params) {
+        values.push_back(p.value ? p.value->data() : nullptr);
+        lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
+        formats.push_back(p.binary ? 1 : 0);
+    }
+    PgResultPtr r(PQexecPrepared(m_conn.get(), name, static_cast<int>(params.size()), values.data(),
+                                 lengths.data(), formats.data(), 1),
+                  &PQclear);
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK)
+        throwPgError(m_conn.get(), r.get(), name);
+    return r;
+}
+
+PgResultPtr PgConnection::exec(const std::string& sql)
+{
+    PgResultPtr r(PQexec(m_conn.get(), sql.c_str()), &PQclear);
+    const ExecStatusType s = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+        throwPgError(m_conn.get(), r.get(), sql.substr(0, sql.find(' ')));
+    return r;
+}
+
+namespace pgcell {
+
+bool isNull(const PGresult* r, int row, int col) { return PQgetisnull(r, row, col) != 0; }
+
+std::string text(const PGresult* r, int row, int col)
+{
+    if (isNull(r, row, col))
+        return {};
+    return std::string(PQgetvalue(r, row, col), static_cast<std::size_t>(PQgetlength(r, row, col)));
+}
+
+std::int64_t int8(const PGresult* r, int row, int col)
+{
+    if (isNull(r, row, col) || PQgetlength(r, row, col) != 8)
+        return 0;
+    const auto* p = reinterpret_cast<const unsigned char*>(PQgetvalue(r, row, col));
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i)
+        v = (v << 8) | p[i]; // network byte order
+    return static_cast<std::int64_t>(v);
+}
+
+bool boolean(const PGresult* r, int row, int col)
+{
+    return !isNull(r, row, col) && PQgetlength(r, row, col) == 1 && PQgetvalue(r, row, col)[0] != 0;
+}
+
+} // namespace pgcell
+
+std::string pgInterval(std::chrono::milliseconds d)
+{
+    return std::to_string(d.count()) + " milliseconds";
+}
+
+} // namespace idem

@@ -1,0 +1,70 @@
+#pragma once
+
+#include "idem/errors.h"
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+using PgResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+// PostgreSQL answered with an error that is not about the connection: its SQLSTATE tells what.
+class PgError : public ReplyError {
+public:
+    PgError(const std::string& what, std::string sqlstate) : ReplyError(what), m_sqlstate(std::move(sqlstate)) {}
+    const std::string& sqlstate() const { return m_sqlstate; }
+
+private:
+    std::string m_sqlstate;
+};
+
+// A parameter of a prepared statement: NULL, text, or binary (bytea).
+struct PgParam {
+    std::optional<std::string> value;
+    bool binary = false;
+    static PgParam text(std::string v) { return {std::move(v), false}; }
+    static PgParam bytes(std::string_view v) { return {std::string(v), true}; }
+    static PgParam null() { return {}; }
+};
+
+// One libpq connection with idem's statements prepared on it. Errors are thrown by SQLSTATE: the
+// connection lost (class 08, 57P01..57P03, or no SQLSTATE and the connection bad) as ClosedError,
+// schema idem missing as ConfigError, anything else as PgError.
+class PgConnection {
+public:
+    PgConnection(const std::string& conninfo, int connectTimeoutSeconds);
+    PGconn* get() const { return m_conn.get(); }
+    bool healthy() const;   // connected, and no transaction open
+    void prepare(const char* name, const char* sql, const std::vector<Oid>& types);
+
+    // A prepared statement, results in binary format (every column text, bytea, int8 or bool).
+    PgResultPtr execPrepared(const char* name, const std::vector<PgParam>& params);
+    // A command without parameters (BEGIN, COMMIT, SET LOCAL ...), results in text.
+    PgResultPtr exec(const std::string& sql);
+
+private:
+    std::unique_ptr<PGconn, decltype(&PQfinish)> m_conn;
+};
+
+[[noreturn]] void throwPgError(PGconn* c, const PGresult* r, std::string_view doing);
+
+// Readers of a binary result's cells.
+namespace pgcell {
+bool isNull(const PGresult* r, int row, int col);
+std::string text(const PGresult* r, int row, int col); // text or bytea: the bytes ("" when NULL)
+std::int64_t int8(const PGresult* r, int row, int col); // 0 when NULL
+bool boolean(const PGresult* r, int row, int col);
+} // namespace pgcell
+
+// "<n> milliseconds", what an interval parameter takes
+std::string pgInterval(std::chrono::milliseconds d);
+
+} // namespace idem

@@ -1,0 +1,490 @@
+#include "idem/pg/pgstore.h"
+
+#include "idem/engine/fingerprint.h"
+#include "idem/errors.h"
+#include "pg/pgconnection.h"
+
+namespace idem {
+
+namespace {
+
+// type OIDs (pg_type.h is a server header): fixed since PostgreSQL 7
+constexpr Oid kText = 25, kBytea = 17, kInterval = 1186, kUuid = 2950, kBool = 16;
+
+#define IDEM_MS(x) "(extract(epoch from " x ") * 1000)::bigint"
+
+struct Statement {
+    const char* name;
+    const char* sql;
+    std::vector<Oid> types;
+};
+
+const std::vector<Statement>& statements()
+{
+    static const std::vector<Statement> s = {
+        {"idem_acquire",
+         "SELECT outcome, token::text, fence, attempt::bigint, response, error, " IDEM_MS("time_left") ", "
+         IDEM_MS("lease_until") ", takeover, stored_fingerprint, " IDEM_MS("server_time")
+         " FROM idem.acquire(id => $1, lease => $2, fingerprint => $3, proposed_token => $4, stale_keep => $5)",
+         {kText, kInterval, kBytea, kUuid, kInterval}},
+        {"idem_complete",
+         "SELECT outcome, state FROM idem.complete(id => $1, token => $2, response => $3, retention => $4)",
+         {kText, kUuid, kBytea, kInterval}},
+        {"idem_fail",
+         "SELECT outcome, state FROM idem.fail(id => $1, token => $2, policy => $3, error => $4, retention => $5)",
+         {kText, kUuid, kText, kText, kInterval}},
+        {"idem_renew",
+         "SELECT outcome, state, " IDEM_MS("lease_until") ", " IDEM_MS("server_time")
+         " FROM idem.renew(id => $1, token => $2, lease => $3, stale_keep => $4)",
+         {kText, kUuid, kInterval, kInterval}},
+        {"idem_force_fail",
+         "SELECT outcome, previous_state FROM idem.force_fail(id => $1, reason => $2, terminal => $3, who => $4, "
+         "retention => $5)",
+         {kText, kText, kBool, kText, kInterval}},
+        {"idem_purge", "SELECT outcome, previous_state FROM idem.purge(id => $1, who => $2, reason => $3)",
+         {kText, kText, kText}},
+        {"idem_inspect",
+         "SELECT state, token::text, fence, attempt::bigint, " IDEM_MS("lease_until") ", " IDEM_MS("expires_at")
+         ", fingerprint, response, error, policy, " IDEM_MS("created_at") ", " IDEM_MS("started_at") ", "
+         IDEM_MS("finished_at") ", op, op_by, " IDEM_MS("op_at") ", op_reason, " IDEM_MS("clock_timestamp()")
+         " FROM idem.records WHERE id = $1",
+         {kText}},
+    };
+    return s;
+}
+
+#undef IDEM_MS
+
+std::optional<std::int64_t> optInt8(const PGresult* r, int col)
+{
+    if (pgcell::isNull(r, 0, col))
+        return std::nullopt;
+    return pgcell::int8(r, 0, col);
+}
+
+OwnerStatus ownerStatus(const std::string& outcome)
+{
+    return outcome == "ok" ? OwnerStatus::Ok : OwnerStatus::LeaseLost;
+}
+
+AdminStatus adminStatus(const std::string& outcome)
+{
+    if (outcome == "ok")
+        return AdminStatus::Ok;
+    return outcome == "refused" ? AdminStatus::Refused : AdminStatus::NotFound;
+}
+
+std::string_view policyWord(FailPolicy p)
+{
+    switch (p) {
+    case FailPolicy::Release: return "release";
+    case FailPolicy::Retryable: return "retryable";
+    case FailPolicy::Terminal: return "terminal";
+    }
+    return "release";
+}
+
+} // namespace
+
+class PgStore::Borrowed {
+public:
+    Borrowed(PgStore& store, std::unique_ptr<PgConnection> c) : m_store(store), m_conn(std::move(c)) {}
+    Borrowed(Borrowed&&) = default;
+    ~Borrowed()
+    {
+        if (m_conn && m_conn->healthy())
+            m_store.giveBack(std::move(m_conn));
+    }
+    PgConnection* operator->() { return m_conn.get(); }
+    PgConnection& operator*() { return *m_conn; }
+
+private:
+    PgStore& m_store;
+    std::unique_ptr<PgConnection> m_conn;
+};
+
+PgStore::PgStore(std::string conninfo, PgStoreOptions options)
+    : m_conninfo(std::move(conninfo)), m_options(options)
+{
+}
+
+PgStore::~PgStore() = default;
+
+PgStore::Borrowed PgStore::connection(bool* reused)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (reused)
+            *reused = !m_idle.empty();
+        if (!m_idle.empty()) {
+            auto c = std::move(m_idle.back());
+            m_idle.pop_back();
+            return Borrowed(*this, std::move(c));
+        }
+    }
+    auto c = std::make_unique<PgConnection>(m_conninfo, m_options.connectTimeoutSeconds);
+    for (const Statement& s : statements())
+        c->prepare(s.name, s.sql, s.types);
+    return Borrowed(*this, std::move(c));
+}
+
+void PgStore::giveBack(std::unique_ptr<PgConnection> c)
+{
+    std::lock_guard lock(m_mutex);
+    if (m_idle.size() < m_options.maxIdleConnections)
+        m_idle.push_back(std::move(c));
+}
+
+void PgStore::dropIdle()
+{
+    std::vector<std::unique_ptr<PgConnection>> idle;
+    std::lock_guard lock(m_mutex);
+    idle.swap(m_idle);
+}
+
+template <typename F> auto PgStore::call(F&& f)
+{
+    bool reused = false;
+    try {
+        Borrowed c = connection(&reused);
+        return f(*c);
+    } catch (const ClosedError&) {
+        if (!reused)
+            throw;
+    }
+    dropIdle();
+    Borrowed c = connection();
+    return f(*c);
+}
+
+void PgStore::checkId(std::string_view id) const
+{
+    if (id.empty() || id.size() > m_options.maxIdBytes)
+        throw UsageError("an id has 1 to " + std::to_string(m_options.maxIdBytes) + " bytes");
+    if (id.find('\0') != std::string_view::npos)
+        throw UsageError("an id in PostgreSQL is text: it may not contain a NUL byte");
+}
+
+namespace {
+
+AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,
+                        Millis staleKeep, const std::string& token)
+{
+    const PgResultPtr r = c.execPrepared(
+        "idem_acquire", {PgParam::text(std::string(id)), PgParam::text(pgInterval(lease)),
+                         fingerprint.empty() ? PgParam::null() : PgParam::bytes(fingerprint),
+                         PgParam::text(token), PgParam::text(pgInterval(staleKeep))});
+    const PGresult* p = r.get();
+    if (PQntuples(p) != 1)
+        throw ProtoError("idem.acquire answered " + std::to_string(PQntuples(p)) + " rows");
+    AcquireResult a;
+    const std::string outcome = pgcell::text(p, 0, 0);
+    a.fence = pgcell::int8(p, 0, 2);
+    a.attempt = pgcell::int8(p, 0, 3);
+    a.serverNowMs = pgcell::int8(p, 0, 10);
+    if (outcome == "acquired") {
+        a.status = AcquireStatus::Acquired;
+        a.ticket = Ticket{std::string(id), pgcell::text(p, 0, 1), a.fence, a.attempt, pgcell::int8(p, 0, 7)};
+        a.takeover = pgcell::boolean(p, 0, 8);
+    } else if (outcome == "duplicate") {
+        a.status = AcquireStatus::Duplicate;
+        a.response = pgcell::text(p, 0, 4);
+    } else if (outcome == "in_progress") {
+        a.status = AcquireStatus::InProgress;
+        a.remainingMs = pgcell::int8(p, 0, 6);
+    } else if (outcome == "failed") {
+        a.status = AcquireStatus::FailedTerminal;
+        a.error = pgcell::text(p, 0, 5);
+    } else if (outcome == "mismatch") {
+        a.status = AcquireStatus::Mismatch;
+        a.storedFingerprint = pgcell::text(p, 0, 9);
+    } else {
+        throw ProtoError("idem.acquire answered an unknown outcome: " + outcome);
+    }
+    return a;
+}
+
+OwnerResult completeOn(PgConnection& c, const Ticket& t, std::string_view response, Millis retention)
+{
+    const PgResultPtr r = c.execPrepared("idem_complete", {PgParam::text(t.id), PgParam::text(t.token),
+                                                           PgParam::bytes(response), PgParam::text(pgInterval(retention))});
+    OwnerResult o;
+    o.status = ownerStatus(pgcell::text(r.get(), 0, 0));
+    if (o.status != OwnerStatus::Ok)
+        o.currentState = pgcell::text(r.get(), 0, 1);
+    return o;
+}
+
+OwnerResult failOn(PgConnection& c, const Ticket& t, FailPolicy policy, std::string_view error, Millis retention)
+{
+    const PgResultPtr r = c.execPrepared(
+        "idem_fail", {PgParam::text(t.id), PgParam::text(t.token), PgParam::text(std::string(policyWord(policy))),
+                      error.empty() ? PgParam::null() : PgParam::text(std::string(error)),
+                      PgParam::text(pgInterval(retention))});
+    OwnerResult o;
+    o.status = ownerStatus(pgcell::text(r.get(), 0, 0));
+    if (o.status != OwnerStatus::Ok)
+        o.currentState = pgcell::text(r.get(), 0, 1);
+    return o;
+}
+
+} // namespace
+
+AcquireResult PgStore::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
+{
+    checkId(id);
+    const std::string token = newToken(); // a retry on a new connection is the same owner asking again
+    return call([&](PgConnection& c) {
+        return acquireOn(c, id, fingerprint, lease.value_or(m_options.lease), m_options.staleKeep, token);
+    });
+}
+
+OwnerResult PgStore::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention)
+{
+    checkId(t.id);
+    if (response.size() > m_options.maxResponseBytes)
+        throw UsageError("a response of " + std::to_string(response.size()) + " bytes is over the cap of " +
+                         std::to_string(m_options.maxResponseBytes));
+    return call([&](PgConnection& c) { return completeOn(c, t, response, retention.value_or(m_options.retention)); });
+}
+
+OwnerResult PgStore::fail(const Ticket& t, FailPolicy policy, std::string_view error)
+{
+    checkId(t.id);
+    return call([&](PgConnection& c) { return failOn(c, t, policy, error, m_options.failureRetention); });
+}
+
+OwnerResult PgStore::renew(const Ticket& t, std::optional<Millis> lease)
+{
+    checkId(t.id);
+    const PgResultPtr r = call([&](PgConnection& c) {
+        return c.execPrepared("idem_renew", {PgParam::text(t.id), PgParam::text(t.token),
+                                       PgParam::text(pgInterval(lease.value_or(m_options.lease))),
+                                       PgParam::text(pgInterval(m_options.staleKeep))});
+    });
+    OwnerResult o;
+    o.status = ownerStatus(pgcell::text(r.get(), 0, 0));
+    o.currentState = o.status == OwnerStatus::Ok ? std::string() : pgcell::text(r.get(), 0, 1);
+    o.leaseUntilMs = pgcell::int8(r.get(), 0, 2);
+    o.serverNowMs = pgcell::int8(r.get(), 0, 3);
+    return o;
+}
+
+AdminResult PgStore::forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who)
+{
+    checkId(id);
+    const PgResultPtr r = call([&](PgConnection& c) {
+        return c.execPrepared(
+        "idem_force_fail", {PgParam::text(std::string(id)),
+                            reason.empty() ? PgParam::null() : PgParam::text(std::string(reason)),
+                            PgParam::text(terminal ? "true" : "false"), PgParam::text(std::string(who)),
+                            PgParam::text(pgInterval(m_options.failureRetention))});
+    });
+    AdminResult a;
+    a.status = adminStatus(pgcell::text(r.get(), 0, 0));
+    a.previousState = pgcell::text(r.get(), 0, 1);
+    if (a.status == AdminStatus::Refused)
+        a.reason = "a COMPLETED record keeps its result (purge it to run the id again)";
+    return a;
+}
+
+AdminResult PgStore::purge(std::string_view id, std::string_view who, std::string_view reason)
+{
+    checkId(id);
+    const PgResultPtr r = call([&](PgConnection& c) {
+        return c.execPrepared(
+        "idem_purge", {PgParam::text(std::string(id)), PgParam::text(std::string(who)),
+                       reason.empty() ? PgParam::null() : PgParam::text(std::string(reason))});
+    });
+    AdminResult a;
+    a.status = adminStatus(pgcell::text(r.get(), 0, 0));
+    a.previousState = pgcell::text(r.get(), 0, 1);
+    return a;
+}
+
+std::optional<Record> PgStore::inspect(std::string_view id)
+{
+    checkId(id);
+    const PgResultPtr res =
+        call([&](PgConnection& c) { return c.execPrepared("idem_inspect", {PgParam::text(std::string(id))}); });
+    const PGresult* r = res.get();
+    if (PQntuples(r) == 0)
+        return std::nullopt;
+    Record rec;
+    rec.key = rec.id = std::string(id);
+    rec.keyType = "row";
+    rec.format = RecordFormat::Native;
+    rec.rawStatus = pgcell::text(r, 0, 0);
+    rec.owner = pgcell::text(r, 0, 1);
+    rec.fence = pgcell::int8(r, 0, 2);
+    rec.attempt = pgcell::int8(r, 0, 3);
+    rec.leaseUntilMs = optInt8(r, 4);
+    const std::int64_t expires = pgcell::int8(r, 0, 5);
+    if (!pgcell::isNull(r, 0, 6))
+        rec.fingerprint = pgcell::text(r, 0, 6);
+    if (!pgcell::isNull(r, 0, 7))
+        rec.response = pgcell::text(r, 0, 7);
+    rec.error = pgcell::text(r, 0, 8);
+    const std::string policy = pgcell::text(r, 0, 9);
+    rec.createdMs = optInt8(r, 10);
+    rec.startedMs = optInt8(r, 11);
+    rec.finishedMs = optInt8(r, 12);
+    rec.op = pgcell::text(r, 0, 13);
+    rec.opBy = pgcell::text(r, 0, 14);
+    rec.opAtMs = optInt8(r, 15);
+    rec.opReason = pgcell::text(r, 0, 16);
+    const std::int64_t now = pgcell::int8(r, 0, 17);
+    rec.ttlMs = expires - now;
+    if (expires <= now) {
+        rec.state = RecordState::Expired;
+        rec.reason = "expired: counts as absent";
+    } else if (rec.rawStatus == "STARTED") {
+        rec.state = RecordState::Started;
+        rec.changesAtMs = rec.leaseUntilMs;
+        rec.stale = rec.leaseUntilMs && *rec.leaseUntilMs <= now;
+        if (rec.stale)
+            rec.staleWhy = "its lease ran out; the next acquire takes over";
+    } else if (rec.rawStatus == "COMPLETED") {
+        rec.state = RecordState::Completed;
+    } else {
+        rec.state = RecordState::Failed;
+        rec.terminal = policy == "terminal";
+    }
+    return rec;
+}
+
+Outcome PgStore::execute(std::string_view id, std::string_view payload, const PgWork& work,
+                         const PgExecuteOptions& options)
+{
+    return executeWithFingerprint(id, payload.empty() ? std::string() : fingerprint(payload), work, options);
+}
+
+Outcome PgStore::executeWithFingerprint(std::string_view id, std::string_view fp, const PgWork& work,
+                                        const PgExecuteOptions& options)
+{
+    checkId(id);
+    Outcome out;
+    std::optional<Borrowed> held;
+    AcquireResult a;
+    try {
+        bool reused = false;
+        held.emplace(connection(&reused));
+        try {
+            (*held)->exec("BEGIN");
+        } catch (const ClosedError&) { // an idle connection the server closed since: nothing was done
+            if (!reused)
+                throw;
+            held.reset();
+            dropIdle();
+            held.emplace(connection());
+            (*held)->exec("BEGIN");
+        }
+        PgConnection& c = **held;
+        if (options.lockTimeout)
+            c.exec("SET LOCAL lock_timeout = " + std::to_string(options.lockTimeout->count()));
+        try {
+            a = acquireOn(c, id, fp, m_options.lease, m_options.staleKeep, newToken());
+        } catch (const PgError& e) {
+            if (e.sqlstate() != "55P03") // lock_not_available: another transaction holds the id
+                throw;
+            c.exec("ROLLBACK");
+            out.kind = OutcomeKind::InProgress;
+            return out;
+        }
+        out.fence = a.fence;
+        out.attempt = a.attempt;
+        if (a.status != AcquireStatus::Acquired) {
+            c.exec("ROLLBACK"); // acquire changed nothing
+            switch (a.status) {
+            case AcquireStatus::Duplicate:
+                out.kind = OutcomeKind::Replayed;
+                out.response = std::move(a.response);
+                break;
+            case AcquireStatus::InProgress:
+                out.kind = OutcomeKind::InProgress;
+                out.remainingMs = a.remainingMs;
+                break;
+            case AcquireStatus::FailedTerminal:
+                out.kind = OutcomeKind::Failed;
+                out.error = std::move(a.error);
+                break;
+            case AcquireStatus::Mismatch:
+                out.kind = OutcomeKind::PayloadMismatch;
+                break;
+            default:
+                out.kind = OutcomeKind::StoreUnavailable;
+                break;
+            }
+            return out;
+        }
+        out.takeover = a.takeover;
+        c.exec("SAVEPOINT idem_work");
+    } catch (const Error& e) { // IoError, ConfigError (no schema), PgError: the work does not run
+        out.kind = OutcomeKind::StoreUnavailable;
+        out.error = e.what();
+        return out;
+    }
+
+    PgConnection& c = **held;
+    WorkResult result;
+    out.workRan = true;
+    try {
+        result = work(PgWorkContext{std::string(id), a.fence, a.attempt, c.get()});
+    } catch (const std::exception& e) {
+        result = WorkResult::failure(e.what(), options.onException);
+    } catch (...) {
+        result = WorkResult::failure("the work threw", options.onException);
+    }
+    const PGTransactionStatusType ts = PQtransactionStatus(c.get());
+    if (result.ok && ts == PQTRANS_INERROR)
+        result = WorkResult::failure("a statement of the work failed; its transaction is aborted", options.onException);
+    if (result.ok && result.response.size() > m_options.maxResponseBytes)
+        result = WorkResult::failure("a response of " + std::to_string(result.response.size()) +
+                                         " bytes is over the cap",
+                                     FailPolicy::Release);
+
+    try {
+        if (ts != PQTRANS_INTRANS && ts != PQTRANS_INERROR) {
+            if (PQstatus(c.get()) != CONNECTION_OK)
+                throw ClosedError("PostgreSQL: the connection was lost while the work ran: " +
+                                  std::string(PQerrorMessage(c.get())));
+            throw UsageError("the work ended the transaction (it must not COMMIT or ROLLBACK)");
+        }
+        if (result.ok) {
+            const OwnerResult done = completeOn(c, Ticket{std::string(id), a.ticket.token, a.fence, a.attempt, 0},
+                                                result.response, options.retention.value_or(m_options.retention));
+            if (done.status != OwnerStatus::Ok) { // cannot happen while the row is locked; roll back to be safe
+                c.exec("ROLLBACK");
+                out.kind = OutcomeKind::LeaseLost;
+                out.error = "the record changed under the transaction: " + done.currentState;
+                return out;
+            }
+            const PgResultPtr r = c.exec("COMMIT");
+            if (std::string_view(PQcmdStatus(r.get())) != "COMMIT")
+                throw ClosedError("PostgreSQL rolled the transaction back at COMMIT");
+            out.kind = OutcomeKind::Executed;
+            out.response = std::move(result.response);
+            return out;
+        }
+        out.kind = OutcomeKind::Failed;
+        out.error = result.error;
+        if (result.policy == FailPolicy::Release) {
+            c.exec("ROLLBACK"); // the work's writes and the record alike: the next delivery runs again
+            return out;
+        }
+        c.exec("ROLLBACK TO SAVEPOINT idem_work"); // keep the failure, not the work's writes
+        failOn(c, Ticket{std::string(id), a.ticket.token, a.fence, a.attempt, 0}, result.policy, result.error,
+               m_options.failureRetention);
+        c.exec("COMMIT");
+        return out;
+    } catch (const Error& e) {
+        // the server rolled back or committed everything; which, the next delivery finds out
+        if (PQstatus(c.get()) == CONNECTION_OK && PQtransactionStatus(c.get()) != PQTRANS_IDLE)
+            PgResultPtr(PQexec(c.get(), "ROLLBACK"), &PQclear);
+        out.kind = OutcomeKind::StoreUnavailable;
+        out.error = std::string(e.what()) + " (the work's writes and the record commit together or not at all)";
+        return out;
+    }
+}
+
+} // namespace idem
