@@ -4,7 +4,7 @@
 //
 //   idem-console-shots --out DIR --palette light|dark [--scenes a,b,...] [--tag 1024x700-light]
 //
-// Scenes: console, inspector, confirm, racelab, teaching, projector, disconnected, refused.
+// Scenes: console, inspector, confirm, racelab, teaching, projector, replay, disconnected, refused.
 // Each is saved as DIR/<scene>-<tag>.png (the whole screen, dialogs included).
 #include "confirmdialog.h"
 #include "connectdialog.h"
@@ -13,22 +13,28 @@
 #include "keytablemodel.h"
 #include "mainwindow.h"
 #include "racelabwidget.h"
+#include "replaywidget.h"
+#include "streampickerdialog.h"
 #include "theme.h"
 #include "timelineview.h"
 
 #include "idem/lab/demotraffic.h"
+#include "idem/redis/connection.h"
 #include "idem/redis/localserver.h"
 
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QPushButton>
 #include <QScreen>
+#include <QSpinBox>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolButton>
@@ -93,7 +99,7 @@ int main(int argc, char** argv)
     const QStringList args = app.arguments();
     QString palette = u"light"_s;
     QStringList scenes = {u"console"_s,  u"inspector"_s, u"confirm"_s,      u"racelab"_s,
-                          u"teaching"_s, u"projector"_s, u"disconnected"_s, u"refused"_s};
+                          u"teaching"_s, u"projector"_s, u"replay"_s,   u"disconnected"_s, u"refused"_s};
     for (qsizetype i = 1; i + 1 < args.size(); i += 2) {
         if (args[i] == u"--out"_s)
             g_out = args[i + 1];
@@ -177,6 +183,32 @@ int main(int argc, char** argv)
             save(scene);
             if (lab->projectorButton()->isChecked())
                 lab->projectorButton()->click();
+        } else if (scene == u"replay"_s) {
+            // a stream another program wrote: 120 payments over 30 s, captured, replayed as logged
+            idem::Connection c(server.connectionOptions());
+            for (int i = 0; i < 120; ++i)
+                c.checked({"XADD", "payments:events", std::to_string(1700000000000LL + i * 250) + "-0", "id",
+                           "pay-" + std::to_string(i), "payload", "{\"amount\":" + std::to_string(i * 7 % 500) + "}"});
+            ReplayWidget* replay = w.replay();
+            w.tabs()->setCurrentWidget(replay);
+            QSignalSpy captured(replay, &ReplayWidget::captured);
+            replay->captureButton()->click();
+            auto* picker = replay->findChild<StreamPickerDialog*>();
+            if (picker && waitFor([&] { return picker->table()->rowCount() > 0; }, 10000)) {
+                if (QTableWidgetItem* item = picker->table()->findItems(u"payments:events"_s, Qt::MatchExactly).value(0))
+                    picker->table()->selectRow(item->row());
+                picker->accept();
+                captured.wait(10000);
+            }
+            replay->duplicatesBox()->setValue(3);
+            replay->crashBox()->setValue(0.1);
+            replay->deliveryBox()->setCurrentIndex(1);
+            replay->playButton()->click();
+            QTest::qWait(4000); // under way: progress, events per second, live counts
+            save(scene);
+            QSignalSpy done(replay, &ReplayWidget::finished);
+            replay->stopButton()->click();
+            done.wait(10000);
         } else if (scene == u"disconnected"_s) {
             w.tabs()->setCurrentIndex(0);
             selectFilter(w, idem::StateFilter::Any);

@@ -8,6 +8,8 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <atomic>
+#include <mutex>
 #include <sstream>
 
 namespace {
@@ -85,6 +87,52 @@ private slots:
         QCOMPARE(r.executions, 40);
         QCOMPARE(r.doubleExecutions, 0);
         QCOMPARE(r.lost, 0);
+    }
+
+    // Live progress from one thread of the replay's own; a cancel ends a paced replay at once.
+    void progressAndCancel()
+    {
+        const auto log = makeLog(400); // 4 s as logged
+        idem::ReplayOptions o;
+        o.speed = 1;
+        o.duplicates = 2;
+        o.keyNamespace = idemtest::uniqueNamespace("pc");
+        std::atomic<bool> cancel{false};
+        std::mutex m;
+        std::vector<idem::ReplayProgress> seen;
+        o.cancel = &cancel;
+        o.progress = [&](const idem::ReplayProgress& p) {
+            std::lock_guard lock(m);
+            seen.push_back(p);
+            if (p.seconds > 0.6)
+                cancel = true;
+        };
+        QElapsedTimer t;
+        t.start();
+        const auto r = idem::replay(idemtest::sharedRedis(), log, o);
+        QVERIFY(r.cancelled);
+        QVERIFY(!r.timedOut);
+        QVERIFY2(t.elapsed() < 2500, qPrintable(QString::number(t.elapsed())));
+        QCOMPARE(r.doubleExecutions, 0);
+        {
+            std::lock_guard lock(m);
+            QVERIFY(seen.size() >= 4);
+            QCOMPARE(seen.back().planned, 800);
+            QVERIFY(seen.back().produced > 0 && seen.back().produced < 800);
+            QVERIFY(seen.back().executions > 0);
+            QCOMPARE(seen.back().twice, 0);
+            for (std::size_t i = 1; i < seen.size(); ++i)
+                QVERIFY(seen[i].deliveries >= seen[i - 1].deliveries);
+            seen.clear();
+        }
+
+        // and through a stream: the producer stops too
+        o.viaStream = true;
+        cancel = false;
+        t.restart();
+        const auto s = idem::replay(idemtest::sharedRedis(), log, o);
+        QVERIFY(s.cancelled);
+        QVERIFY2(t.elapsed() < 2500, qPrintable(QString::number(t.elapsed())));
     }
 
     void idemctlReplay()

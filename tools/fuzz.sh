@@ -7,7 +7,7 @@
 # once fixed, so ctest replays it in every build for ever.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(record json url eventlog resp duration http httpresponse)
+targets=(record json url eventlog capture resp duration http httpresponse)
 target=${1:?"usage: tools/fuzz.sh TARGET|all [SECONDS]  (targets: ${targets[*]})"}
 seconds=${2:-600}
 if [ "$target" != all ] && [[ ! " ${targets[*]} " =~ " $target " ]]; then

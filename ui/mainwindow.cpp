@@ -12,6 +12,7 @@
 #include "keytablemodel.h"
 #include "logging.h"
 #include "racelabwidget.h"
+#include "replaywidget.h"
 #include "settings.h"
 #include "theme.h"
 
@@ -402,6 +403,8 @@ void MainWindow::buildUi()
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(central, tr("Keys"));
     m_tabs->addTab(m_raceLab, tr("Race lab"));
+    m_replay = new ReplayWidget(this);
+    m_tabs->addTab(m_replay, tr("Replay"));
     setCentralWidget(m_tabs);
 
     // permanent widgets: a passing message never hides the state of the connection
@@ -602,6 +605,7 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
     m_insecureLabel->setVisible(settings.tlsInsecure);
     QMetaObject::invokeMethod(m_worker, [w = m_worker, settings] { w->open(settings); });
     m_raceLab->setConnectedServer(connectionOf(settings), m_server);
+    m_replay->setConnectedServer(connectionOf(settings), m_server);
     updateFreshness();
 }
 
@@ -751,6 +755,7 @@ void MainWindow::updateActions()
                             !can ? why : tr("Only STARTED and FAILED records can be force-failed"));
     m_raceLab->setConnectedWritable(live && !readOnly,
                                     readOnly ? why : !live ? tr("not connected") : QString());
+    m_replay->setConnectedWritable(live && !readOnly, readOnly ? why : !live ? tr("not connected") : QString());
 }
 
 QVector<KeyRow> MainWindow::rowsFor(bool selectedOnly) const

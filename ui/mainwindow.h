@@ -28,6 +28,7 @@ class KeyFilterProxy;
 class KeyTableModel;
 class QTabWidget;
 class RaceLabWidget;
+class ReplayWidget;
 
 // The operator console: counters and a chart per state, the live key table with countdowns,
 // an inspector, and force-fail / purge with confirmation and an audit trail. Every Redis
@@ -63,6 +64,7 @@ public:
     QComboBox* stateBox() const { return m_stateBox; }
     AuditTrail* auditTrail() const { return m_audit; }
     RaceLabWidget* raceLab() const { return m_raceLab; }
+    ReplayWidget* replay() const { return m_replay; }
     CountsChart* chart() const { return m_chart; }
     QTabWidget* tabs() const { return m_tabs; }
     QFrame* banner() const { return m_banner; }
@@ -139,6 +141,7 @@ private:
     InspectorPanel* m_inspector = nullptr;
     QTabWidget* m_tabs = nullptr;
     RaceLabWidget* m_raceLab = nullptr;
+    ReplayWidget* m_replay = nullptr;
     QLineEdit* m_filter = nullptr;
     QComboBox* m_stateBox = nullptr;
     CountsChart* m_chart = nullptr;

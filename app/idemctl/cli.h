@@ -104,6 +104,7 @@ int cmdAudit(const std::vector<std::string>& argv);
 int cmdPurgeMany(const std::vector<std::string>& argv);
 int cmdRace(const std::vector<std::string>& argv);
 int cmdReplay(const std::vector<std::string>& argv);
+int cmdCapture(const std::vector<std::string>& argv);
 int cmdDemo(const std::vector<std::string>& argv, const std::string& self);
 int cmdPg(const std::vector<std::string>& argv);
 

@@ -44,6 +44,10 @@ commands:
                         install or upgrade schema idem in a PostgreSQL database (docs/postgres.md)
   replay FILE [--speed X] [--duplicates D] [--crash-rate R] [--via-stream] [--json]
                         an event log (JSON lines) through idem, directly or via a Redis Stream
+  capture --stream KEY [--from ID] [--to ID] [--count N] [--id-field F] [--payload-field F]
+  capture --from-jsonl FILE [--id-field A.B] [--payload-field C] [--time-field T]   [--out FILE]
+                        an event log for replay from a Redis Stream (read-only: XRANGE) or
+                        from JSON lines of another shape
 
 global options:
   --url URL          redis://[user:password@]host[:port][/db], rediss://... (TLS),
@@ -116,6 +120,8 @@ int main(int argc, char** argv)
             return idemctl::purgesMany(rest) ? idemctl::cmdPurgeMany(rest) : idemctl::cmdPurge(rest);
         if (command == "replay")
             return idemctl::cmdReplay(rest);
+        if (command == "capture")
+            return idemctl::cmdCapture(rest);
         if (command == "race")
             return idemctl::cmdRace(rest);
         if (command == "list")

@@ -175,6 +175,36 @@ def eventlogs():
     put("eventlog", "regression-deep-payload", '{"id":"a","payload":' + "[" * 30000 + "]" * 30000 + "}\n")
 
 
+def captures():
+    sep = b"\x1f"
+
+    def entry(name, entry_id, fields, id_field=b"id", payload_field=b"payload"):
+        put("capture", name, b"\x00" + sep.join([entry_id, id_field, payload_field] + fields))
+
+    entry("entry", b"1700000000000-0", [b"id", b"order-1", b"payload", b'{"amount":5}'])
+    entry("entry-text", b"5-3", [b"payload", b"hello", b"id", b"a b"])
+    entry("entry-binary", b"5-3", [b"id", b"bin", b"payload", b"\xff\x00\xfe"])
+    entry("entry-no-id", b"5-0", [b"payload", b"1"])
+    entry("entry-bad-id", b"soon", [b"id", b"x", b"payload", b"1"])
+    entry("entry-huge-time", b"253402300800000-0", [b"id", b"x", b"payload", b"1"])
+    entry("entry-not-utf8-id", b"1-0", [b"id", b"\xc3\x28", b"payload", b"1"])
+    entry("entry-other-fields", b"1-0", [b"key", b"k", b"body", b"[1]"], b"key", b"body")
+    # one level short of what replay takes, and one past it: a line holds the payload
+    entry("entry-deep-255", b"1-0", [b"id", b"d", b"payload", b"[" * 255 + b"]" * 255])
+    entry("entry-deep-256", b"1-0", [b"id", b"d", b"payload", b"[" * 256 + b"]" * 256])
+
+    def lines(name, id_path, payload_path, time_path, text):
+        put("capture", name, b"\x01" + sep.join([id_path, payload_path, time_path, text]))
+
+    lines("jsonl", b"meta.key", b"body", b"ts",
+          b'{"meta":{"key":"a-1"},"body":{"x":1},"ts":1700000000000}\nnot json\n\n'
+          b'{"meta":{"key":42},"body":[1,2],"ts":"1700000000005"}\n{"meta":{},"body":1}\n')
+    lines("jsonl-whole-line", b"id", b".", b"", b'{"id":"a","v":[1,{"w":null}]}\n{"id":{"no":1}}\n')
+    lines("jsonl-bad-times", b"id", b"payload", b"t",
+          b'{"id":"a","payload":1,"t":-1}\n{"id":"b","payload":1,"t":1e300}\n{"id":"c","payload":1,"t":"12x"}\n')
+    lines("jsonl-deep", b"id", b".", b"", b'{"id":"a","p":' + b"[" * 254 + b"]" * 254 + b"}\n")
+
+
 def bulk(s):
     s = s.encode() if isinstance(s, str) else s
     return b"$%d\r\n%s\r\n" % (len(s), s)
@@ -308,6 +338,7 @@ if __name__ == "__main__":
     shapes()
     urls()
     eventlogs()
+    captures()
     resp()
     durations()
     http()

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
 namespace idem {
 
@@ -70,6 +71,7 @@ struct Delivery {
     std::size_t event = 0;
     Clock::time_point at;
     bool crash = false;
+    bool redelivery = false;
 };
 
 // What every consumer holds: its connections and its own idem store and executor.
@@ -109,11 +111,16 @@ public:
         m_topology = LabTopology::read(m_conn); // on a cluster: each event's keys on their node
         m_start = Clock::now();
         schedule();
-        if (m_o.viaStream)
-            viaStream();
-        else
-            direct();
+        {
+            Reporter reporter(*this);
+            if (m_o.viaStream)
+                viaStream();
+            else
+                direct();
+        }
         ReplayResult r;
+        r.cancelled = cancelled();
+        r.keyNamespace = m_ns;
         r.events = static_cast<int>(m_events.size());
         r.deliveries = m_deliveries;
         r.crashes = m_crashes;
@@ -138,6 +145,77 @@ public:
     }
 
 private:
+    bool cancelled() const { return m_o.cancel && m_o.cancel->load(); }
+
+    // Sleeps until `t`, in short slices while a cancel can come.
+    void sleepUntil(Clock::time_point t, const std::atomic<bool>& stop) const
+    {
+        while (Clock::now() < t && !stop && !cancelled())
+            std::this_thread::sleep_until(std::min(t, Clock::now() + std::chrono::milliseconds(50)));
+    }
+
+    ReplayProgress progress()
+    {
+        ReplayProgress p;
+        p.planned = static_cast<int>(m_schedule.size());
+        p.produced = m_produced;
+        p.deliveries = m_deliveries;
+        p.crashes = m_crashes;
+        p.claimed = m_claimed;
+        {
+            std::lock_guard lock(m_ranMutex);
+            for (const auto& [id, n] : m_ran) {
+                p.executions += n;
+                p.twice += n > 1;
+            }
+        }
+        p.seconds = std::chrono::duration<double>(Clock::now() - m_start).count();
+        return p;
+    }
+
+    // Calls options.progress on a thread of its own every 100 ms, and once more when it ends.
+    class Reporter {
+    public:
+        explicit Reporter(Replayer& r) : m_r(r)
+        {
+            if (m_r.m_o.progress)
+                m_thread = std::thread([this] {
+                    std::unique_lock lock(m_mutex);
+                    while (!m_done) {
+                        m_cv.wait_for(lock, std::chrono::milliseconds(100));
+                        report();
+                    }
+                });
+        }
+        ~Reporter()
+        {
+            if (!m_thread.joinable())
+                return;
+            {
+                std::lock_guard lock(m_mutex);
+                m_done = true;
+            }
+            m_cv.notify_all();
+            m_thread.join();
+        }
+        Reporter(const Reporter&) = delete;
+        Reporter& operator=(const Reporter&) = delete;
+
+    private:
+        void report()
+        {
+            try {
+                m_r.m_o.progress(m_r.progress());
+            } catch (...) { // a listener's problem is not the replay's
+            }
+        }
+        Replayer& m_r;
+        std::mutex m_mutex;
+        std::condition_variable m_cv;
+        bool m_done = false;
+        std::thread m_thread;
+    };
+
     void schedule()
     {
         std::mt19937_64 rng(m_o.seed);
@@ -178,6 +256,8 @@ private:
             try {
                 if (!labEffect(sink, m_ns, ev.id, ctx.fence, who))
                     return WorkResult::failure("fenced", FailPolicy::Release);
+                std::lock_guard lock(m_ranMutex);
+                ++m_ran[ev.id];
             } catch (const Error&) {
                 std::lock_guard lock(m_errorMutex);
                 if (!m_effectError)
@@ -209,6 +289,8 @@ private:
                             m_timedOut = true;
                             return;
                         }
+                        if (cancelled())
+                            return;
                         if (queue.empty() && outstanding == 0)
                             return;
                         auto ready = std::find_if(queue.begin(), queue.end(),
@@ -218,11 +300,15 @@ private:
                             queue.erase(ready);
                             ++outstanding;
                             ++m_deliveries;
+                            if (!d.redelivery)
+                                ++m_produced;
                             break;
                         }
                         Clock::time_point until = deadline;
                         for (const auto& x : queue)
                             until = std::min(until, x.at);
+                        if (m_o.cancel) // a cancel is not notified: look again soon
+                            until = std::min(until, Clock::now() + std::chrono::milliseconds(50));
                         cv.wait_until(lock, until);
                     }
                 }
@@ -232,6 +318,7 @@ private:
                 --outstanding;
                 if (h != Handled::Done) { // the broker redelivers what was not acknowledged, later
                     d.crash = false;
+                    d.redelivery = true;
                     d.at = Clock::now() + (h == Handled::Died ? m_o.lease + m_o.lease / 2 : m_o.lease / 3);
                     queue.push_back(d);
                 }
@@ -258,11 +345,14 @@ private:
         std::thread producer([&] {
             LabRedis node(m_conn, m_topology);
             Connection& c = node.at(stream);
-            for (std::size_t i = 0; i < m_schedule.size() && !stop; ++i) {
-                std::this_thread::sleep_until(m_schedule[i].at);
+            for (std::size_t i = 0; i < m_schedule.size() && !stop && !cancelled(); ++i) {
+                sleepUntil(m_schedule[i].at, stop);
+                if (stop || cancelled())
+                    break;
                 const auto& ev = m_events[m_schedule[i].event];
                 c.checked({"XADD", stream, "*", "id", ev.id, "payload", ev.payload, "crash",
                            m_schedule[i].crash ? "1" : "0"});
+                ++m_produced;
             }
             produced = true;
         });
@@ -341,7 +431,7 @@ private:
                 }
             });
         // done when everything was produced, read by the group, and acknowledged
-        while (Clock::now() < deadline) {
+        while (Clock::now() < deadline && !cancelled()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
             if (!produced)
                 continue;
@@ -355,7 +445,7 @@ private:
             if (reply::integer(reply::element(pending.get(), 0)) == 0 && lag == 0)
                 break;
         }
-        m_timedOut = Clock::now() >= deadline;
+        m_timedOut = !cancelled() && Clock::now() >= deadline;
         stop = true;
         producer.join();
         for (auto& t : threads)
@@ -374,7 +464,9 @@ private:
     std::string m_ns;
     Clock::time_point m_start;
     std::vector<Delivery> m_schedule;
-    std::atomic<int> m_deliveries{0}, m_crashes{0}, m_claimed{0}, m_alive{0};
+    std::atomic<int> m_deliveries{0}, m_crashes{0}, m_claimed{0}, m_alive{0}, m_produced{0};
+    std::mutex m_ranMutex;
+    std::unordered_map<std::string, int> m_ran; // side effects that ran, per event id (live counts)
     std::atomic<bool> m_timedOut{false};
 };
 

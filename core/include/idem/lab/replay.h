@@ -2,7 +2,9 @@
 
 #include "idem/redis/options.h"
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <istream>
 #include <string>
 #include <vector>
@@ -20,6 +22,18 @@ struct ReplayEvent {
 // UsageError naming the line.
 std::vector<ReplayEvent> parseEventLog(std::istream& in);
 
+// What a replay has done so far (ReplayOptions::progress).
+struct ReplayProgress {
+    int planned = 0;     // deliveries scheduled (events x duplicates)
+    int produced = 0;    // of them handed to a consumer (directly) or to the stream
+    int deliveries = 0;  // taken by a consumer, redeliveries included
+    int executions = 0;  // side effects that ran
+    int twice = 0;       // events whose side effect ran more than once
+    int crashes = 0;
+    int claimed = 0;
+    double seconds = 0;
+};
+
 struct ReplayOptions {
     double speed = 1.0;    // 2 = twice as fast as logged; 0 = as fast as possible
     int duplicates = 1;    // deliveries per event
@@ -32,6 +46,11 @@ struct ReplayOptions {
     Millis lease{300};
     Millis timeout{60'000};
     std::string keyNamespace = "replay";
+    // Called on a thread of the replay's own about every 100 ms while it runs, and once at the end
+    // (it must not throw and must not block for long).
+    std::function<void(const ReplayProgress&)> progress;
+    // When it turns true, no further delivery starts and replay() returns with `cancelled` set.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ReplayResult {
@@ -43,7 +62,9 @@ struct ReplayResult {
     int crashes = 0;
     int claimed = 0;     // stream: messages taken over from a dead consumer with XAUTOCLAIM
     bool timedOut = false;
+    bool cancelled = false;
     double seconds = 0;
+    std::string keyNamespace; // where its keys are: keyNamespace + ":" + a fresh suffix
 };
 
 // Replays the log through idem's state machine (Executor with the race lab's fenced side effect)

@@ -1,0 +1,637 @@
+#include "replaywidget.h"
+
+#include "streampickerdialog.h"
+#include "theme.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRandomGenerator>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <fstream>
+#include <sstream>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+constexpr int kPreviewRows = 1000;
+const char* const kCounts[] = {"executed", "twice", "lost", "claimed", "deliveries", "crashes"};
+
+// How long the log lasts as logged, in ms.
+std::int64_t loggedSpanMs(const std::vector<idem::ReplayEvent>& events)
+{
+    if (events.empty())
+        return 0;
+    const auto [lo, hi] = std::minmax_element(events.begin(), events.end(),
+                                              [](const auto& a, const auto& b) { return a.atMs < b.atMs; });
+    return hi->atMs - lo->atMs;
+}
+
+QString seconds(double s)
+{
+    if (s < 120)
+        return QObject::tr("%1 s").arg(s, 0, 'f', 1);
+    if (s < 7200)
+        return QObject::tr("%1 min").arg(s / 60, 0, 'f', 1);
+    return QObject::tr("%1 h").arg(s / 3600, 0, 'f', 1);
+}
+} // namespace
+
+ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new ReplayRunner)
+{
+    m_thread.setObjectName(u"idem-replay"_s);
+    m_runner->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_runner, &QObject::deleteLater);
+    m_thread.start();
+
+    m_logLabel = new QLabel(tr("No event log yet: open one, or capture one from a stream."), this);
+    m_logLabel->setObjectName(u"logLabel"_s);
+    m_logLabel->setWordWrap(true);
+    m_open = new QPushButton(tr("Open log…"), this);
+    m_open->setObjectName(u"openLog"_s);
+    m_open->setToolTip(tr("An event log: JSON lines of {\"id\", \"payload\", \"at_ms\"} (idemctl capture writes them)"));
+    m_capture = new QPushButton(tr("From a stream…"), this);
+    m_capture->setObjectName(u"captureStream"_s);
+    m_capture->setToolTip(tr("Capture the entries of a Redis Stream of the connected server (read-only: XRANGE)"));
+    m_save = new QPushButton(tr("Save log…"), this);
+    m_save->setObjectName(u"saveLog"_s);
+
+    m_where = new QComboBox(this);
+    m_where->setObjectName(u"where"_s);
+    m_where->addItem(tr("Private redis-server"), static_cast<int>(Where::Private));
+    m_where->addItem(tr("Connected server (own namespace)"), static_cast<int>(Where::Connected));
+    m_where->setItemData(0, tr("A redis-server of the replay's own, started on first use and stopped with the "
+                               "console: nothing else sees its keys."),
+                         Qt::ToolTipRole);
+    m_whereNote = new QLabel(this);
+    m_whereNote->setObjectName(u"whereNote"_s);
+    m_whereNote->setWordWrap(true);
+    m_speed = new QComboBox(this);
+    m_speed->setObjectName(u"speed"_s);
+    m_speed->addItem(tr("As fast as possible"), 0.0);
+    for (double s : {0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0})
+        m_speed->addItem(u"×%1"_s.arg(s), s);
+    m_speed->setCurrentIndex(3); // ×1: as logged
+    m_speed->setToolTip(tr("Paced by the logged times (at_ms), slower or faster; or as fast as the consumers go"));
+    auto spin = [this](int lo, int hi, int v, const QString& tip) {
+        auto* s = new QSpinBox(this);
+        s->setRange(lo, hi);
+        s->setValue(v);
+        s->setToolTip(tip);
+        return s;
+    };
+    m_duplicates = spin(1, 20, 2, tr("How many times each event is delivered"));
+    m_duplicates->setObjectName(u"duplicates"_s);
+    m_consumers = spin(1, 64, 3, tr("Consumers taking deliveries at once, each with its own connections"));
+    m_consumers->setObjectName(u"consumers"_s);
+    m_seed = spin(0, 1'000'000, 1, tr("The same seed gives the same duplicates and crashes"));
+    m_crash = new QDoubleSpinBox(this);
+    m_crash->setObjectName(u"crashRate"_s);
+    m_crash->setRange(0, 1);
+    m_crash->setSingleStep(0.05);
+    m_crash->setValue(0.1);
+    m_crash->setToolTip(tr("A consumer dies after acquiring, before acknowledging; the delivery comes again later"));
+    m_delivery = new QComboBox(this);
+    m_delivery->setObjectName(u"delivery"_s);
+    m_delivery->addItem(tr("Direct"), false);
+    m_delivery->addItem(tr("Through a stream group"), true);
+    m_delivery->setItemData(1, tr("Each delivery an XADD; consumers read with XREADGROUP, acknowledge with XACK, and "
+                                  "take over what a dead consumer left pending with XAUTOCLAIM"),
+                            Qt::ToolTipRole);
+
+    auto* logButtons = new QHBoxLayout;
+    logButtons->addWidget(m_open);
+    logButtons->addWidget(m_capture);
+    auto* form = new QFormLayout;
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    form->addRow(m_logLabel);
+    form->addRow(logButtons);
+    form->addRow(m_save);
+    form->addRow(tr("Where:"), m_where);
+    form->addRow(m_whereNote);
+    form->addRow(tr("Speed:"), m_speed);
+    form->addRow(tr("Deliveries each:"), m_duplicates);
+    form->addRow(tr("Crash rate:"), m_crash);
+    form->addRow(tr("Consumers:"), m_consumers);
+    form->addRow(tr("Delivery:"), m_delivery);
+    form->addRow(tr("Seed:"), m_seed);
+    auto* controls = new QWidget(this);
+    controls->setLayout(form);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(u"replayControls"_s);
+    scroll->setWidget(controls);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setFrameShape(QFrame::NoFrame);
+
+    m_play = new QPushButton(tr("▶ Play"), this);
+    m_play->setObjectName(u"play"_s);
+    m_stop = new QPushButton(tr("■ Stop"), this);
+    m_stop->setObjectName(u"stop"_s);
+    m_exportJson = new QPushButton(tr("Result as JSON…"), this);
+    m_exportCsv = new QPushButton(tr("as CSV…"), this);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(m_play);
+    bar->addWidget(m_stop);
+    bar->addStretch(1);
+    bar->addWidget(m_exportJson);
+    bar->addWidget(m_exportCsv);
+    m_progress = new QProgressBar(this);
+    m_progress->setObjectName(u"progress"_s);
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("not started"));
+
+    auto* counts = new QGridLayout;
+    const QString captions[] = {tr("executed"),   tr("ran twice"), tr("lost"),
+                                tr("claimed (XAUTOCLAIM)"), tr("deliveries"), tr("consumer crashes")};
+    QFont big = font();
+    big.setPointSizeF(big.pointSizeF() * 1.6);
+    big.setBold(true);
+    for (int i = 0; i < 6; ++i) {
+        auto* value = new QLabel(u"—"_s, this);
+        value->setObjectName(u"count-"_s + QLatin1StringView(kCounts[i]));
+        value->setFont(big);
+        value->setAlignment(Qt::AlignCenter);
+        auto* caption = new QLabel(captions[i], this);
+        caption->setAlignment(Qt::AlignCenter);
+        caption->setWordWrap(true);
+        counts->addWidget(value, 0, i);
+        counts->addWidget(caption, 1, i);
+        counts->setColumnStretch(i, 1);
+        m_counts.insert(QLatin1StringView(kCounts[i]), value);
+    }
+    m_status = new QLabel(this);
+    m_status->setObjectName(u"replayStatus"_s);
+    m_status->setWordWrap(true);
+    m_status->setTextFormat(Qt::PlainText);
+    m_status->setMinimumHeight(fontMetrics().height() * 2 + 8);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_preview = new QTableWidget(0, 3, this);
+    m_preview->setObjectName(u"logPreview"_s);
+    m_preview->setHorizontalHeaderLabels({tr("at"), tr("id"), tr("payload")});
+    m_preview->verticalHeader()->hide();
+    m_preview->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_preview->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_preview->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Interactive);
+    m_preview->horizontalHeader()->setStretchLastSection(true);
+    m_preview->setWordWrap(false);
+
+    auto* rightSide = new QVBoxLayout;
+    rightSide->addLayout(bar);
+    rightSide->addWidget(m_progress);
+    rightSide->addLayout(counts);
+    rightSide->addWidget(m_status);
+    rightSide->addWidget(m_preview, 1);
+    auto* layout = new QHBoxLayout(this);
+    layout->addWidget(scroll);
+    layout->addLayout(rightSide, 1);
+    scroll->setFixedWidth(std::max(controls->minimumSizeHint().width(), fontMetrics().averageCharWidth() * 34) +
+                          scroll->verticalScrollBar()->sizeHint().width());
+
+    connect(m_play, &QPushButton::clicked, this, &ReplayWidget::play);
+    connect(m_stop, &QPushButton::clicked, this, &ReplayWidget::stop);
+    connect(m_capture, &QPushButton::clicked, this, &ReplayWidget::captureFromStream);
+    connect(m_where, &QComboBox::currentIndexChanged, this, &ReplayWidget::updateWhere);
+    connect(m_open, &QPushButton::clicked, this, [this] {
+        const QString p = QFileDialog::getOpenFileName(this, tr("Open an event log"), QString(),
+                                                       tr("Event logs (*.jsonl *.json *.log);;All files (*)"));
+        if (!p.isEmpty())
+            openLog(p);
+    });
+    connect(m_save, &QPushButton::clicked, this, [this] {
+        const QString p = QFileDialog::getSaveFileName(this, tr("Save the event log"), u"events.jsonl"_s,
+                                                       tr("Event logs (*.jsonl)"));
+        if (!p.isEmpty() && !saveLog(p))
+            m_status->setText(tr("Could not write %1").arg(p));
+    });
+    connect(m_exportJson, &QPushButton::clicked, this, [this] {
+        const QString p = QFileDialog::getSaveFileName(this, tr("Result as JSON"), u"replay-result.json"_s,
+                                                       tr("JSON (*.json)"));
+        if (!p.isEmpty() && !exportJson(p))
+            m_status->setText(tr("Could not write %1").arg(p));
+    });
+    connect(m_exportCsv, &QPushButton::clicked, this, [this] {
+        const QString p = QFileDialog::getSaveFileName(this, tr("Result as CSV"), u"replay-result.csv"_s,
+                                                       tr("CSV (*.csv)"));
+        if (!p.isEmpty() && !exportCsv(p))
+            m_status->setText(tr("Could not write %1").arg(p));
+    });
+
+    connect(m_runner, &ReplayRunner::progressed, this, [this](quint64 id, const idem::ReplayProgress& p) {
+        if (id == m_job && m_running)
+            showProgress(p);
+    });
+    connect(m_runner, &ReplayRunner::finished, this,
+            [this](quint64 id, const idem::ReplayResult& r, const QString& where) {
+                if (id != m_job)
+                    return; // a run this view no longer waits for
+                m_running = false;
+                m_lastWhere = where;
+                showResult(r);
+                updateButtons();
+                Q_EMIT finished();
+            });
+    connect(m_runner, &ReplayRunner::captured, this,
+            [this](quint64 id, const EventLog& events, qulonglong read, const QStringList& problems) {
+                if (id != m_job)
+                    return;
+                m_capturing = false;
+                const QString source = m_source;
+                setLog(events, source);
+                m_status->setText(problems.isEmpty()
+                                      ? tr("Captured %1 event(s) from %2 entries of %3.").arg(events->size()).arg(read).arg(source)
+                                      : tr("Captured %1 event(s) from %2 entries of %3; skipped %4:\n%5")
+                                            .arg(events->size())
+                                            .arg(read)
+                                            .arg(source)
+                                            .arg(read - events->size())
+                                            .arg(problems.join(u'\n')));
+                updateButtons();
+                Q_EMIT captured();
+            });
+    connect(m_runner, &ReplayRunner::streamsListed, this, [this](quint64 id, const QVector<StreamEntry>& streams) {
+        if (id == m_job && m_picker)
+            m_picker->setStreams(streams);
+    });
+    connect(m_runner, &ReplayRunner::failed, this, [this](quint64 id, const QString& message) {
+        if (id != m_job)
+            return;
+        if (m_picker && m_picker->isVisible() && !m_capturing) {
+            m_picker->setFailed(message);
+            return;
+        }
+        const bool wasRunning = m_running;
+        m_running = m_capturing = false;
+        m_progress->setFormat(tr("failed"));
+        m_status->setText((wasRunning ? tr("The replay could not run: %1") : tr("The capture failed: %1")).arg(message));
+        updateButtons();
+        Q_EMIT failed(m_status->text());
+    });
+    updateWhere();
+    updateButtons();
+}
+
+ReplayWidget::~ReplayWidget()
+{
+    m_runner->cancel(); // a replay under way starts no further delivery
+    m_thread.quit();
+    m_thread.wait();
+}
+
+QLabel* ReplayWidget::countLabel(const QString& name) const { return m_counts.value(name); }
+
+void ReplayWidget::setConnectedServer(const std::optional<idem::ConnectionOptions>& connection, const QString& name)
+{
+    m_connected = connection;
+    m_connectedName = name;
+    updateWhere();
+    updateButtons();
+}
+
+void ReplayWidget::setConnectedWritable(bool writable, const QString& whyNot)
+{
+    if (writable == m_connectedWritable && whyNot == m_connectedWhyNot)
+        return;
+    m_connectedWritable = writable;
+    m_connectedWhyNot = whyNot;
+    updateWhere();
+}
+
+void ReplayWidget::updateWhere()
+{
+    const bool usable = m_connected && m_connectedWritable;
+    auto* model = qobject_cast<QStandardItemModel*>(m_where->model());
+    if (QStandardItem* item = model ? model->item(1) : nullptr) {
+        item->setEnabled(usable);
+        item->setToolTip(usable ? tr("Under a namespace of its own on %1, after a confirmation.").arg(m_connectedName)
+                                : tr("Not available: %1").arg(m_connectedWhyNot.isEmpty() ? tr("not connected")
+                                                                                          : m_connectedWhyNot));
+    }
+    if (!usable && m_where->currentIndex() == 1)
+        m_where->setCurrentIndex(0);
+    const bool connected = m_where->currentData().toInt() == static_cast<int>(Where::Connected);
+    m_whereNote->setText(connected ? tr("Writes records and ledgers under a namespace of its own on %1, never in the "
+                                        "one the console watches; asks first.")
+                                         .arg(m_connectedName)
+                                   : tr("On a redis-server of its own: nothing else sees its keys."));
+}
+
+void ReplayWidget::updateButtons()
+{
+    const bool busy = m_running || m_capturing;
+    const bool haveLog = m_events && !m_events->empty();
+    m_play->setEnabled(!busy && haveLog);
+    m_stop->setEnabled(busy);
+    m_open->setEnabled(!busy);
+    m_capture->setEnabled(!busy && m_connected.has_value());
+    m_capture->setToolTip(m_connected ? tr("Capture the entries of a Redis Stream of %1 (read-only: XRANGE)")
+                                            .arg(m_connectedName)
+                                      : tr("Not connected to a server"));
+    m_save->setEnabled(!busy && haveLog);
+    m_exportJson->setEnabled(!busy && m_result.has_value());
+    m_exportCsv->setEnabled(!busy && m_result.has_value());
+    for (QWidget* w : std::initializer_list<QWidget*>{m_where, m_speed, m_duplicates, m_crash, m_consumers, m_delivery,
+                                                      m_seed})
+        w->setEnabled(!busy);
+}
+
+bool ReplayWidget::openLog(const QString& path)
+{
+    std::ifstream in(QFile::encodeName(path).toStdString(), std::ios::binary);
+    if (!in) {
+        m_status->setText(tr("Cannot read %1").arg(path));
+        return false;
+    }
+    try {
+        auto events = std::make_shared<const std::vector<idem::ReplayEvent>>(idem::parseEventLog(in));
+        if (events->empty()) {
+            m_status->setText(tr("%1 holds no events.").arg(QFileInfo(path).fileName()));
+            return false;
+        }
+        setLog(events, QFileInfo(path).fileName());
+        m_status->setText(tr("Opened %1.").arg(path));
+        return true;
+    } catch (const std::exception& e) {
+        m_status->setText(tr("%1 is no event log: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what())));
+        return false;
+    }
+}
+
+void ReplayWidget::setLog(const EventLog& events, const QString& source)
+{
+    m_events = events;
+    m_source = source;
+    m_result.reset();
+    for (auto* l : std::as_const(m_counts))
+        l->setText(u"—"_s);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("not started"));
+    const std::int64_t span = events ? loggedSpanMs(*events) : 0;
+    const int n = events ? int(events->size()) : 0;
+    m_logLabel->setText(tr("<b>%1</b><br>%n event(s) over %2 as logged", nullptr, n)
+                            .arg(source.toHtmlEscaped(), seconds(static_cast<double>(span) / 1000.0)));
+    m_preview->setRowCount(0);
+    if (events) {
+        const int rows = std::min(n, kPreviewRows);
+        m_preview->setRowCount(rows);
+        const std::int64_t first = events->empty() ? 0 : std::min_element(events->begin(), events->end(), [](const auto& a, const auto& b) {
+                                                             return a.atMs < b.atMs;
+                                                         })->atMs;
+        for (int i = 0; i < rows; ++i) {
+            const auto& e = (*events)[static_cast<std::size_t>(i)];
+            auto* at = new QTableWidgetItem(u"+%1 s"_s.arg(static_cast<double>(e.atMs - first) / 1000.0, 0, 'f', 3));
+            at->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_preview->setItem(i, 0, at);
+            m_preview->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(e.id)));
+            m_preview->setItem(i, 2, new QTableWidgetItem(QString::fromStdString(e.payload.substr(0, 300))));
+        }
+        m_preview->setColumnWidth(1, fontMetrics().averageCharWidth() * 18);
+    }
+    updateButtons();
+}
+
+bool ReplayWidget::saveLog(const QString& path) const
+{
+    if (!m_events)
+        return false;
+    std::ostringstream out;
+    idem::writeEventLog(out, *m_events);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return false;
+    const std::string text = out.str();
+    return f.write(text.data(), static_cast<qint64>(text.size())) == static_cast<qint64>(text.size());
+}
+
+idem::ReplayOptions ReplayWidget::chosenOptions() const
+{
+    idem::ReplayOptions o;
+    o.speed = m_speed->currentData().toDouble();
+    o.duplicates = m_duplicates->value();
+    o.crashRate = m_crash->value();
+    o.consumers = m_consumers->value();
+    o.viaStream = m_delivery->currentData().toBool();
+    o.seed = static_cast<std::uint64_t>(m_seed->value());
+    // long enough for the logged pace, and a minute for what comes after
+    const double paced = o.speed > 0 && m_events ? static_cast<double>(loggedSpanMs(*m_events)) / o.speed : 0;
+    o.timeout = idem::Millis(static_cast<std::int64_t>(paced) + 60'000);
+    o.keyNamespace = "replay";
+    return o;
+}
+
+void ReplayWidget::play()
+{
+    if (m_running || m_capturing || !m_events || m_events->empty())
+        return;
+    ReplayJob job;
+    job.events = m_events;
+    job.options = chosenOptions();
+    if (m_where->currentData().toInt() == static_cast<int>(Where::Connected)) {
+        if (!m_connected || !m_connectedWritable) { // read-only: never, whatever the box says
+            m_status->setText(tr("The connected server cannot be used: %1")
+                                  .arg(m_connectedWhyNot.isEmpty() ? tr("not connected") : m_connectedWhyNot));
+            return;
+        }
+        const QString ns = u"replay-console-%1"_s.arg(static_cast<uint>(QRandomGenerator::global()->generate() & 0xffffff), 6, 16, QChar(u'0'));
+        QMessageBox ask(QMessageBox::Question, tr("Replay into the connected server"),
+                        tr("The replay will write into %1, under the namespace %2: (a namespace of its own; nothing "
+                           "in the namespace the console watches is written or changed).\n\nAbout %3 keys: an idem "
+                           "record per event, kept for idem's retention (24 h), and ledgers that expire within 10 "
+                           "minutes.\n\nReplay there?")
+                            .arg(m_connectedName, ns)
+                            .arg(m_events->size() * 3),
+                        QMessageBox::Yes | QMessageBox::Cancel, this);
+        ask.setObjectName(u"replayWhereConfirm"_s);
+        ask.setDefaultButton(QMessageBox::Cancel);
+        if (ask.exec() != QMessageBox::Yes)
+            return;
+        job.options.keyNamespace = ns.toStdString();
+        job.server = m_connected;
+    }
+    job.id = ++m_job;
+    m_lastOptions = job.options;
+    m_running = true;
+    m_result.reset();
+    m_rateClock.start();
+    m_rateDeliveries = 0;
+    m_rate = 0;
+    for (auto* l : std::as_const(m_counts))
+        l->setText(u"0"_s);
+    setCount(u"lost"_s, u"—"_s); // known at the end: "no data" is not 0
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("starting…"));
+    m_status->setText(tr("Replaying %n event(s) from %1…", nullptr, int(m_events->size())).arg(m_source));
+    updateButtons();
+    QMetaObject::invokeMethod(m_runner, [runner = m_runner, job] { runner->run(job); });
+}
+
+void ReplayWidget::stop()
+{
+    if (!m_running && !m_capturing)
+        return;
+    m_runner->cancel();
+    m_status->setText(m_running ? tr("Stopping: no further delivery starts…") : tr("Stopping the capture…"));
+}
+
+void ReplayWidget::captureFromStream()
+{
+    if (!m_connected || m_running || m_capturing)
+        return;
+    auto* picker = new StreamPickerDialog(m_connectedName, this);
+    picker->setAttribute(Qt::WA_DeleteOnClose);
+    m_picker = picker;
+    const quint64 listing = ++m_job;
+    const idem::ConnectionOptions server = *m_connected;
+    QMetaObject::invokeMethod(m_runner, [runner = m_runner, listing, server] { runner->listStreams(listing, server); });
+    connect(picker, &QDialog::accepted, this, [this, picker, server] {
+        const idem::CaptureOptions o = picker->options();
+        if (o.stream.empty())
+            return;
+        m_capturing = true;
+        m_source = tr("stream %1 on %2").arg(QString::fromStdString(o.stream), m_connectedName);
+        m_status->setText(tr("Capturing %1…").arg(m_source));
+        updateButtons();
+        const quint64 id = ++m_job;
+        QMetaObject::invokeMethod(m_runner, [runner = m_runner, id, server, o] { runner->capture(id, server, o); });
+    });
+    picker->open();
+}
+
+void ReplayWidget::setCount(const QString& name, const QString& value, bool alert)
+{
+    QLabel* l = m_counts.value(name);
+    if (!l)
+        return;
+    l->setText(value);
+    QPalette p = palette();
+    if (alert)
+        p.setColor(QPalette::WindowText, theme::alertText(palette()));
+    l->setPalette(p);
+}
+
+void ReplayWidget::showProgress(const idem::ReplayProgress& p)
+{
+    // deliveries per second over the last second or so (the average until then)
+    const double elapsed = static_cast<double>(m_rateClock.elapsed()) / 1000.0;
+    if (elapsed >= 1.0) {
+        m_rate = (p.deliveries - m_rateDeliveries) / elapsed;
+        m_rateDeliveries = p.deliveries;
+        m_rateClock.restart();
+    } else if (m_rate == 0 && p.seconds > 0) {
+        m_rate = p.deliveries / p.seconds;
+    }
+    m_progress->setValue(p.planned > 0 ? static_cast<int>(1000LL * p.produced / p.planned) : 0);
+    m_progress->setFormat(tr("%1 of %2 deliveries — %3 events/s")
+                              .arg(p.produced)
+                              .arg(p.planned)
+                              .arg(m_rate, 0, 'f', 0));
+    setCount(u"executed"_s, QString::number(p.executions));
+    setCount(u"twice"_s, QString::number(p.twice), p.twice > 0);
+    setCount(u"claimed"_s, QString::number(p.claimed));
+    setCount(u"deliveries"_s, QString::number(p.deliveries));
+    setCount(u"crashes"_s, QString::number(p.crashes));
+}
+
+void ReplayWidget::showResult(const idem::ReplayResult& r)
+{
+    m_result = r;
+    setCount(u"executed"_s, QString::number(r.executions));
+    setCount(u"twice"_s, QString::number(r.doubleExecutions), r.doubleExecutions > 0);
+    setCount(u"lost"_s, r.cancelled ? u"—"_s : QString::number(r.lost), !r.cancelled && r.lost > 0);
+    setCount(u"claimed"_s, QString::number(r.claimed));
+    setCount(u"deliveries"_s, QString::number(r.deliveries));
+    setCount(u"crashes"_s, QString::number(r.crashes));
+    m_progress->setValue(r.cancelled ? m_progress->value() : 1000);
+    m_progress->setFormat(r.cancelled  ? tr("stopped")
+                          : r.timedOut ? tr("timed out")
+                                       : tr("done — %1 deliveries/s on average").arg(r.seconds > 0 ? r.deliveries / r.seconds : 0, 0, 'f', 0));
+    const QString how = m_lastOptions.viaStream ? tr("through a Redis Stream group") : tr("directly");
+    QString verdict = r.cancelled ? tr("Stopped after %1: what ran so far is counted; events not delivered yet are "
+                                       "not lost.")
+                                        .arg(seconds(r.seconds))
+                      : r.timedOut ? tr("Timed out after %1.").arg(seconds(r.seconds))
+                      : r.doubleExecutions || r.lost
+                          ? tr("%1 event(s) ran twice and %2 were lost.").arg(r.doubleExecutions).arg(r.lost)
+                          : tr("Each event ran exactly once.");
+    m_status->setText(tr("%1 events, %2 deliveries %3 on %4 (keys under %5:), %6. %7")
+                          .arg(r.events)
+                          .arg(r.deliveries)
+                          .arg(how, m_lastWhere, QString::fromStdString(r.keyNamespace), seconds(r.seconds), verdict));
+}
+
+bool ReplayWidget::exportJson(const QString& path) const
+{
+    if (!m_result)
+        return false;
+    const auto& r = *m_result;
+    const QJsonObject o{{u"events"_s, r.events},
+                        {u"deliveries"_s, r.deliveries},
+                        {u"executions"_s, r.executions},
+                        {u"double_executions"_s, r.doubleExecutions},
+                        {u"lost"_s, r.lost},
+                        {u"crashes"_s, r.crashes},
+                        {u"claimed"_s, r.claimed},
+                        {u"timed_out"_s, r.timedOut},
+                        {u"cancelled"_s, r.cancelled},
+                        {u"seconds"_s, r.seconds},
+                        {u"via_stream"_s, m_lastOptions.viaStream},
+                        {u"speed"_s, m_lastOptions.speed},
+                        {u"duplicates"_s, m_lastOptions.duplicates},
+                        {u"crash_rate"_s, m_lastOptions.crashRate},
+                        {u"consumers"_s, m_lastOptions.consumers},
+                        {u"seed"_s, static_cast<qint64>(m_lastOptions.seed)},
+                        {u"where"_s, m_lastWhere},
+                        {u"namespace"_s, QString::fromStdString(r.keyNamespace)},
+                        {u"source"_s, m_source}};
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(QJsonDocument(o).toJson()) > 0;
+}
+
+bool ReplayWidget::exportCsv(const QString& path) const
+{
+    if (!m_result)
+        return false;
+    const auto& r = *m_result;
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return false;
+    f.write("events,deliveries,executions,double_executions,lost,crashes,claimed,timed_out,cancelled,seconds,"
+            "via_stream,speed,duplicates,crash_rate,consumers,seed\n");
+    f.write(u"%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16\n"_s.arg(r.events)
+                .arg(r.deliveries)
+                .arg(r.executions)
+                .arg(r.doubleExecutions)
+                .arg(r.lost)
+                .arg(r.crashes)
+                .arg(r.claimed)
+                .arg(r.timedOut ? 1 : 0)
+                .arg(r.cancelled ? 1 : 0)
+                .arg(r.seconds, 0, 'f', 3)
+                .arg(m_lastOptions.viaStream ? 1 : 0)
+                .arg(m_lastOptions.speed)
+                .arg(m_lastOptions.duplicates)
+                .arg(m_lastOptions.crashRate)
+                .arg(m_lastOptions.consumers)
+                .arg(m_lastOptions.seed)
+                .toUtf8());
+    return true;
+}
