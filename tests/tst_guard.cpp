@@ -165,10 +165,19 @@ private slots:
                                                          QStringLiteral("erin")});
         QCOMPARE(erin.out.count('\n'), 2);
         QVERIFY(erin.out.contains("stale sweep"));
+        // --since counts back from the server's clock
+        auto hour = idemtest::runIdemctl(g + QStringList{QStringLiteral("audit"), QStringLiteral("--since"),
+                                                         QStringLiteral("1h"), QStringLiteral("--json")});
+        QCOMPARE(QJsonDocument::fromJson(hour.out).array().size(), 4);
+        QThread::msleep(30);
+        auto none = idemtest::runIdemctl(g + QStringList{QStringLiteral("audit"), QStringLiteral("--since"),
+                                                         QStringLiteral("10ms"), QStringLiteral("--json")});
+        QCOMPARE(QJsonDocument::fromJson(none.out).array().size(), 0);
         // a purged record's last action, said by inspect
         auto gone = idemtest::runIdemctl(g + QStringList{QStringLiteral("inspect"), QStringLiteral("one")});
         QCOMPARE(gone.exitCode, 66);
-        QVERIFY2(gone.err.contains("purged by dave") && gone.err.contains("rerun"), gone.err.constData());
+        QVERIFY2(gone.err.contains("purged by dave") && gone.err.contains("rerun") && gone.err.contains(" UTC"),
+                 gone.err.constData());
     }
 };
 

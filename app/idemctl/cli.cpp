@@ -4,6 +4,7 @@
 #include "idem/redis/connectionflags.h"
 #include "idem/redis/localserver.h"
 
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -115,6 +116,16 @@ std::string formatNames()
         if (static_cast<idem::RecordFormat>(f) != idem::RecordFormat::Unknown)
             out += (out.empty() ? "" : ", ") + std::string(idem::nameOf(static_cast<idem::RecordFormat>(f)));
     return out;
+}
+
+std::string utcTime(std::int64_t ms)
+{
+    const std::time_t t = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return buf;
 }
 
 std::string whoAmI()

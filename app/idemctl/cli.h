@@ -86,6 +86,8 @@ template <typename T> T number(const std::optional<std::string>& v, T fallback, 
 // The server --url / IDEM_URL names, or else a private redis-server kept in `server`.
 idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server);
 std::string whoAmI();
+// A time given as ms since the epoch, in UTC: "2026-11-23 19:21:22 UTC".
+std::string utcTime(std::int64_t ms);
 std::string jsonEscape(const std::string& s);
 // The fields `list --json` prints for a record (and `inspect --json` starts from); lease_remaining_ms
 // and age_ms need the server's time.

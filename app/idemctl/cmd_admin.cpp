@@ -69,13 +69,8 @@ Target oneTarget(const Args& args, const Session& s, const char* command)
 // A time as ms since the epoch, in UTC, and how far from now.
 std::string when(std::int64_t ms, std::int64_t nowMs)
 {
-    const std::time_t t = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[64];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
     const std::int64_t d = ms - nowMs;
-    return std::string(buf) + (d >= 0 ? " (in " + idem::formatDuration(idem::Millis(d / 1000 * 1000)) + ")"
+    return utcTime(ms) + (d >= 0 ? " (in " + idem::formatDuration(idem::Millis(d / 1000 * 1000)) + ")"
                                       : " (" + idem::formatDuration(idem::Millis(-d / 1000 * 1000)) + " ago)");
 }
 
@@ -148,8 +143,8 @@ int cmdInspect(const std::vector<std::string>& argv)
             std::map<std::string, std::string> m(meta.begin(), meta.end());
             std::string last;
             if (m.count("last_op"))
-                last = "; " + m["last_op"] + "d by " + m["last_op_by"] + " at " + m["last_op_at_ms"] +
-                       " ms since epoch" + (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) +
+                last = "; " + m["last_op"] + "d by " + m["last_op_by"] + " at " +
+                       utcTime(std::atoll(m["last_op_at_ms"].c_str())) + (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) +
                        " (was " + m["last_op_prev_state"] + "): " + m["last_op_reason"];
             std::fprintf(stderr, "idemctl inspect: no record at %s%s\n", t.key.c_str(), last.c_str());
         }

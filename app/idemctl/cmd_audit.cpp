@@ -4,10 +4,10 @@
 #include "idem/duration.h"
 #include "idem/engine/store.h"
 #include "idem/redis/pool.h"
+#include "idem/redis/reply.h"
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cstdio>
 
 namespace idemctl {
@@ -36,10 +36,14 @@ int cmdAudit(const std::vector<std::string>& argv)
     so.keyNamespace = g.keyNamespace;
     idem::Store store(pool, so);
     auto entries = store.audit(count);
-    const std::int64_t newest = entries.empty() ? 0 : entries.front().atMs;
+    std::int64_t nowMs = 0; // --since counts back from the server's clock, as the entries' times do
+    if (sinceMs) {
+        auto conn = pool.acquire();
+        nowMs = idem::reply::timeMs(conn->checked({"TIME"}).get());
+    }
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : entries) {
-        if (sinceMs && e.atMs < newest - *sinceMs) // relative to the newest entry: the server's clock
+        if (sinceMs && e.atMs < nowMs - *sinceMs)
             continue;
         if (by && e.by != *by)
             continue;
@@ -48,10 +52,7 @@ int cmdAudit(const std::vector<std::string>& argv)
                            {"why", e.why}, {"via", e.via}, {"was", e.was}});
             continue;
         }
-        const std::time_t t = static_cast<std::time_t>(e.atMs / 1000);
-        char when[32];
-        std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-        std::printf("%s  %-20s %s  by %s via %s (was %s): %s\n", when, e.action.c_str(), e.key.c_str(), e.by.c_str(),
+        std::printf("%s  %-20s %s  by %s via %s (was %s): %s\n", utcTime(e.atMs).c_str(), e.action.c_str(), e.key.c_str(), e.by.c_str(),
                     e.via.c_str(), e.was.c_str(), e.why.c_str());
     }
     if (args.flag("--json"))
