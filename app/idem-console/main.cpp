@@ -1,5 +1,6 @@
 // idem-console: the operator console. With no server given, it starts its own redis-server on a
 // free loopback port with demo traffic, and stops it on exit. --help and --version need no display.
+#include "idem/qt/signals.h"
 #include "mainwindow.h"
 #include "theme.h"
 
@@ -12,36 +13,13 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
-#include <QSocketNotifier>
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <memory>
-#include <unistd.h>
 
 using namespace Qt::StringLiterals;
 
 namespace {
-int g_signalPipe[2] = {-1, -1};
-
-// SIGINT / SIGTERM end the event loop, so the embedded redis-server and the demo stop cleanly.
-void quitOnSignals(QApplication& app)
-{
-    if (::pipe(g_signalPipe) != 0)
-        return;
-    auto* notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, &app);
-    QObject::connect(notifier, &QSocketNotifier::activated, &app, [] { QApplication::quit(); });
-    struct sigaction sa {};
-    sa.sa_handler = [](int) {
-        const char c = 1;
-        (void)!::write(g_signalPipe[1], &c, 1);
-    };
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-}
-
 // Qt's own GUI options (-platform offscreen, -style Fusion, ...): QApplication takes them; the
 // parser that runs before it must not call them unknown. Those that take a value say so.
 const std::pair<const char*, bool> kQtGuiOptions[] = {
@@ -231,7 +209,7 @@ int main(int argc, char** argv)
     }
     QApplication app(argc, argv);
     theme::apply(cl.palette);
-    quitOnSignals(app);
+    idem::qt::quitOnSignals(app);
     MainWindow::Options& options = cl.options;
 
     std::unique_ptr<idem::LocalServer> server;

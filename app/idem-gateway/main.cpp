@@ -1,41 +1,20 @@
 // idem-gateway: an HTTP reverse proxy that gives any upstream Idempotency-Key semantics on Redis.
 // Without --url (or IDEM_URL) it starts a private redis-server and prints its URL, so that
 // idem-console --url URL can watch the keys it writes.
+#include "idem/qt/signals.h"
 #include "idem/errors.h"
 #include "idem/gateway/gateway.h"
 #include "idem/redis/localserver.h"
 
 #include <QCoreApplication>
-#include <QSocketNotifier>
 
 #include <csignal>
 #include <cstdio>
 #include <memory>
-#include <unistd.h>
 
 using namespace Qt::StringLiterals;
 
 namespace {
-int g_signalPipe[2] = {-1, -1};
-
-// SIGINT / SIGTERM end the event loop, so that the private redis-server stops with the gateway.
-void quitOnSignals(QCoreApplication& app)
-{
-    if (::pipe(g_signalPipe) != 0)
-        return;
-    auto* notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, &app);
-    QObject::connect(notifier, &QSocketNotifier::activated, &app, [] { QCoreApplication::quit(); });
-    struct sigaction sa {};
-    sa.sa_handler = [](int) {
-        const char c = 1;
-        (void)!::write(g_signalPipe[1], &c, 1);
-    };
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-}
-
 QString hostPort(const QHostAddress& h, quint16 port)
 {
     const QString host = h == QHostAddress::Any ? u"0.0.0.0"_s : h.toString();
@@ -72,7 +51,7 @@ int main(int argc, char** argv)
     } else {
         std::printf("redis: %s\n", options.connection.describe().c_str());
     }
-    quitOnSignals(app);
+    idem::qt::quitOnSignals(app);
     idem::gateway::Gateway gateway(options);
     QString error;
     if (!gateway.start(&error)) {
