@@ -131,6 +131,57 @@ private slots:
         QCOMPARE(wrong.load(), 0);
     }
 
+    // Acquires and completions issued while others are on their way go out together, as one
+    // script call of many ids, and each still gets its own answer: the second acquire of an id in
+    // the same call is in progress, a completion with another's token is refused alone.
+    void callsCoalescedIntoScriptsOfManyIds()
+    {
+        idem::LocalServer server;
+        idem::Connection admin(server.connectionOptions());
+        idem::AsyncPool pool(quick(server.connectionOptions()), 1);
+        idem::AsyncStore store(pool, ns("coalesce"));
+        QCOMPARE(store.acquire("warm").get().status, idem::AcquireStatus::Acquired);
+        admin.checked({"CONFIG", "RESETSTAT"});
+
+        server.pause(); // everything below waits behind the first units
+        constexpr int kIds = 150;
+        std::vector<std::future<idem::AcquireResult>> first, second;
+        for (int i = 0; i < kIds; ++i) {
+            first.push_back(store.acquire("c-" + std::to_string(i), "fp"));
+            second.push_back(store.acquire("c-" + std::to_string(i), "fp"));
+        }
+        server.resume();
+        std::vector<idem::Ticket> tickets;
+        for (int i = 0; i < kIds; ++i) {
+            const auto a = first[static_cast<std::size_t>(i)].get();
+            QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+            QCOMPARE(a.ticket.id, "c-" + std::to_string(i));
+            QCOMPARE(second[static_cast<std::size_t>(i)].get().status, idem::AcquireStatus::InProgress);
+            tickets.push_back(a.ticket);
+        }
+        tickets[7].token = tickets[8].token; // not its own: refused, alone
+
+        server.pause();
+        std::vector<std::future<idem::OwnerResult>> completed;
+        for (int i = 0; i < kIds; ++i)
+            completed.push_back(store.complete(tickets[static_cast<std::size_t>(i)], "r-" + std::to_string(i)));
+        server.resume();
+        for (int i = 0; i < kIds; ++i)
+            QCOMPARE(completed[static_cast<std::size_t>(i)].get().status,
+                     i == 7 ? idem::OwnerStatus::LeaseLost : idem::OwnerStatus::Ok);
+        for (int i : {0, 8, 149}) {
+            const auto d = store.acquire("c-" + std::to_string(i), "fp").get();
+            QCOMPARE(d.status, idem::AcquireStatus::Duplicate);
+            QCOMPARE(d.response, "r-" + std::to_string(i));
+        }
+        // 2 * 150 acquires and 150 completions: a few calls of many ids, not 450 calls
+        const std::string stats = text(admin.checked({"INFO", "commandstats"}));
+        const auto at = stats.find("cmdstat_evalsha:calls=");
+        QVERIFY(at != std::string::npos);
+        const long long calls = std::atoll(stats.c_str() + at + 22);
+        QVERIFY2(calls <= 40, ("EVALSHA calls: " + std::to_string(calls)).c_str());
+    }
+
     // A batch cut by a killed server: every pending request fails closed and no work runs.
     void killedServerFailsEveryPendingExecutionClosed()
     {
@@ -158,7 +209,8 @@ private slots:
                     ++failedClosed;
                 ++completed;
             });
-        QTRY_COMPARE(pool.at(0).pending() + pool.at(1).pending(), std::size_t(kCount));
+        // written and unanswered: the first units; the others wait for them in the AsyncStore
+        QTRY_VERIFY(pool.at(0).pending() + pool.at(1).pending() >= 1);
         ::kill(server.pid(), SIGKILL); // while stopped: it runs nothing more
         QElapsedTimer timer;
         timer.start();

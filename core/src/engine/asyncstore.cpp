@@ -1,5 +1,6 @@
 #include "idem/engine/asyncstore.h"
 
+#include "engine/asyncshared.h"
 #include "engine/storecalls.h"
 #include "idem/errors.h"
 #include "redis/resp.h"
@@ -24,16 +25,6 @@ std::future<T> promised(const std::function<void(StoreCallback<T>)>& call)
 }
 } // namespace
 
-struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
-    StoreOptions options;
-    std::string waitTrailer; // WAIT, with minReplicas
-    AsyncPool* pool = nullptr;
-
-    void ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
-                   bool waitForReplicas, StoreCallback<OwnerResult> done) const;
-    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done) const;
-};
-
 AsyncStore::AsyncStore(AsyncPool& pool, StoreOptions options) : m_pool(pool), m_options(std::move(options))
 {
     storecalls::checkOptions(m_options);
@@ -45,9 +36,11 @@ AsyncStore::AsyncStore(AsyncPool& pool, StoreOptions options) : m_pool(pool), m_
     m_shared = std::move(shared);
 }
 
-std::string AsyncStore::recordKey(std::string_view id) const
+std::string AsyncStore::recordKey(std::string_view id) const { return m_shared->recordKey(id); }
+
+std::string AsyncStore::Shared::recordKey(std::string_view id) const
 {
-    std::string k(m_options.keyNamespace);
+    std::string k(options.keyNamespace);
     k.append(storecalls::kTagOpen).append(id).append(storecalls::kTagClose);
     return k;
 }
@@ -58,51 +51,15 @@ void AsyncStore::acquire(std::string_view id, std::string_view fingerprint, std:
     storecalls::checkId(m_options, id);
     if (lease && lease->count() <= 0)
         throw UsageError("lease must be positive");
-    const std::int64_t leaseMs = lease.value_or(m_options.lease).count();
-    const Script& s = scripts::acquire();
-    std::string token = newToken();
-    std::string call;
-    resp::Writer w(call);
-    storecalls::writeAcquireCall(
-        w, s, m_options.keyNamespace, 1, [&](std::size_t) { return id; }, [&](std::size_t) { return fingerprint; },
-        [&](std::size_t) { return std::string_view(token); }, leaseMs, m_options.staleKeep.count());
-    std::vector<std::size_t> ends = {call.size()};
-    auto handler = [shared = m_shared, id = std::string(id), token = std::move(token), leaseMs,
-                    done = std::move(done)](std::vector<ReplyPtr> replies, std::exception_ptr error) mutable {
-        AcquireResult out;
-        if (!error) {
-            try {
-                storecalls::parseAcquireOne(out, replies.front().get(), id, token, leaseMs);
-                const StoreOptions& o = shared->options;
-                const bool waited = !shared->waitTrailer.empty();
-                const std::int64_t acks = waited ? storecalls::replicasAcked(replies.back().get()) : 0;
-                if (waited && acks < o.minReplicas) {
-                    // a lock no replica holds can vanish in a failover and the work run twice:
-                    // give it back (its lease runs out anyway if this fails) and run nothing
-                    if (out.status == AcquireStatus::Acquired)
-                        shared->fail(out.ticket, FailPolicy::Release, "not replicated", [](OwnerResult, std::exception_ptr) {});
-                    throw NotReplicatedError("acquire acknowledged by " + std::to_string(std::max<std::int64_t>(0, acks)) +
-                                             " of the " + std::to_string(o.minReplicas) + " replica(s) asked within " +
-                                             std::to_string(o.replicaTimeout.count()) +
-                                             " ms; the lock is released, the work is not run");
-                }
-            } catch (const Error&) {
-                error = std::current_exception();
-                out = AcquireResult();
-            }
-        }
-        done(std::move(out), std::move(error));
-    };
-    runScriptRoutedAsync(m_pool, recordKey(id), s, std::move(call), std::move(ends), m_shared->waitTrailer,
-                         std::move(handler));
+    m_shared->acquire(PendingAcquire{std::string(id), std::string(fingerprint), newToken(),
+                                     lease.value_or(m_options.lease).count(), std::move(done)});
 }
 
 void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
                                    bool waitForReplicas, StoreCallback<OwnerResult> done) const
 {
     storecalls::checkId(options, t.id);
-    std::string rk(options.keyNamespace);
-    rk.append(storecalls::kTagOpen).append(t.id).append(storecalls::kTagClose);
+    const std::string rk = recordKey(t.id);
     const std::string_view key = rk;
     std::string call;
     resp::Writer w(call);
@@ -137,8 +94,10 @@ void AsyncStore::Shared::fail(const Ticket& t, FailPolicy policy, std::string_vi
 void AsyncStore::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention,
                           StoreCallback<OwnerResult> done)
 {
-    const std::string retMs = std::to_string(storecalls::checkCompletion(m_options, response, retention).count());
-    m_shared->ownerCall(scripts::complete(), t, {t.token, response, retMs}, true, std::move(done));
+    storecalls::checkId(m_options, t.id);
+    m_shared->complete(PendingCompletion{t.id, t.token, std::string(response),
+                                         std::to_string(storecalls::checkCompletion(m_options, response, retention).count()),
+                                         std::move(done)});
 }
 
 void AsyncStore::fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done)

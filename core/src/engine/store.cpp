@@ -273,16 +273,11 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             storecalls::parseAcquireOne(out[i], r, requests[i].id, tokenOf(i), leaseMs);
             continue;
         }
-        // a line per id, then the server's time (µs)
-        if (reply::arraySize(r) != count + 1)
-            throw ProtoError("acquire script answered for the wrong number of ids");
-        const std::int64_t serverNowMs = reply::integer(reply::element(r, count)) / 1000;
-        for (std::size_t k = 0; k < count; ++k) {
+        storecalls::readAcquireLines(r, count, [&](std::size_t k, LineReader& in, std::int64_t serverNowMs) {
             const std::size_t i = order[first + k];
-            LineReader in(reply::view(reply::element(r, k)));
             parseAcquireLine(out[i], in, requests[i].id, tokenOf(i), leaseMs);
             out[i].serverNowMs = serverNowMs;
-        }
+        });
     }
     if (!trailer.empty() && fewestAcks < m_options.minReplicas) {
         // a lock no replica holds can vanish in a failover and the work run twice: give back every

@@ -1,6 +1,8 @@
 #pragma once
 
+#include "engine/acquireanswer.h"
 #include "idem/engine/store.h"
+#include "idem/redis/reply.h"
 #include "redis/resp.h"
 
 #include <cstdint>
@@ -44,6 +46,23 @@ void writeAcquireCall(resp::Writer& w, const Script& s, std::string_view ns, std
 // fresh). An error reply throws ReplyError.
 void parseAcquireOne(AcquireResult& out, const redisReply* r, std::string_view id, std::string_view token,
                      std::int64_t leaseMs);
+
+// The answer of an acquire call for `count` ids, more than one: a line per id, then the server's
+// time (µs). each(k, line, serverNowMs) reads id k's line (acquireanswer::parseAcquireLine). An
+// error reply throws ReplyError.
+template <typename Each>
+void readAcquireLines(const redisReply* r, std::size_t count, Each each)
+{
+    if (reply::isError(r))
+        throw ReplyError("acquire: " + reply::errorMessage(r));
+    if (reply::arraySize(r) != count + 1)
+        throw ProtoError("acquire script answered for the wrong number of ids");
+    const std::int64_t serverNowMs = reply::integer(reply::element(r, count)) / 1000;
+    for (std::size_t k = 0; k < count; ++k) {
+        acquireanswer::LineReader in(reply::view(reply::element(r, k)));
+        each(k, in, serverNowMs);
+    }
+}
 
 // An owner script's answer (complete, fail, renew): the server time alone when done, else
 // {status, detail, server time}. `acks` is WAIT's answer when the call waited for replicas (-1

@@ -34,6 +34,8 @@ AsyncPool::Routing::~Routing()
     gone.clear();
 }
 
+bool AsyncPool::isCluster() const { return m_routing->cluster.load(); }
+
 void AsyncPool::routed(std::string_view key, UnitSender send, RepliesHandler done)
 {
     auto call = std::make_shared<Routing::Call>(Routing::Call{std::string(key), std::move(send), std::move(done), 0});

@@ -98,6 +98,8 @@ public:
     const ConnectionOptions& options() const { return m_options; }
     void interruptAll();
     void routed(std::string_view key, UnitSender send, RepliesHandler done);
+    // Known to be a Redis Cluster's (a redirect has been seen): a unit's keys must share a slot.
+    bool isCluster() const;
 
     struct Routing;
 

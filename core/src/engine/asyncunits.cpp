@@ -1,0 +1,179 @@
+// AsyncStore's acquires and completions, coalesced into units (see UnitQueue): one script call of
+// many ids, its answer read id by id.
+#include "engine/asyncshared.h"
+#include "engine/storecalls.h"
+#include "idem/errors.h"
+#include "redis/resp.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+
+namespace idem {
+
+namespace {
+// A unit of many ids sent to a Redis Cluster before the pool knew it was one.
+bool crossSlot(std::size_t ids, const std::vector<ReplyPtr>& replies, const std::exception_ptr& error)
+{
+    return !error && ids > 1 && reply::isError(replies.front().get()) &&
+           reply::errorText(replies.front().get()).starts_with("CROSSSLOT");
+}
+
+// Each call's answer to its caller; what a caller's handler throws is dropped, as AsyncConnection
+// drops it, and the others still get theirs.
+template <typename P, typename T>
+void handOut(std::vector<P>& unit, std::vector<T>& out, const std::vector<std::exception_ptr>& errors)
+{
+    for (std::size_t k = 0; k < unit.size(); ++k) {
+        try {
+            unit[k].done(errors[k] ? T() : std::move(out[k]), errors[k]);
+        } catch (...) {
+        }
+    }
+}
+} // namespace
+
+void AsyncStore::Shared::acquire(PendingAcquire p) const
+{
+    if (auto now = acquires.offer(std::move(p), unitsLimit(), !pool->isCluster())) {
+        std::vector<PendingAcquire> unit;
+        unit.push_back(std::move(*now));
+        sendAcquires(std::move(unit));
+    }
+}
+
+void AsyncStore::Shared::sendAcquires(std::vector<PendingAcquire> unit) const
+{
+    const Script& s = scripts::acquire();
+    std::string call;
+    resp::Writer w(call);
+    storecalls::writeAcquireCall(
+        w, s, options.keyNamespace, unit.size(), [&](std::size_t k) { return std::string_view(unit[k].id); },
+        [&](std::size_t k) { return std::string_view(unit[k].fingerprint); },
+        [&](std::size_t k) { return std::string_view(unit[k].token); }, unit.front().leaseMs, options.staleKeep.count());
+    std::vector<std::size_t> ends = {call.size()};
+    const std::string key = recordKey(unit.front().id);
+    auto handler = [shared = shared_from_this(), unit = std::move(unit)](std::vector<ReplyPtr> replies,
+                                                                         std::exception_ptr error) mutable {
+        shared->readAcquires(unit, replies, std::move(error));
+        const auto sameLease = [](const PendingAcquire& a, const PendingAcquire& b) { return a.leaseMs == b.leaseMs; };
+        for (auto& next : shared->acquires.unitDone(shared->unitsLimit(), kIdsPerUnit, sameLease))
+            shared->sendAcquires(std::move(next));
+    };
+    runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));
+}
+
+void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::vector<ReplyPtr>& replies,
+                                      std::exception_ptr error) const
+{
+    const std::size_t n = unit.size();
+    if (crossSlot(n, replies, error)) {
+        for (auto& p : unit) { // each id on its own, routed to its slot's node
+            acquires.oneMore();
+            std::vector<PendingAcquire> one;
+            one.push_back(std::move(p));
+            sendAcquires(std::move(one));
+        }
+        return;
+    }
+    std::vector<AcquireResult> out(n);
+    std::vector<std::exception_ptr> errors(n, error);
+    if (!error) {
+        try {
+            const redisReply* r = replies.front().get();
+            if (n == 1)
+                storecalls::parseAcquireOne(out[0], r, unit[0].id, unit[0].token, unit[0].leaseMs);
+            else
+                storecalls::readAcquireLines(r, n, [&](std::size_t k, acquireanswer::LineReader& in, std::int64_t nowMs) {
+                    acquireanswer::parseAcquireLine(out[k], in, unit[k].id, unit[k].token, unit[k].leaseMs);
+                    out[k].serverNowMs = nowMs;
+                });
+            const std::int64_t acks = waitTrailer.empty() ? 0 : storecalls::replicasAcked(replies.back().get());
+            if (!waitTrailer.empty() && acks < options.minReplicas) {
+                // a lock no replica holds can vanish in a failover and the work run twice: give
+                // it back (its lease runs out anyway if this fails) and run nothing
+                const auto notReplicated = std::make_exception_ptr(NotReplicatedError(
+                    "acquire acknowledged by " + std::to_string(std::max<std::int64_t>(0, acks)) + " of the " +
+                    std::to_string(options.minReplicas) + " replica(s) asked within " +
+                    std::to_string(options.replicaTimeout.count()) + " ms; the lock is released, the work is not run"));
+                for (std::size_t k = 0; k < n; ++k) {
+                    if (out[k].status == AcquireStatus::Acquired)
+                        fail(out[k].ticket, FailPolicy::Release, "not replicated", [](OwnerResult, std::exception_ptr) {});
+                    errors[k] = notReplicated;
+                }
+            }
+        } catch (const Error&) {
+            std::fill(errors.begin(), errors.end(), std::current_exception());
+        }
+    }
+    handOut(unit, out, errors);
+}
+
+void AsyncStore::Shared::complete(PendingCompletion p) const
+{
+    if (auto now = completions.offer(std::move(p), unitsLimit(), !pool->isCluster())) {
+        std::vector<PendingCompletion> unit;
+        unit.push_back(std::move(*now));
+        sendCompletions(std::move(unit));
+    }
+}
+
+void AsyncStore::Shared::sendCompletions(std::vector<PendingCompletion> unit) const
+{
+    const Script& s = scripts::complete();
+    std::string call;
+    resp::Writer w(call);
+    resp::evalshaHead(w, s, unit.size(), 3 * unit.size());
+    for (const auto& p : unit)
+        w.bulkConcat(options.keyNamespace, storecalls::kTagOpen, p.id, storecalls::kTagClose);
+    for (const auto& p : unit) {
+        w.bulk(p.token);
+        w.bulk(p.response);
+        w.bulk(p.retentionMs);
+    }
+    std::vector<std::size_t> ends = {call.size()};
+    const std::string key = recordKey(unit.front().id);
+    auto handler = [shared = shared_from_this(), unit = std::move(unit)](std::vector<ReplyPtr> replies,
+                                                                         std::exception_ptr error) mutable {
+        shared->readCompletions(unit, replies, std::move(error));
+        const auto any = [](const PendingCompletion&, const PendingCompletion&) { return true; };
+        for (auto& next : shared->completions.unitDone(shared->unitsLimit(), kIdsPerUnit, any))
+            shared->sendCompletions(std::move(next));
+    };
+    runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));
+}
+
+void AsyncStore::Shared::readCompletions(std::vector<PendingCompletion>& unit, std::vector<ReplyPtr>& replies,
+                                         std::exception_ptr error) const
+{
+    const std::size_t n = unit.size();
+    if (crossSlot(n, replies, error)) {
+        for (auto& p : unit) {
+            completions.oneMore();
+            std::vector<PendingCompletion> one;
+            one.push_back(std::move(p));
+            sendCompletions(std::move(one));
+        }
+        return;
+    }
+    std::vector<OwnerResult> out(n);
+    std::vector<std::exception_ptr> errors(n, error);
+    if (!error) {
+        try {
+            const Script& s = scripts::complete();
+            const redisReply* r = replies.front().get();
+            const bool waits = !waitTrailer.empty();
+            const std::int64_t acks = waits ? storecalls::replicasAcked(replies.back().get()) : -1;
+            if (n > 1 && !reply::isError(r) && reply::arraySize(r) != n)
+                throw ProtoError("complete script answered for the wrong number of ids");
+            for (std::size_t k = 0; k < n; ++k)
+                out[k] = storecalls::parseOwnerReply(s, n == 1 || reply::isError(r) ? r : reply::element(r, k), options,
+                                                     waits, acks);
+        } catch (const Error&) {
+            std::fill(errors.begin(), errors.end(), std::current_exception());
+        }
+    }
+    handOut(unit, out, errors);
+}
+
+} // namespace idem
