@@ -213,6 +213,31 @@ private slots:
         QCOMPARE(all.at("json").state, RecordState::Completed);
     }
 
+    // Keys outside the user's key patterns (a role scoped to part of the namespace): SCAN lists
+    // them, PTTL refuses them; they are left out and the rest of the page stands. It used to throw
+    // and lose the page.
+    void keysOutsideTheUsersPatterns()
+    {
+        const std::string ns = idemtest::uniqueNamespace("pat"), user = ns + "-reader";
+        raw->checked({"SET", ns + ":{mine-1}", R"({"status":"COMPLETED"})"});
+        raw->checked({"SET", ns + ":{theirs}", R"({"status":"COMPLETED"})"});
+        raw->checked({"SET", ns + ":{mine-2}", R"({"status":"IN_PROGRESS"})"});
+        raw->checked({"ACL", "SETUSER", user, "on", ">pw", "~" + ns + ":{mine*", "&*", "+@all"});
+        const auto dropUser = qScopeGuard([&] { raw->command({"ACL", "DELUSER", user}); });
+        idem::ConnectionOptions o = idemtest::sharedRedis();
+        o.user = user;
+        o.password = "pw";
+        idem::Connection c(o);
+        QVERIFY(idem::reply::isError(c.command({"PTTL", ns + ":{theirs}"}).get())); // what the test needs
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Monitor m(c, mo);
+        const auto all = snapshot(m);
+        QCOMPARE(all.size(), std::size_t(2));
+        QCOMPARE(all.at("mine-1").state, RecordState::Completed);
+        QVERIFY(all.count("mine-2") == 1);
+    }
+
     void guardedUnlink()
     {
         const std::string ns = idemtest::uniqueNamespace("ul");

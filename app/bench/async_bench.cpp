@@ -327,7 +327,7 @@ int main(int argc, char** argv)
                                 key.second.c_str(), rps / best->rps, ">= 1.5", rps / best->rps >= 1.5 ? "met" : "MISSED");
             }
         }
-        std::printf("\n%-42s %8s %-11s %10s %8s\n", "idem script calls/s / redis-benchmark", "callers", "ids", "ratio",
+        std::printf("\n%-42s %8s %-11s %10s %8s\n", "idem id steps/s / redis-benchmark calls/s", "callers", "ids", "ratio",
                     "goal");
         for (const auto& [key, rps] : idemRps) {
             const double scripts = rps * (key.second == "fresh" ? 2 : 1); // acquire (+ complete)
@@ -337,8 +337,9 @@ int main(int argc, char** argv)
         std::printf("\none thread submitting %d executions, 64 in flight: p50 %.0f us, p99 %.0f us\n",
                     cfg.latencyCalls, p50, p99);
         std::printf("heap per execution in flight (10 000 parked in their work): %.0f bytes\n", perInFlight);
-        std::printf("\nfresh: acquire + complete (2 script calls) per call; duplicates: 1. Work runs inline on the\n"
-                    "I/O thread; each completion submits its caller's next call.\n");
+        std::printf("\nid steps: acquire + complete (2) per fresh call, acquire (1) per duplicate; steps queued\n"
+                    "together go to Redis as one script call of many ids. Work runs inline on the I/O thread;\n"
+                    "each completion submits its caller's next call.\n");
         return 0;
     } catch (const idem::Error& e) {
         std::fprintf(stderr, "idem-async-bench: %s\n", e.what());

@@ -219,6 +219,10 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
                 redirected->push_back({keys[i], to->address, to->ask});
             continue;
         }
+        // PTTL refused for this key alone (an ACL whose key patterns leave it out: SCAN lists every
+        // key, PTTL is checked against the patterns): it cannot be read, the rest of the page stands
+        if (reply::isError(pttl))
+            continue;
         const std::int64_t ttl = reply::integer(pttl);
         if (ttl == -2)
             continue; // expired or deleted since SCAN returned it
