@@ -1,6 +1,7 @@
 // Replaying an event log through idem: directly, and at least once through a Redis Stream with a
 // consumer group that takes over what a killed consumer left pending (XAUTOCLAIM).
 #include "idem/errors.h"
+#include "idem/format/jsonscan.h"
 #include "idem/lab/replay.h"
 #include "testsupport.h"
 
@@ -46,6 +47,27 @@ private slots:
             } catch (const idem::UsageError& e) {
                 QVERIFY2(std::string(e.what()).find("line") != std::string::npos, e.what());
             }
+        }
+    }
+
+    // A payload as deep as idem's JSON reader takes (json::valid, the console's: 128 levels) is replayed; a
+    // deeper line is refused with its number, never stored as a payload nothing else can read.
+    void nestingAsDeepAsIdemReads()
+    {
+        const auto line = [](int levels) {
+            return "{\"id\":\"deep\",\"payload\":" + std::string(static_cast<std::size_t>(levels), '[') +
+                   std::string(static_cast<std::size_t>(levels), ']') + "}\n";
+        };
+        std::istringstream ok(line(128));
+        const auto events = idem::parseEventLog(ok);
+        QCOMPARE(events.size(), std::size_t(1));
+        QVERIFY(idem::json::valid(events[0].payload));
+        std::istringstream deep("\n" + line(129));
+        try {
+            idem::parseEventLog(deep);
+            QFAIL("a payload 129 levels deep was taken");
+        } catch (const idem::UsageError& e) {
+            QVERIFY2(std::string(e.what()).starts_with("event log line 2: JSON nested deeper than 128"), e.what());
         }
     }
 

@@ -13,8 +13,8 @@ namespace idem {
 
 namespace {
 
-// parseEventLog takes lines nested up to 256 levels; a payload sits one level inside its line
-constexpr int kMaxDepth = 255;
+// parseEventLog takes lines nested up to 128 levels; a payload sits one level inside its line
+constexpr int kMaxDepth = 127;
 constexpr std::int64_t kMaxAtMs = 253'402'300'799'999; // 9999-12-31T23:59:59.999Z
 constexpr std::size_t kMaxId = 1024;
 

@@ -21,7 +21,7 @@ namespace idem {
 
 std::vector<ReplayEvent> parseEventLog(std::istream& in)
 {
-    constexpr int kMaxDepth = 256;
+    constexpr int kMaxDepth = 128; // as deep as idem's own JSON reader goes (json::valid, the console)
     constexpr double kMaxAtMs = 253'402'300'799'999; // 9999-12-31T23:59:59.999Z
     std::vector<ReplayEvent> out;
     std::string line;
