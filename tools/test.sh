@@ -21,8 +21,12 @@ echo "== tests"
 if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== build with AddressSanitizer + UBSan"
   # line tables only (-g1): what the sanitizers' reports need (file:line), at a fraction of -g's cost
+  # without the corpus replays when the fuzz stage runs: libFuzzer runs every corpus input first,
+  # under ASan + UBSan too
+  replay=ON
+  [ "${IDEM_SKIP_FUZZ:-0}" != 1 ] && replay=OFF
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DIDEM_WERROR=ON \
-    -DIDEM_SANITIZE=ON -DIDEM_BUILD_TESTS=ON
+    -DIDEM_SANITIZE=ON -DIDEM_BUILD_TESTS=ON -DIDEM_FUZZ_REPLAY=$replay
   cmake --build build-asan -j "$jobs"
   echo "== tests under AddressSanitizer + UBSan"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
