@@ -35,6 +35,7 @@ struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
     // known to be one; a unit sent before the pool knew (CROSSSLOT) goes again id by id.
     static constexpr std::size_t kIdsPerUnit = 64;
     int unitsLimit() const { return static_cast<int>(pool->size()) + 1; }
+    std::size_t idsPerUnit() const { return pool->isCluster() ? 1 : kIdsPerUnit; }
     mutable UnitQueue<PendingAcquire> acquires;
     mutable UnitQueue<PendingCompletion> completions;
 

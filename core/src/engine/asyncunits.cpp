@@ -19,6 +19,24 @@ bool crossSlot(std::size_t ids, const std::vector<ReplyPtr>& replies, const std:
            reply::errorText(replies.front().get()).starts_with("CROSSSLOT");
 }
 
+template <typename P>
+std::vector<P> unitOf(P p)
+{
+    std::vector<P> unit;
+    unit.push_back(std::move(p));
+    return unit;
+}
+
+// A unit refused as a whole (CROSSSLOT): each of its calls again in a unit of its own.
+template <typename P, typename Send>
+void eachAlone(std::vector<P>& unit, UnitQueue<P>& queue, Send send)
+{
+    for (auto& p : unit) {
+        queue.oneMore();
+        send(unitOf(std::move(p)));
+    }
+}
+
 // Each call's answer to its caller; what a caller's handler throws is dropped, as AsyncConnection
 // drops it, and the others still get theirs.
 template <typename P, typename T>
@@ -35,11 +53,8 @@ void handOut(std::vector<P>& unit, std::vector<T>& out, const std::vector<std::e
 
 void AsyncStore::Shared::acquire(PendingAcquire p) const
 {
-    if (auto now = acquires.offer(std::move(p), unitsLimit(), !pool->isCluster())) {
-        std::vector<PendingAcquire> unit;
-        unit.push_back(std::move(*now));
-        sendAcquires(std::move(unit));
-    }
+    if (auto now = acquires.offer(std::move(p), unitsLimit(), !pool->isCluster()))
+        sendAcquires(unitOf(std::move(*now)));
 }
 
 void AsyncStore::Shared::sendAcquires(std::vector<PendingAcquire> unit) const
@@ -57,7 +72,7 @@ void AsyncStore::Shared::sendAcquires(std::vector<PendingAcquire> unit) const
                                                                          std::exception_ptr error) mutable {
         shared->readAcquires(unit, replies, std::move(error));
         const auto sameLease = [](const PendingAcquire& a, const PendingAcquire& b) { return a.leaseMs == b.leaseMs; };
-        for (auto& next : shared->acquires.unitDone(shared->unitsLimit(), kIdsPerUnit, sameLease))
+        for (auto& next : shared->acquires.unitDone(shared->unitsLimit(), shared->idsPerUnit(), sameLease))
             shared->sendAcquires(std::move(next));
     };
     runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));
@@ -67,15 +82,8 @@ void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::ve
                                       std::exception_ptr error) const
 {
     const std::size_t n = unit.size();
-    if (crossSlot(n, replies, error)) {
-        for (auto& p : unit) { // each id on its own, routed to its slot's node
-            acquires.oneMore();
-            std::vector<PendingAcquire> one;
-            one.push_back(std::move(p));
-            sendAcquires(std::move(one));
-        }
-        return;
-    }
+    if (crossSlot(n, replies, error)) // each id on its own, routed to its slot's node
+        return eachAlone(unit, acquires, [this](auto one) { sendAcquires(std::move(one)); });
     std::vector<AcquireResult> out(n);
     std::vector<std::exception_ptr> errors(n, error);
     if (!error) {
@@ -111,11 +119,8 @@ void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::ve
 
 void AsyncStore::Shared::complete(PendingCompletion p) const
 {
-    if (auto now = completions.offer(std::move(p), unitsLimit(), !pool->isCluster())) {
-        std::vector<PendingCompletion> unit;
-        unit.push_back(std::move(*now));
-        sendCompletions(std::move(unit));
-    }
+    if (auto now = completions.offer(std::move(p), unitsLimit(), !pool->isCluster()))
+        sendCompletions(unitOf(std::move(*now)));
 }
 
 void AsyncStore::Shared::sendCompletions(std::vector<PendingCompletion> unit) const
@@ -137,7 +142,7 @@ void AsyncStore::Shared::sendCompletions(std::vector<PendingCompletion> unit) co
                                                                          std::exception_ptr error) mutable {
         shared->readCompletions(unit, replies, std::move(error));
         const auto any = [](const PendingCompletion&, const PendingCompletion&) { return true; };
-        for (auto& next : shared->completions.unitDone(shared->unitsLimit(), kIdsPerUnit, any))
+        for (auto& next : shared->completions.unitDone(shared->unitsLimit(), shared->idsPerUnit(), any))
             shared->sendCompletions(std::move(next));
     };
     runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));
@@ -147,15 +152,8 @@ void AsyncStore::Shared::readCompletions(std::vector<PendingCompletion>& unit, s
                                          std::exception_ptr error) const
 {
     const std::size_t n = unit.size();
-    if (crossSlot(n, replies, error)) {
-        for (auto& p : unit) {
-            completions.oneMore();
-            std::vector<PendingCompletion> one;
-            one.push_back(std::move(p));
-            sendCompletions(std::move(one));
-        }
-        return;
-    }
+    if (crossSlot(n, replies, error))
+        return eachAlone(unit, completions, [this](auto one) { sendCompletions(std::move(one)); });
     std::vector<OwnerResult> out(n);
     std::vector<std::exception_ptr> errors(n, error);
     if (!error) {
