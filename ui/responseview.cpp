@@ -3,6 +3,7 @@
 #include "idem/format/httpanswer.h"
 
 #include <QLocale>
+#include <QStringList>
 
 using namespace Qt::StringLiterals;
 
@@ -47,17 +48,17 @@ QString storedResponseHtml(const std::string& response)
     const auto answer = idem::decodeHttpAnswer(response);
     if (!answer)
         return bodyHtml(u"stored response"_s, response, {});
-    QString out = u"<h4>HTTP answer stored by idem-gateway</h4><table cellspacing='0' cellpadding='2'>"_s;
+    QString out = u"<a name='http-answer'></a><h4>HTTP answer stored by idem-gateway</h4><table cellspacing='0' cellpadding='2'>"_s;
     const auto row = [&out](const QString& name, const QString& value) {
         out += u"<tr><td valign='top'><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
     };
     row(u"method"_s, escaped(answer->method));
     row(u"route"_s, u"<tt>%1</tt>"_s.arg(escaped(answer->route)));
     row(u"status"_s, statusHtml(answer->status));
-    QString headers;
+    QStringList headers;
     for (const auto& [name, value] : answer->headers)
-        headers += u"<tt>%1: %2</tt><br>"_s.arg(escaped(name), escaped(value));
-    row(u"headers"_s, headers.isEmpty() ? u"<i>none kept</i>"_s : headers);
+        headers << u"<tt>%1: %2</tt>"_s.arg(escaped(name), escaped(value));
+    row(u"headers"_s, headers.isEmpty() ? u"<i>none kept</i>"_s : headers.join(u"<br>"_s));
     out += u"</table>"_s;
     const std::string* type = answer->header("Content-Type");
     out += bodyHtml(answer->bodyBase64 ? u"body (stored as base64)"_s : u"body"_s, answer->body,
