@@ -56,7 +56,15 @@ http::Response answer(const http::Request& r, int order)
 
 HttpDemo::HttpDemo(Options options, QObject* parent) : QObject(parent), m_options(std::move(options)) {}
 
-HttpDemo::~HttpDemo() = default;
+HttpDemo::~HttpDemo()
+{
+    // the client's replies and the upstream's pending answers call back into this object: they go
+    // first, while its members still live (QObject would delete its children after them)
+    delete m_timer;
+    delete m_client;
+    delete m_gateway;
+    delete m_upstream;
+}
 
 bool HttpDemo::start(QString* error)
 {
