@@ -1,5 +1,6 @@
 #include "httpdemo.h"
 
+#include "idem/errors.h"
 #include "idem/gateway/gateway.h"
 #include "idem/gateway/httpserver.h"
 
@@ -92,7 +93,12 @@ bool HttpDemo::start(QString* error)
     o.retention = m_options.retention;
     o.lease = Millis(10'000);
     o.upstreamTimeout = Millis(10'000);
-    m_gateway = new Gateway(o, this);
+    try { // a Redis that cannot be reached is said, not thrown across the thread's event loop
+        m_gateway = new Gateway(o, this);
+    } catch (const Error& e) {
+        *error = u"demo gateway: "_s + QString::fromUtf8(e.what());
+        return false;
+    }
     if (!m_gateway->start(error))
         return false;
     m_client = new QNetworkAccessManager(this);
