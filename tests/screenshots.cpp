@@ -4,7 +4,8 @@
 //
 //   idem-console-shots --out DIR --palette light|dark [--scenes a,b,...] [--tag 1024x700-light]
 //
-// Scenes: console, inspector, confirm, racelab, teaching, projector, replay, disconnected, refused.
+// Scenes: console, inspector, confirm, racelab, teaching, projector, replay, disconnected, refused,
+// gateway (a record the HTTP demo's gateway wrote, in the inspector).
 // Each is saved as DIR/<scene>-<tag>.png (the whole screen, dialogs included).
 #include "confirmdialog.h"
 #include "connectdialog.h"
@@ -18,9 +19,14 @@
 #include "theme.h"
 #include "timelineview.h"
 
+#include "idem/format/httpanswer.h"
 #include "idem/lab/demotraffic.h"
 #include "idem/redis/connection.h"
 #include "idem/redis/localserver.h"
+#include "idem/redis/reply.h"
+#ifdef IDEM_SHOTS_HTTP_DEMO
+#include "httpdemo.h"
+#endif
 
 #include <QApplication>
 #include <QCheckBox>
@@ -37,6 +43,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBrowser>
 #include <QToolButton>
 #include <cstdio>
 
@@ -127,6 +134,13 @@ int main(int argc, char** argv)
     idem::DemoTraffic demo(server.connectionOptions());
     demo.seed();
     demo.start();
+#ifdef IDEM_SHOTS_HTTP_DEMO
+    idem::gateway::HttpDemo::Options ho;
+    ho.redis = server.connectionOptions();
+    idem::gateway::HttpDemoThread httpDemo(ho);
+    if (QString why; !httpDemo.start(&why))
+        std::fprintf(stderr, "idem-console-shots: the HTTP demo did not start: %s\n", qPrintable(why));
+#endif
 
     MainWindow::Options o;
     o.connection.url = QString::fromStdString(server.url());
@@ -233,6 +247,41 @@ int main(int argc, char** argv)
             save(scene);
             if (w.connectDialog())
                 w.connectDialog()->reject();
+        } else if (scene == u"gateway"_s) {
+            // an order the HTTP demo's gateway stored
+            w.tabs()->setCurrentIndex(0);
+            selectFilter(w, idem::StateFilter::Completed);
+            QString key;
+            idem::Connection c(server.connectionOptions());
+            std::string cursor = "0";
+            do {
+                auto page = c.checked({"SCAN", cursor, "MATCH", "idempotency:*", "TYPE", "hash", "COUNT", "500"});
+                cursor = idem::reply::str(idem::reply::element(page.get(), 0));
+                const redisReply* list = idem::reply::element(page.get(), 1);
+                for (std::size_t i = 0; key.isEmpty() && i < idem::reply::arraySize(list); ++i) {
+                    const std::string k = idem::reply::str(idem::reply::element(list, i));
+                    auto v = c.checked({"HGET", k, "response"});
+                    if (!idem::reply::isString(v.get()))
+                        continue;
+                    if (const auto a = idem::decodeHttpAnswer(idem::reply::str(v.get())); a && a->route == "/orders")
+                        key = QString::fromStdString(k);
+                }
+            } while (key.isEmpty() && cursor != "0");
+            const int row = key.isEmpty() ? -1 : w.model()->rowOfKey(key);
+            if (row < 0) {
+                std::fprintf(stderr, "idem-console-shots: no gateway record to show\n");
+                continue;
+            }
+            QSignalSpy inspected(&w, &MainWindow::inspected);
+            const QModelIndex at = w.proxy()->mapFromSource(w.model()->index(row, 0));
+            w.table()->selectRow(at.row());
+            w.table()->scrollTo(at);
+            if (!inspected.wait(5000))
+                std::fprintf(stderr, "idem-console-shots: %s was not inspected (row %d)\n", qPrintable(key), at.row());
+            QTest::qWait(300);
+            w.inspector()->scrollToAnchor(u"http-answer"_s); // its method, route, status, headers and body
+            QTest::qWait(200);
+            save(scene);
         } else {
             std::fprintf(stderr, "idem-console-shots: no scene '%s'\n", qPrintable(scene));
         }

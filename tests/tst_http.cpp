@@ -2,6 +2,7 @@
 // Idempotency-Key rules, the stored answer's encoding, the per-route policy file and the command
 // line. The server itself is
 // tst_gateway (it runs the policy file's fields over real sockets).
+#include "idem/format/httpanswer.h"
 #include "idem/gateway/httprequest.h"
 #include "idem/gateway/httpresponse.h"
 #include "idem/gateway/keyrules.h"
@@ -267,6 +268,15 @@ void TestHttp::storedAnswerKeepsBytesAndDropsCookies()
     QVERIFY(gateway::encodeAnswer(r, "POST", "/o").find("\"body\":\"{\\\"ok\\\":true}\"") != std::string::npos);
     QVERIFY(!gateway::decodeAnswer("{\"status\":200}"));
     QVERIFY(!gateway::decodeAnswer("not json"));
+    // text with escapes Qt writes (\u0001, \"), non-ASCII and a character outside the BMP, read back by
+    // core's decoder (what the console's inspector and the replays use)
+    r.body = "caf\xc3\xa9 \xf0\x9f\x98\x80\t\x01\"\\";
+    const auto text = idem::decodeHttpAnswer(gateway::encodeAnswer(r, "PATCH", "/o/1"));
+    QVERIFY(text);
+    QCOMPARE(text->body, r.body);
+    QVERIFY(!text->bodyBase64);
+    QCOMPARE(text->method, std::string("PATCH"));
+    QCOMPARE(text->route, std::string("/o/1"));
 }
 
 void TestHttp::commandLineRefusesMistakes_data()

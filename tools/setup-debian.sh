@@ -9,6 +9,7 @@ packages=(
   postgresql-15 libpq-dev
   clang-14 libclang-rt-14-dev
   xvfb xauth imagemagick
+  nginx wrk # idem-gateway-bench --nginx: nginx as upstream and as a plain reverse proxy, wrk as the load
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 #include "consoleworker.h"
 
 #include "logging.h"
+#include "responseview.h"
 
 #include "idem/duration.h"
 #include "idem/errors.h"
@@ -10,7 +11,6 @@
 #include "idem/engine/store.h"
 
 #include <QDateTime>
-#include <QJsonDocument>
 #include <QLocale>
 #include <QUuid>
 
@@ -626,15 +626,8 @@ void ConsoleWorker::inspect(const QString& key)
             row(u"operator"_s, html(rec->op + " by " + rec->opBy + ": " + rec->opReason) +
                                   (rec->opAtMs ? u", "_s + when(*rec->opAtMs, now) : QString()));
         out += u"</table>"_s;
-        if (rec->response) {
-            const QByteArray raw = QByteArray::fromStdString(*rec->response);
-            QJsonParseError err{};
-            const QJsonDocument doc = QJsonDocument::fromJson(raw, &err);
-            const QString shown = err.error == QJsonParseError::NoError
-                                      ? QString::fromUtf8(doc.toJson(QJsonDocument::Indented))
-                                      : QString::fromUtf8(raw.left(64 * 1024));
-            out += u"<h4>stored response (%1 bytes)</h4><pre>%2</pre>"_s.arg(raw.size()).arg(shown.toHtmlEscaped());
-        }
+        if (rec->response)
+            out += storedResponseHtml(*rec->response);
         out += u"<h4>all fields</h4><table cellspacing='0' cellpadding='1'>"_s;
         for (const auto& [k, v] : rec->fields) {
             if (k == "response")

@@ -10,6 +10,8 @@
 //   fresh       through the gateway, a new key each request (acquire + upstream + complete);
 //   duplicates  through the gateway, the keys of "fresh" again (every request a replay).
 // Printed: requests/s, p50 and p99 per case, and the ratios against "direct" at the same C.
+// With --nginx it runs wrk against nginx instead (gateway_nginx.cpp): #16's goals.
+#include "gateway_nginx.h"
 #include "idem/errors.h"
 #include "idem/gateway/httprequest.h"
 #include "idem/gateway/httpresponse.h"
@@ -19,7 +21,6 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QProcess>
-#include <QRegularExpression>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QThread>
@@ -165,6 +166,8 @@ int main(int argc, char** argv) {
     int requests = 20000;
     std::vector<int> concurrency = {16, 64};
     const QStringList args = QCoreApplication::arguments();
+    if (args.contains(u"--nginx"_s))
+        return nginxBench(args);
     for (qsizetype i = 1; i < args.size(); ++i) {
         if (args[i] == u"--requests"_s && i + 1 < args.size())
             requests = args[++i].toInt();
@@ -174,7 +177,8 @@ int main(int argc, char** argv) {
                 concurrency.push_back(c.toInt());
         } else {
             std::fprintf(stderr,
-                         "usage: idem-gateway-bench [--requests N] [--connections 16,64]\n");
+                         "usage: idem-gateway-bench [--requests N] [--connections 16,64]\n"
+                         "       idem-gateway-bench --nginx [--seconds 5] [--connections 16,64]\n");
             return 64;
         }
     }
@@ -200,28 +204,9 @@ int main(int argc, char** argv) {
     const quint16 upstreamPort = upstream->port();
 
     QProcess gateway;
-    gateway.setProgram(QCoreApplication::applicationDirPath() + u"/idem-gateway"_s);
-    gateway.setArguments({u"--upstream"_s, u"http://127.0.0.1:%1"_s.arg(upstreamPort),
-                          u"--listen"_s, u"127.0.0.1:0"_s, u"--url"_s,
-                          QString::fromStdString(redis->url()), u"--namespace"_s, u"bench"_s});
-    gateway.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    gateway.start();
-    QByteArray out;
-    quint16 gatewayPort = 0;
-    QElapsedTimer wait;
-    wait.start();
-    while (gatewayPort == 0 && wait.elapsed() < 10000 && gateway.waitForReadyRead(10000)) {
-        out += gateway.readAllStandardOutput();
-        const auto m = QRegularExpression(u"listening: http://127.0.0.1:(\\d+)"_s)
-                           .match(QString::fromUtf8(out));
-        if (m.hasMatch())
-            gatewayPort = static_cast<quint16>(m.captured(1).toUInt());
-    }
-    if (gatewayPort == 0) {
-        std::fprintf(stderr, "idem-gateway-bench: idem-gateway did not start (%s)\n",
-                     out.constData());
+    const quint16 gatewayPort = startGateway(gateway, upstreamPort, redis->url(), u"bench"_s);
+    if (gatewayPort == 0)
         return 69;
-    }
     std::printf("idem-gateway-bench: %d requests per case, POST with Idempotency-Key, closed loop; "
                 "redis-server %s\n",
                 requests, redis->url().c_str());

@@ -5,6 +5,9 @@
 #include "theme.h"
 
 #include "idem/lab/demotraffic.h"
+#ifdef IDEM_CONSOLE_HTTP_DEMO
+#include "httpdemo.h"
+#endif
 #include "idem/engine/store.h"
 #include "idem/errors.h"
 #include "idem/format/record.h"
@@ -214,6 +217,9 @@ int main(int argc, char** argv)
 
     std::unique_ptr<idem::LocalServer> server;
     std::unique_ptr<idem::DemoTraffic> demo;
+#ifdef IDEM_CONSOLE_HTTP_DEMO
+    std::unique_ptr<idem::gateway::HttpDemoThread> httpDemo;
+#endif
     if (options.connection.url.isEmpty()) {
         try {
             idem::LocalServerOptions lo;
@@ -228,6 +234,17 @@ int main(int argc, char** argv)
                 demo = std::make_unique<idem::DemoTraffic>(server->connectionOptions(), dto);
                 demo->seed();
                 demo->start();
+#ifdef IDEM_CONSOLE_HTTP_DEMO
+                // HTTP through an embedded gateway, on this private server only: 201s, replays, 409s, 422s
+                idem::gateway::HttpDemo::Options ho;
+                ho.redis = server->connectionOptions();
+                ho.keyNamespace = dto.keyNamespace;
+                httpDemo = std::make_unique<idem::gateway::HttpDemoThread>(ho);
+                if (QString why; !httpDemo->start(&why)) {
+                    std::fprintf(stderr, "idem-console: the HTTP demo did not start: %s\n", qPrintable(why));
+                    httpDemo.reset();
+                }
+#endif
             }
             options.titleNote = u"embedded demo redis-server (pid %1, stops on exit)"_s.arg(server->pid());
         } catch (const idem::Error& e) {
@@ -242,6 +259,9 @@ int main(int argc, char** argv)
     MainWindow window(options);
     window.show();
     const int rc = QApplication::exec();
+#ifdef IDEM_CONSOLE_HTTP_DEMO
+    httpDemo.reset();
+#endif
     if (demo)
         demo->stop();
     return rc;

@@ -1,5 +1,6 @@
 #include "idem/gateway/storedanswer.h"
 
+#include "idem/format/httpanswer.h"
 #include "idem/gateway/keyrules.h"
 
 #include <QJsonArray>
@@ -46,26 +47,14 @@ std::string encodeAnswer(const http::Response& r, std::string_view method, std::
 
 std::optional<http::Response> decodeAnswer(std::string_view stored)
 {
-    QJsonParseError error;
-    const QJsonDocument doc =
-        QJsonDocument::fromJson(QByteArray(stored.data(), static_cast<qsizetype>(stored.size())), &error);
-    if (error.error != QJsonParseError::NoError || !doc.isObject())
-        return std::nullopt;
-    const QJsonObject o = doc.object();
-    const int status = o.value(u"status"_s).toInt(0);
-    if (o.value(u"gateway"_s).toInt() != 1 || status < 100 || status > 599)
+    auto a = decodeHttpAnswer(stored); // core's decoder: the one the console and idemctl use
+    if (!a)
         return std::nullopt;
     http::Response r;
-    r.status = status;
-    for (const QJsonValue& h : o.value(u"headers"_s).toArray()) {
-        const QJsonArray nv = h.toArray();
-        if (nv.size() == 2 && nv[0].isString() && nv[1].isString())
-            r.headers.push_back({nv[0].toString().toStdString(), nv[1].toString().toStdString()});
-    }
-    if (o.contains(u"body_base64"_s))
-        r.body = QByteArray::fromBase64(o.value(u"body_base64"_s).toString().toLatin1()).toStdString();
-    else
-        r.body = o.value(u"body"_s).toString().toStdString();
+    r.status = a->status;
+    for (auto& [name, value] : a->headers)
+        r.headers.push_back({std::move(name), std::move(value)});
+    r.body = std::move(a->body);
     return r;
 }
 

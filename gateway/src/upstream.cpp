@@ -19,6 +19,12 @@ namespace {
 constexpr int kIdleMs = 4000;          // an idle connection is closed after this (before the upstream does)
 constexpr std::size_t kMaxIdle = 64;   // idle connections kept
 
+// The idle timer of a pooled connection, found by its name: QAbstractSocket keeps a QTimer child
+// of its own (its connect timeout), and taking that one for ours made Qt, when it fired, try to
+// connect the connected socket again ("QNativeSocketEngine::connectToHost() was called not in
+// ... UnconnectedState") and turn its write notifications off.
+QTimer* idleTimer(QTcpSocket* s) { return s->findChild<QTimer*>(u"idem-upstream-idle"_s, Qt::FindDirectChildrenOnly); }
+
 QByteArray bytes(std::string_view s) { return QByteArray(s.data(), static_cast<qsizetype>(s.size())); }
 
 std::string lower(std::string_view s)
@@ -159,7 +165,7 @@ QTcpSocket* Upstream::connection()
         m_idle.pop_back();
         if (s && s->state() == QAbstractSocket::ConnectedState) {
             disconnect(s, nullptr, this, nullptr);
-            if (auto* idle = s->findChild<QTimer*>())
+            if (QTimer* idle = idleTimer(s))
                 idle->stop();
             return s;
         }
@@ -196,9 +202,10 @@ void Upstream::giveBack(QTcpSocket* s)
     };
     connect(s, &QTcpSocket::disconnected, this, drop);
     connect(s, &QTcpSocket::readyRead, this, drop);
-    auto* idle = s->findChild<QTimer*>();
+    QTimer* idle = idleTimer(s);
     if (!idle) {
         idle = new QTimer(s);
+        idle->setObjectName(u"idem-upstream-idle"_s);
         idle->setSingleShot(true);
     }
     disconnect(idle, nullptr, this, nullptr);

@@ -1,10 +1,12 @@
 // The JSON scanner every record profile reads other libraries' values with (idem::json): a whole
-// value, the first bytes of a large one, its last bytes, a string array, validity.
+// value, the first bytes of a large one, its last bytes, a string array, validity; and what reads a
+// stored answer of the gateway's with it (arrayElements, pretty, decodeHttpAnswer, viewBody).
 //
 // Input: [cut byte] JSON text. The cut byte says where a "prefix" of the text ends (what GETRANGE
 // would have read of a larger value).
 #include "fuzzcheck.h"
 
+#include "idem/format/httpanswer.h"
 #include "idem/format/jsonscan.h"
 
 using namespace idem;
@@ -87,5 +89,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(isValid, why);
         FUZZ_CHECK(items->size() <= text.size() / 2);
     }
+    // array elements: only of valid JSON, each a valid value
+    if (const auto items = json::arrayElements(text)) {
+        FUZZ_CHECK(isValid, why);
+        for (const std::string_view item : *items)
+            FUZZ_CHECK(json::valid(item), std::string(item));
+    }
+    // pretty-printed: exactly the valid texts, still valid, and printing it again changes nothing
+    const auto pretty = json::pretty(text);
+    FUZZ_CHECK(pretty.has_value() == isValid, why);
+    if (pretty) {
+        FUZZ_CHECK(json::valid(*pretty), *pretty);
+        FUZZ_CHECK(json::pretty(*pretty) == pretty, *pretty);
+    }
+    // the gateway's stored answer: never throws; a status in range when it decodes
+    if (const auto answer = decodeHttpAnswer(text)) {
+        FUZZ_CHECK(whole.complete);
+        FUZZ_CHECK(answer->status >= 100 && answer->status <= 599);
+    }
+    // a body view: JSON exactly when it is valid JSON, text only of UTF-8, bounded output
+    const BodyView view = viewBody(text, {}, 4096, 64);
+    FUZZ_CHECK(view.bytes == text.size());
+    FUZZ_CHECK((view.kind == BodyKind::Empty) == text.empty());
+    FUZZ_CHECK(!text.empty() && text.size() <= 4 * 4096 ? (view.kind == BodyKind::Json) == isValid : true, why);
+    if (view.kind == BodyKind::Text)
+        FUZZ_CHECK(isUtf8(text) && view.text.size() <= 4096);
+    if (view.kind == BodyKind::Binary)
+        FUZZ_CHECK(view.text.size() <= 4 * 80 + 1);
     return 0;
 }

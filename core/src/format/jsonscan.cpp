@@ -450,6 +450,83 @@ std::optional<std::vector<std::string>> stringArray(std::string_view text)
     }
 }
 
+std::optional<std::vector<std::string_view>> arrayElements(std::string_view text)
+{
+    Scanner s(text, false);
+    if (s.expect('[', "'['") != R::Ok)
+        return std::nullopt;
+    std::vector<std::string_view> out;
+    s.ws();
+    if (s.peek() == ']') {
+        s.advance();
+        return s.atEnd() ? std::optional(out) : std::nullopt;
+    }
+    while (true) {
+        s.ws();
+        const std::size_t begin = s.pos();
+        if (s.value(nullptr, nullptr, 1) != R::Ok)
+            return std::nullopt;
+        out.push_back(text.substr(begin, s.pos() - begin));
+        s.ws();
+        if (s.peek() == ']') {
+            s.advance();
+            return s.atEnd() ? std::optional(out) : std::nullopt;
+        }
+        if (s.peek() != ',')
+            return std::nullopt;
+        s.advance();
+    }
+}
+
+std::optional<std::string> pretty(std::string_view text)
+{
+    if (!valid(text))
+        return std::nullopt;
+    // valid JSON: outside strings only structure, literals, numbers and whitespace remain
+    std::string out;
+    out.reserve(text.size() + text.size() / 4);
+    int depth = 0;
+    const auto newline = [&] {
+        out.push_back('\n');
+        out.append(static_cast<std::size_t>(depth) * 2, ' ');
+    };
+    const auto isWs = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '"') { // copy the string whole, escapes and all
+            const std::size_t from = i++;
+            while (text[i] != '"')
+                i += text[i] == '\\' ? 2 : 1;
+            out.append(text.substr(from, i - from + 1));
+        } else if (c == '{' || c == '[') {
+            std::size_t j = i + 1;
+            while (isWs(text[j]))
+                ++j;
+            if (text[j] == '}' || text[j] == ']') { // empty: {} or []
+                out.push_back(c);
+                out.push_back(text[j]);
+                i = j;
+                continue;
+            }
+            out.push_back(c);
+            ++depth;
+            newline();
+        } else if (c == '}' || c == ']') {
+            --depth;
+            newline();
+            out.push_back(c);
+        } else if (c == ',') {
+            out.push_back(',');
+            newline();
+        } else if (c == ':') {
+            out.append(": ");
+        } else if (!isWs(c)) {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
 bool valid(std::string_view text, std::string* why)
 {
     Scanner s(text, false);

@@ -53,6 +53,13 @@ std::vector<Member> scanTail(std::string_view tail);
 // A JSON array of strings, decoded; nullopt if `text` is anything else.
 std::optional<std::vector<std::string>> stringArray(std::string_view text);
 
+// The elements of a JSON array, each as its text in `text` (validated); nullopt for anything else.
+std::optional<std::vector<std::string_view>> arrayElements(std::string_view text);
+
+// A valid JSON value re-indented for reading (two spaces a level, "key": value, empty containers
+// kept as {} and []); strings are copied byte for byte. nullopt when `text` is not valid JSON.
+std::optional<std::string> pretty(std::string_view text);
+
 // Whether `text` is valid JSON of any kind (a whole value), and why not.
 bool valid(std::string_view text, std::string* why = nullptr);
 

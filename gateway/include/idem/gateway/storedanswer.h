@@ -17,7 +17,7 @@ namespace idem::gateway {
 // replayedHeader() allows are kept, or those of `replayed` when given (a route's allow-list).
 std::string encodeAnswer(const http::Response& r, std::string_view method, std::string_view route,
                          const std::vector<std::string>* replayed = nullptr);
-// nullopt when the text is not a stored answer of the gateway's.
+// nullopt when the text is not a stored answer of the gateway's (idem::decodeHttpAnswer reads it).
 std::optional<http::Response> decodeAnswer(std::string_view stored);
 
 } // namespace idem::gateway
