@@ -142,6 +142,10 @@ private Q_SLOTS:
                          err.contains(u"the operator role has it"_s) && !err.contains(u'\n'),
                      qPrintable(err));
         }
+        const auto run = runIdemctl(g(url, ns) + QStringList{u"run"_s, u"--key"_s, u"m-1"_s, u"--"_s, u"echo"_s, u"x"_s});
+        QVERIFY2(run.exitCode == 77 && run.out.isEmpty() && run.err.contains("may not run (NOPERM: evalsha)") &&
+                     run.err.contains("the service role has it"),
+                 run.err.constData());
         idem::Connection c(as(user));
         c.connect();
         for (const char* cmd : {"UNLINK", "DEL"}) {
