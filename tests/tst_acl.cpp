@@ -2,6 +2,7 @@
 // own, under a namespace of their own), then everything the role should do works as that user and
 // what it must not do is refused with words that name the permission and the role that has it.
 #include "idem/engine/store.h"
+#include "idem/monitor/keyspacelistener.h"
 #include "idem/redis/pool.h"
 #include "idem/redis/reply.h"
 #include "testsupport.h"
@@ -26,10 +27,10 @@ class TestAcl : public QObject {
 
     // The line `idemctl acl ROLE` prints for `user`, applied to the server as the admin; the URL
     // that connects as that user.
-    QString makeUser(const QString& role, const std::string& user, const std::string& ns)
+    QString makeUser(const QString& role, const std::string& user, const std::string& ns, const QStringList& more = {})
     {
-        const auto r = runIdemctl({u"--namespace"_s, q(ns), u"acl"_s, role, u"--user"_s, q(user),
-                                   u"--password-stdin"_s},
+        const auto r = runIdemctl(QStringList{u"--namespace"_s, q(ns), u"acl"_s, role, u"--user"_s, q(user),
+                                              u"--password-stdin"_s} + more,
                                   30000, QByteArray("pw-") + QByteArray::fromStdString(user) + '\n');
         if (r.exitCode != 0)
             qFatal("idemctl acl %s: %s", qPrintable(role), r.err.constData());
@@ -112,6 +113,28 @@ private Q_SLOTS:
         QVERIFY2(line.startsWith(u"ACL SETUSER m reset on nopass "_s), qPrintable(line));
         QVERIFY2(line.contains(uR"(%R~orders\*:*)"_s), qPrintable(line)); // the namespace taken literally
         QVERIFY2(line.contains(uR"(&__keyspace@2__:orders\*:*)"_s), qPrintable(line));
+    }
+
+    // The console's keyspace notifications (the fixture sends them): only with --live-updates,
+    // and then only the namespace's channel
+    void liveUpdatesOnlyWhenAsked()
+    {
+        const std::string ns = idemtest::uniqueNamespace("acll");
+        makeUser(u"monitor"_s, "plain-" + ns, ns);
+        makeUser(u"monitor"_s, "live-" + ns, ns, {u"--live-updates"_s});
+        std::string why;
+        idem::KeyspaceListener plain(as("plain-" + ns), ns + ":*", [](const std::string&, const std::string&) {});
+        QVERIFY(!plain.start(&why));
+        QVERIFY2(why.find("NOPERM") != std::string::npos, why.c_str());
+        std::atomic<int> heard{0};
+        idem::KeyspaceListener live(as("live-" + ns), ns + ":*", [&](const std::string&, const std::string&) { ++heard; });
+        QVERIFY2(live.start(&why), why.c_str());
+        idem::KeyspaceListener elsewhere(as("live-" + ns), "other:*", [](const std::string&, const std::string&) {});
+        QVERIFY(!elsewhere.start(&why));
+        idem::Connection admin(idemtest::sharedRedis());
+        admin.checked({"SET", ns + ":x", "1", "PX", "60000"});
+        QTRY_VERIFY_WITH_TIMEOUT(heard > 0, 5000);
+        live.stop();
     }
 
     void monitor()

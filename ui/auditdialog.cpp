@@ -15,7 +15,8 @@ AuditDialog::AuditDialog(const AuditTrail* local, QWidget* parent)
     setWindowTitle(tr("Audit trail"));
     auto* tabs = new QTabWidget(this);
     tabs->addTab(m_store, tr("Every operator (in the store)"));
-    tabs->addTab(m_local, tr("This desktop (%1)").arg(local->path()));
+    tabs->addTab(m_local, tr("This desktop"));
+    tabs->setTabToolTip(1, tr("What this console did, from %1").arg(local->path()));
     const QStringList headers = {tr("When"), tr("Who"), tr("Action"), tr("Keys"), tr("Changed"),
                                  tr("Why"),  tr("Server"), tr("Sample"), tr("Error")};
     m_local->setObjectName(u"localAudit"_s);
