@@ -2,6 +2,7 @@
 // with words naming the role that may write; an operator reads and purges through the guard, and
 // the store's audit stream keeps it.
 #include "confirmdialog.h"
+#include "elidedlabel.h"
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
 #include "mainwindow.h"
@@ -140,6 +141,17 @@ private Q_SLOTS:
         QVERIFY(!w.readOnlyAction()->isEnabled());
         QVERIFY(!w.purgeAction()->isEnabled());
         QVERIFY(!w.forceFailAction()->isEnabled());
+    }
+
+    // A service user cannot read what the console shows: said at connect, with the role that can
+    void serviceUserIsToldWhichRoleReads()
+    {
+        const std::string ns = idemtest::uniqueNamespace("aclcs"), user = "csvc-" + ns;
+        seed(ns);
+        MainWindow w(options(makeUser(u"service"_s, user, ns), ns));
+        w.show();
+        QTRY_VERIFY_WITH_TIMEOUT(w.findChild<ElidedLabel*>(u"linkState"_s)->text().contains(u"monitor role"_s), 10000);
+        QVERIFY(w.findChild<ElidedLabel*>(u"linkState"_s)->text().contains(u"NOPERM"_s));
     }
 
     void operatorPurgesThroughTheGuard()
