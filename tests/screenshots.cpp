@@ -15,12 +15,15 @@
 #include "mainwindow.h"
 #include "racelabwidget.h"
 #include "replaywidget.h"
+#include "storeauditview.h"
 #include "streampickerdialog.h"
 #include "theme.h"
 #include "timelineview.h"
 
 #include "idem/format/httpanswer.h"
+#include "idem/engine/store.h"
 #include "idem/lab/demotraffic.h"
+#include "idem/redis/pool.h"
 #include "idem/redis/connection.h"
 #include "idem/redis/localserver.h"
 #include "idem/redis/reply.h"
@@ -106,7 +109,8 @@ int main(int argc, char** argv)
     const QStringList args = app.arguments();
     QString palette = u"light"_s;
     QStringList scenes = {u"console"_s,  u"inspector"_s, u"confirm"_s,      u"racelab"_s,
-                          u"teaching"_s, u"projector"_s, u"replay"_s,   u"disconnected"_s, u"refused"_s};
+                          u"teaching"_s, u"projector"_s, u"replay"_s,   u"disconnected"_s, u"refused"_s,
+                          u"audit"_s};
     for (qsizetype i = 1; i + 1 < args.size(); i += 2) {
         if (args[i] == u"--out"_s)
             g_out = args[i + 1];
@@ -281,6 +285,30 @@ int main(int argc, char** argv)
             QTest::qWait(300);
             w.inspector()->scrollToAnchor(u"http-answer"_s); // its method, route, status, headers and body
             QTest::qWait(200);
+            save(scene);
+        } else if (scene == u"audit"_s) {
+            // what several operators did, from idemctl and consoles, in the store's audit stream
+            idem::ConnectionPool pool(server.connectionOptions(), 1);
+            idem::Store store(pool, idem::StoreOptions{.keyNamespace = o.connection.keyNamespace.toStdString(),
+                                                       .lease = idem::Millis(60000)});
+            const struct {
+                const char* tool; const char* id; const char* who; const char* why; bool purge;
+            } acts[] = {{"idemctl", "invoice-7731", "alice", "stuck after the 14:02 deploy", false},
+                        {"idem-console", "invoice-7731", "alice", "re-run after the fix", true},
+                        {"idemctl", "refund-2208", "bob", "poison message: bad currency", false},
+                        {"idem-console", "order-1042", "carol", "customer asked to charge again", true}};
+            for (const auto& a : acts) {
+                idem::setToolName(a.tool);
+                store.acquire(a.id);
+                if (a.purge)
+                    store.purge(a.id, a.who, a.why);
+                else
+                    store.forceFail(a.id, a.why, false, a.who);
+            }
+            idem::setToolName("idem-console");
+            w.showAuditTrail();
+            waitFor([&] { return w.storeAuditView() && w.storeAuditView()->table()->rowCount() >= 4; }, 10000);
+            w.storeAuditView()->window()->setGeometry(screen.adjusted(12, 100, -12, -160));
             save(scene);
         } else {
             std::fprintf(stderr, "idem-console-shots: no scene '%s'\n", qPrintable(scene));

@@ -3,7 +3,8 @@
 # under Xvfb, at 1024x700, 1366x768 and 1920x1080, each in a light and a dark palette, scene by
 # scene (build/tests/idem-console-shots drives them): the live console, a stale lock in the
 # inspector, a purge's confirmation, the race lab, the forced interleaving taught step by step,
-# a stream captured and replayed in the Replay tab, a record of the HTTP demo's gateway in the inspector, the connection lost, a password refused; and
+# a stream captured and replayed in the Replay tab, a record of the HTTP demo's gateway in the inspector,
+# the connection lost, a password refused, the audit trail of several operators; and
 # projector mode on a 1024x768 projector. The README's console.png, inspector.png and racelab.png
 # are the 1366x768 light ones.
 #   bash tools/screenshot.sh            (after tools/test.sh or tools/run.sh built the console)
@@ -16,7 +17,7 @@ cmake --build build --target idem-console-shots >/dev/null
 out=resources/screenshots
 mkdir -p "$out"
 
-every="console,inspector,gateway,confirm,racelab,teaching,replay,disconnected,refused"
+every="console,inspector,gateway,confirm,racelab,teaching,replay,disconnected,refused,audit"
 shoot() { # size palette scenes
   xvfb-run -a -s "-screen 0 ${1}x24" build/tests/idem-console-shots --out "$out" --palette "$2" --scenes "$3" \
     --tag "$1-$2" 2>/dev/null

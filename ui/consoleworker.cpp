@@ -21,6 +21,7 @@ constexpr int kMaxRetryDelayMs = 10'000;
 constexpr int kMaxFailoverRetryDelayMs = 2'000;
 constexpr int kResyncWithNotificationsMs = 60'000;
 constexpr int kMaxBatchesInFlight = 4;
+constexpr int kAuditShown = 200;       // the store's audit view: the newest entries
 constexpr int kMaxErrorShown = 1000; // a FAILED record's error longer than this stays in the inspector
 
 QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
@@ -103,7 +104,8 @@ QString settingToFix(const std::exception& e, const QString& server, QString* me
     else if ((raw.contains(u"WRONGPASS"_s) || raw.contains(u"invalid password"_s)) && field != u"sentinel-password"_s)
         what = u"%1 refused the user name or password."_s;
     else if (raw.contains(u"NOPERM"_s))
-        what = u"The user may not run a command the console needs on %1 (NOPERM)."_s;
+        what = u"The user may not run a command the console needs on %1 (NOPERM). The monitor role has what the "
+               u"console reads: idemctl acl monitor."_s;
     else if (field == u"url"_s && raw.contains(u"TLS"_s)) { // a TLS port for redis://, or the reverse
         what = u"%1 and the server do not agree on TLS."_s;
         ours = true;
@@ -144,6 +146,7 @@ ConsoleWorker::ConsoleWorker()
     qRegisterMetaType<ScanSummary>();
     qRegisterMetaType<ConnectionSettings>();
     qRegisterMetaType<ActionResult>();
+    qRegisterMetaType<QVector<StoreAuditRow>>();
     m_rescanTimer = new QTimer(this);
     connect(m_rescanTimer, &QTimer::timeout, this, &ConsoleWorker::rescan);
     m_retryTimer = new QTimer(this);
@@ -378,7 +381,8 @@ void ConsoleWorker::probeWriteAccess()
         if (text.startsWith(u"READONLY"_s))
             Q_EMIT writeAccess(false, u"this server is a read-only replica"_s);
         else if (text.startsWith(u"NOPERM"_s))
-            Q_EMIT writeAccess(false, u"user %1 may not change keys under %2: (NOPERM)"_s.arg(
+            Q_EMIT writeAccess(false, u"user %1 may not change keys under %2: (NOPERM); the operator role has "
+                                      u"that: idemctl acl operator"_s.arg(
                                           m_conn->options().user.empty() ? u"default"_s : qs(m_conn->options().user),
                                           m_settings.keyNamespace));
         else
@@ -563,6 +567,43 @@ void ConsoleWorker::flushDirty()
         Q_EMIT rowsGone(QStringList(gone.begin(), gone.end()));
 }
 
+void ConsoleWorker::readAudit()
+{
+    if (!m_store || m_link != Link::Connected) {
+        Q_EMIT auditRead({}, 0, u"not connected"_s);
+        return;
+    }
+    try {
+        // XREVRANGE of the newest entries: bounded, never blocks the server
+        const auto entries = m_store->audit(kAuditShown);
+        QVector<StoreAuditRow> rows;
+        rows.reserve(static_cast<qsizetype>(entries.size()));
+        for (const auto& e : entries)
+            rows.push_back({qs(e.id), e.atMs, qs(e.action), qs(e.key), qs(e.by), qs(e.why), qs(e.via), qs(e.was)});
+        const auto t = m_conn->checked({"TIME"});
+        Q_EMIT auditRead(rows, idem::reply::timeMs(t.get()), {});
+    } catch (const idem::Error& e) {
+        Q_EMIT auditRead({}, 0, qs(e.what()));
+    }
+}
+
+QString ConsoleWorker::lastAction(const QString& key, std::int64_t nowMs)
+{
+    // an idem record's meta key keeps the last purge (who, when, why, from where), also after it
+    const std::string ns = m_settings.keyNamespace.toStdString(), k = key.toStdString();
+    if (!k.starts_with(ns + ":{") || k.ends_with("}:meta"))
+        return {};
+    std::map<std::string, std::string> m;
+    for (auto& [f, v] : m_store->meta(idem::idFromKey(k, ns)))
+        m[f] = v;
+    if (m["last_op"].empty())
+        return {};
+    const QString verb = m["last_op"] == "purge" ? u"purged"_s : qs(m["last_op"]);
+    return u"%1 by <b>%2</b> %3 via %4 (was %5): %6"_s.arg(
+        verb, html(m["last_op_by"]), when(std::atoll(m["last_op_at_ms"].c_str()), nowMs), html(m["last_op_via"]),
+        html(m["last_op_prev_state"]), html(m["last_op_reason"]));
+}
+
 void ConsoleWorker::inspect(const QString& key)
 {
     if (!m_store) {
@@ -571,12 +612,14 @@ void ConsoleWorker::inspect(const QString& key)
     }
     try {
         const auto rec = m_store->inspectKey(key.toStdString(), m_monitor->decodeOptions(0));
-        if (!rec) {
-            Q_EMIT inspected(key, u"<p><b>%1</b> is gone (expired or deleted).</p>"_s.arg(key.toHtmlEscaped()));
-            return;
-        }
         std::int64_t now = 0;
         m_monitor->classify({}, &now);
+        const QString last = lastAction(key, now);
+        if (!rec) {
+            Q_EMIT inspected(key, u"<p><b>%1</b> is gone (expired or deleted).</p>%2"_s.arg(
+                                      key.toHtmlEscaped(), last.isEmpty() ? QString() : u"<p>%1</p>"_s.arg(last)));
+            return;
+        }
         QString out = u"<h3>%1</h3><table cellspacing='0' cellpadding='2'>"_s.arg(html(rec->id));
         auto row = [&out](const QString& name, const QString& value) {
             out += u"<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
@@ -625,6 +668,8 @@ void ConsoleWorker::inspect(const QString& key)
         if (!rec->op.empty())
             row(u"operator"_s, html(rec->op + " by " + rec->opBy + ": " + rec->opReason) +
                                   (rec->opAtMs ? u", "_s + when(*rec->opAtMs, now) : QString()));
+        if (!last.isEmpty())
+            row(u"last action"_s, last);
         out += u"</table>"_s;
         if (rec->response)
             out += storedResponseHtml(*rec->response);
@@ -676,8 +721,10 @@ ActionResult ConsoleWorker::startAction(const QString& action, const QVector<Key
 
 void ConsoleWorker::noteRefusedWrite(const QString& error)
 {
-    if (error.contains(u"NOPERM"_s))
-        Q_EMIT writeAccess(false, u"the server refused a change: %1"_s.arg(error.section(u": "_s, -1)));
+    // a script's command refused inside EVALSHA says so without the NOPERM code
+    if (error.contains(u"NOPERM"_s) || error.contains(u"user executing the script can't"_s))
+        Q_EMIT writeAccess(false, u"the server refused a change: %1; the operator role has it: idemctl acl operator"_s.arg(
+                                      error.section(u": "_s, -1)));
     else if (error.contains(u"READONLY"_s))
         Q_EMIT writeAccess(false, u"this server is a read-only replica"_s);
 }

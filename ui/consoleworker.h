@@ -1,6 +1,7 @@
 #pragma once
 
 #include "keyrow.h"
+#include "storeauditview.h"
 
 #include "idem/redis/options.h"
 
@@ -97,6 +98,7 @@ public Q_SLOTS:
     void close();
     void rescan();
     void inspect(const QString& key);
+    void readAudit(); // the store's audit stream: auditRead
     void forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who);
     void purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who);
     // The GUI took one rowsArrived batch in: scanning goes on while few batches are in flight,
@@ -122,6 +124,7 @@ Q_SIGNALS:
     void scanStarted(quint64 generation, qint64 keysInDatabase);
     void scanFinished(const ScanSummary& summary);
     void inspected(const QString& key, const QString& html);
+    void auditRead(const QVector<StoreAuditRow>& rows, qint64 serverNowMs, const QString& error);
     void actionDone(const ActionResult& result);
 
 private:
@@ -134,6 +137,7 @@ private:
     void refuse(const QString& field, const QString& message);
     void beat();
     void probeWriteAccess();
+    QString lastAction(const QString& key, std::int64_t nowMs); // from the meta key; empty: none
     void attachErrors(QVector<KeyRow>& rows); // FAILED hashes: their error text, when short
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);

@@ -1,5 +1,7 @@
 #include "mainwindow.h"
 
+#include "auditdialog.h"
+#include "storeauditview.h"
 #include "confirmdialog.h"
 #include "connectdialog.h"
 #include "countschart.h"
@@ -1071,31 +1073,23 @@ void MainWindow::exportView()
 
 void MainWindow::showAuditTrail()
 {
-    QDialog dialog(this);
-    dialog.setWindowTitle(tr("Audit trail — %1").arg(m_audit->path()));
-    auto* table = new QTableWidget(&dialog);
-    const QStringList headers = {tr("When"), tr("Who"), tr("Action"), tr("Keys"), tr("Changed"),
-                                 tr("Why"),  tr("Server"), tr("Sample"), tr("Error")};
-    table->setColumnCount(static_cast<int>(headers.size()));
-    table->setHorizontalHeaderLabels(headers);
-    const auto entries = m_audit->entries();
-    table->setRowCount(static_cast<int>(entries.size()));
-    for (int i = 0; i < entries.size(); ++i) {
-        const AuditEntry& e = entries[entries.size() - 1 - i]; // newest first
-        const QString cells[] = {e.when.toString(u"yyyy-MM-dd HH:mm:ss"_s), e.who, e.action,
-                                 QString::number(e.keys), QString::number(e.changed), e.why, e.server, e.sample, e.error};
-        for (int c = 0; c < 9; ++c) {
-            auto* item = new QTableWidgetItem(cells[c]);
-            item->setToolTip(cells[c]);
-            table->setItem(i, c, item);
-        }
+    if (!m_auditDialog) {
+        m_auditDialog = new AuditDialog(m_audit, this);
+        m_auditDialog->setAttribute(Qt::WA_DeleteOnClose);
+        StoreAuditView* view = m_auditDialog->storeView();
+        // read by the worker, off the GUI thread; a late answer for a closed view is dropped
+        connect(view, &StoreAuditView::wanted, m_worker, &ConsoleWorker::readAudit);
+        connect(m_worker, &ConsoleWorker::auditRead, view, &StoreAuditView::setEntries);
+        m_auditDialog->resize(std::min(1000, width()), std::min(420, height()));
     }
-    table->resizeColumnsToContents();
-    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    auto* layout = new QVBoxLayout(&dialog);
-    layout->addWidget(table);
-    dialog.resize(std::min(1000, width()), std::min(400, height()));
-    dialog.exec();
+    m_auditDialog->show();
+    m_auditDialog->raise();
+    m_auditDialog->activateWindow();
+}
+
+StoreAuditView* MainWindow::storeAuditView() const
+{
+    return m_auditDialog ? m_auditDialog->storeView() : nullptr;
 }
 
 void MainWindow::openConnectDialog() { openConnectFor(QString(), QString()); }

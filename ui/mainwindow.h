@@ -8,6 +8,8 @@
 #include <QPointer>
 #include <QThread>
 
+class AuditDialog;
+class StoreAuditView;
 class QAction;
 class QComboBox;
 class QFrame;
@@ -63,6 +65,7 @@ public:
     QLineEdit* filterEdit() const { return m_filter; }
     QComboBox* stateBox() const { return m_stateBox; }
     AuditTrail* auditTrail() const { return m_audit; }
+    StoreAuditView* storeAuditView() const; // the audit view's store tab, once Ctrl+L opened it
     RaceLabWidget* raceLab() const { return m_raceLab; }
     ReplayWidget* replay() const { return m_replay; }
     CountsChart* chart() const { return m_chart; }
@@ -161,6 +164,7 @@ private:
     QAction* m_purgeAll = nullptr;
     QAction* m_readOnlyAction = nullptr;
     AuditTrail* m_audit;
+    QPointer<AuditDialog> m_auditDialog;
     CredentialStore* m_credentials;
     QPointer<ConnectDialog> m_connectDialog;
     QTimer* m_reinspectTimer = nullptr;

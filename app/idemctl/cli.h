@@ -28,6 +28,7 @@ enum Exit : int {
     Unavailable = 69,
     NotStored = 70,   // the command ran but its result is not stored (lease lost / Redis went away)
     InProgress = 75,
+    NoPermission = 77, // the user's ACL lacks a command or key the action needs (EX_NOPERM)
     TerminalFailure = 79,
     Refused = 1,
 };
@@ -109,5 +110,17 @@ int cmdReplay(const std::vector<std::string>& argv);
 int cmdCapture(const std::vector<std::string>& argv);
 int cmdDemo(const std::vector<std::string>& argv, const std::string& self);
 int cmdPg(const std::vector<std::string>& argv);
+int cmdAcl(const std::vector<std::string>& argv);
+
+// The roles `idemctl acl` knows, and the ACL SETUSER line of one (`secret`: "nopass" or
+// "#<sha256 hex>"; `live`: the console's keyspace notifications of database `db`).
+const std::vector<std::string>& roleNames();
+std::string aclLine(const std::string& role, const std::string& user, const std::string& ns, const std::string& secret,
+                    bool live, int db);
+// A NOPERM refusal (or a script's "user executing the script can't") in words: which user may
+// not do what, which permission is missing, and which role has it.
+std::string permissionAdvice(const std::string& command, const std::string& user, const std::string& ns,
+                             const std::string& error);
+bool isPermissionError(const std::string& error);
 
 } // namespace idemctl

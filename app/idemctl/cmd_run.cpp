@@ -49,6 +49,7 @@ options:
   --replica-timeout DUR  how long each WAIT waits (default 1s)
 
 Exit codes: CMD's own; 64 usage; 65 payload mismatch; 69 store unavailable (CMD not run);
+77 the user's ACL does not allow it (CMD not run);
 70 CMD ran but its result was not stored (or not replicated); 75 in progress; 79 terminal
 failure stored.
 )";
@@ -369,6 +370,11 @@ int cmdRun(const std::vector<std::string>& argv)
         std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
         return NotStored;
     case idem::OutcomeKind::StoreUnavailable:
+        if (!o.workRan && isPermissionError(o.error)) { // the ACL: which permission, which role has it
+            std::fprintf(stderr, "idemctl: %s (command not run)\n",
+                         permissionAdvice("run", g.connection.user, g.keyNamespace, o.error).c_str());
+            return NoPermission;
+        }
         std::fprintf(stderr, "idemctl run: store unavailable: %s%s\n", o.error.c_str(),
                      o.workRan ? "" : " (command not run)");
         return o.workRan ? NotStored : Unavailable;

@@ -5,6 +5,7 @@
 #include "idem/errors.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <unistd.h>
@@ -35,6 +36,8 @@ commands:
                         malformed, foreign, unknown, no TTL
   audit [--since DUR] [--by WHO] [--count N] [--json]
                         operator actions kept in the store (every tool, every desktop)
+  acl monitor|operator|service --user NAME (--nopass | --password-stdin) [--live-updates]
+                        the ACL SETUSER line of a least-privilege user of the namespace
   demo [--ids N] [--duplicates D]
                         race duplicate deliveries through `idemctl run` on a private redis-server
   race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
@@ -66,8 +69,46 @@ global options:
 
 exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;
 69 store unavailable (CMD not run); 70 CMD ran but its result was not stored; 75 in progress;
-79 a terminal failure is stored for the id; 1 operator action refused.
+77 the user's ACL does not allow it; 79 a terminal failure is stored for the id; 1 operator
+action refused.
 )";
+
+// The user and namespace the arguments name, for a NOPERM in words (the command parsed them once
+// already, so they parse).
+std::pair<std::string, std::string> userAndNamespace(const std::vector<std::string>& rest)
+{
+    std::string url = std::getenv("IDEM_URL") ? std::getenv("IDEM_URL") : "", ns = "idempotency";
+    for (std::size_t k = 0; k + 1 < rest.size() && rest[k] != "--"; ++k) {
+        if (rest[k] == "--url")
+            url = rest[k + 1];
+        else if (rest[k] == "--namespace")
+            ns = rest[k + 1];
+        else if (rest[k].starts_with("--url="))
+            url = rest[k].substr(6);
+        else if (rest[k].starts_with("--namespace="))
+            ns = rest[k].substr(12);
+    }
+    std::string user;
+    try {
+        user = url.empty() ? std::string() : idem::ConnectionOptions::fromUrl(url).user;
+    } catch (const idem::Error&) {
+    }
+    return {user, ns};
+}
+
+// A store error that is not the ACL's, in one line.
+int storeFailure(const std::string& command, const idem::Error& error)
+{
+    if (dynamic_cast<const idem::IoError*>(&error)) {
+        std::fprintf(stderr, "idemctl %s: store unavailable: %s\n", command.c_str(), error.what());
+    } else if (const auto* c = dynamic_cast<const idem::ConfigError*>(&error)) {
+        std::fprintf(stderr, "idemctl %s: store unavailable: %s (check %s)\n", command.c_str(), error.what(),
+                     c->field().c_str());
+    } else {
+        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), error.what());
+    }
+    return idemctl::Unavailable;
+}
 
 // The running executable, to start more of itself (argv[0] may be a bare name from PATH).
 std::string selfPath(const char* argv0)
@@ -130,6 +171,8 @@ int main(int argc, char** argv)
             return idemctl::cmdStats(rest);
         if (command == "audit")
             return idemctl::cmdAudit(rest);
+        if (command == "acl")
+            return idemctl::cmdAcl(rest);
         if (command == "pg")
             return idemctl::cmdPg(rest);
         if (command == "demo")
@@ -147,15 +190,12 @@ int main(int argc, char** argv)
     } catch (const idem::UsageError& e) {
         std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
         return idemctl::Usage;
-    } catch (const idem::IoError& e) {
-        std::fprintf(stderr, "idemctl %s: store unavailable: %s\n", command.c_str(), e.what());
-        return idemctl::Unavailable;
-    } catch (const idem::ConfigError& e) {
-        std::fprintf(stderr, "idemctl %s: store unavailable: %s (check %s)\n", command.c_str(), e.what(),
-                     e.field().c_str());
-        return idemctl::Unavailable;
     } catch (const idem::Error& e) {
-        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
-        return idemctl::Unavailable;
+        if (idemctl::isPermissionError(e.what())) { // the ACL: which permission, which role has it
+            const auto [user, ns] = userAndNamespace(rest);
+            std::fprintf(stderr, "idemctl: %s\n", idemctl::permissionAdvice(command, user, ns, e.what()).c_str());
+            return idemctl::NoPermission;
+        }
+        return storeFailure(command, e);
     }
 }

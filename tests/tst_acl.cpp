@@ -1,0 +1,265 @@
+// `idemctl acl`: each role's ACL SETUSER line applied to the shared redis-server (users of their
+// own, under a namespace of their own), then everything the role should do works as that user and
+// what it must not do is refused with words that name the permission and the role that has it.
+#include "idem/engine/store.h"
+#include "idem/monitor/keyspacelistener.h"
+#include "idem/redis/pool.h"
+#include "idem/redis/reply.h"
+#include "testsupport.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QtTest>
+
+using idemtest::runIdemctl;
+using namespace Qt::StringLiterals;
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+} // namespace
+
+class TestAcl : public QObject {
+    Q_OBJECT
+
+    std::vector<std::string> m_users;
+
+    // The line `idemctl acl ROLE` prints for `user`, applied to the server as the admin; the URL
+    // that connects as that user.
+    QString makeUser(const QString& role, const std::string& user, const std::string& ns, const QStringList& more = {})
+    {
+        const auto r = runIdemctl(QStringList{u"--namespace"_s, q(ns), u"acl"_s, role, u"--user"_s, q(user),
+                                              u"--password-stdin"_s} + more,
+                                  30000, QByteArray("pw-") + QByteArray::fromStdString(user) + '\n');
+        if (r.exitCode != 0)
+            qFatal("idemctl acl %s: %s", qPrintable(role), r.err.constData());
+        const QString line = QString::fromUtf8(r.out).trimmed();
+        if (line.contains(u'\n') || line.contains(u"pw-"_s))
+            qFatal("one line, without the password: %s", qPrintable(line));
+        std::vector<std::string> words;
+        for (const QString& w : line.split(u' ', Qt::SkipEmptyParts))
+            words.push_back(w.toStdString());
+        std::vector<std::string_view> args(words.begin(), words.end());
+        idem::Connection admin(idemtest::sharedRedis());
+        const auto reply = admin.command(args);
+        if (idem::reply::isError(reply.get()))
+            qFatal("%s refused: %s", qPrintable(line), std::string(idem::reply::errorText(reply.get())).c_str());
+        m_users.push_back(user);
+        return u"redis://%1:pw-%1@127.0.0.1:%2/0"_s.arg(q(user)).arg(idemtest::sharedRedis().port);
+    }
+
+    static idem::ConnectionOptions as(const std::string& user)
+    {
+        idem::ConnectionOptions o = idemtest::sharedRedis();
+        o.user = user;
+        o.password = "pw-" + user;
+        return o;
+    }
+
+    // records of every state under `ns`, written as the admin
+    static void seed(const std::string& ns)
+    {
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns, .lease = idem::Millis(60000)});
+        for (const char* id : {"done", "gone"}) {
+            const auto a = store.acquire(id);
+            QCOMPARE(store.complete(a.ticket, "ok").status, idem::OwnerStatus::Ok);
+        }
+        store.acquire("stuck");
+        store.acquire("stuck2");
+        QCOMPARE(store.purge("gone", "admin", "seeded").status, idem::AdminStatus::Ok);
+    }
+
+    static QStringList g(const QString& url, const std::string& ns) { return {u"--url"_s, url, u"--namespace"_s, q(ns)}; }
+
+private Q_SLOTS:
+    void cleanupTestCase()
+    {
+        idem::Connection admin(idemtest::sharedRedis());
+        for (const auto& u : m_users)
+            admin.command({"ACL", "DELUSER", u});
+    }
+
+    void usage_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("says");
+        QTest::newRow("bad role") << QStringList{u"admin"_s, u"--user"_s, u"x"_s, u"--nopass"_s} << u"unknown role 'admin'"_s;
+        QTest::newRow("no password choice") << QStringList{u"monitor"_s, u"--user"_s, u"x"_s} << u"--password-stdin"_s;
+        QTest::newRow("both") << QStringList{u"monitor"_s, u"--user"_s, u"x"_s, u"--nopass"_s, u"--password-stdin"_s}
+                              << u"exclude each other"_s;
+        QTest::newRow("no user") << QStringList{u"monitor"_s, u"--nopass"_s} << u"--user"_s;
+        QTest::newRow("user with a space") << QStringList{u"monitor"_s, u"--user"_s, u"a b"_s, u"--nopass"_s}
+                                           << u"one word"_s;
+    }
+    void usage()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, says);
+        const auto r = runIdemctl(QStringList{u"acl"_s} + args);
+        QCOMPARE(r.exitCode, 64);
+        const QString err = QString::fromUtf8(r.err).trimmed();
+        QVERIFY2(err.contains(says) && !err.contains(u'\n'), qPrintable(err));
+        QVERIFY(r.out.isEmpty());
+    }
+
+    void nopassAndLiveUpdates()
+    {
+        const auto r = runIdemctl({u"--namespace"_s, u"orders*"_s, u"acl"_s, u"monitor"_s, u"--user"_s, u"m"_s,
+                                   u"--nopass"_s, u"--live-updates"_s, u"--db"_s, u"2"_s});
+        QCOMPARE(r.exitCode, 0);
+        const QString line = QString::fromUtf8(r.out).trimmed();
+        QVERIFY2(line.startsWith(u"ACL SETUSER m reset on nopass "_s), qPrintable(line));
+        QVERIFY2(line.contains(uR"(%R~orders\*:*)"_s), qPrintable(line)); // the namespace taken literally
+        QVERIFY2(line.contains(uR"(&__keyspace@2__:orders\*:*)"_s), qPrintable(line));
+    }
+
+    // The console's keyspace notifications (the fixture sends them): only with --live-updates,
+    // and then only the namespace's channel
+    void liveUpdatesOnlyWhenAsked()
+    {
+        const std::string ns = idemtest::uniqueNamespace("acll");
+        makeUser(u"monitor"_s, "plain-" + ns, ns);
+        makeUser(u"monitor"_s, "live-" + ns, ns, {u"--live-updates"_s});
+        std::string why;
+        idem::KeyspaceListener plain(as("plain-" + ns), ns + ":*", [](const std::string&, const std::string&) {});
+        QVERIFY(!plain.start(&why));
+        QVERIFY2(why.find("NOPERM") != std::string::npos, why.c_str());
+        std::atomic<int> heard{0};
+        idem::KeyspaceListener live(as("live-" + ns), ns + ":*", [&](const std::string&, const std::string&) { ++heard; });
+        QVERIFY2(live.start(&why), why.c_str());
+        idem::KeyspaceListener elsewhere(as("live-" + ns), "other:*", [](const std::string&, const std::string&) {});
+        QVERIFY(!elsewhere.start(&why));
+        idem::Connection admin(idemtest::sharedRedis());
+        admin.checked({"SET", ns + ":x", "1", "PX", "60000"});
+        QTRY_VERIFY_WITH_TIMEOUT(heard > 0, 5000);
+        live.stop();
+    }
+
+    void monitor()
+    {
+        const std::string ns = idemtest::uniqueNamespace("aclm"), user = "mon-" + ns;
+        seed(ns);
+        const QString url = makeUser(u"monitor"_s, user, ns);
+        for (const QStringList& ok : {QStringList{u"list"_s, u"--json"_s}, QStringList{u"stats"_s},
+                                      QStringList{u"inspect"_s, u"done"_s}, QStringList{u"audit"_s}}) {
+            const auto r = runIdemctl(g(url, ns) + ok);
+            QVERIFY2(r.exitCode == 0, qPrintable(ok.join(u' ') + u": "_s + QString::fromUtf8(r.err)));
+        }
+        const auto list = runIdemctl(g(url, ns) + QStringList{u"list"_s, u"--json"_s});
+        QCOMPARE(QString::fromUtf8(list.out).count(u"\"id\""_s), 3); // done, stuck, stuck2
+        QVERIFY(runIdemctl(g(url, ns) + QStringList{u"audit"_s}).out.contains("seeded"));
+        const auto gone = runIdemctl(g(url, ns) + QStringList{u"inspect"_s, u"gone"_s}); // its meta key: who, why
+        QVERIFY2(gone.exitCode == 66 && gone.err.contains("purged by admin") && gone.err.contains("seeded"),
+                 gone.err.constData());
+
+        // no write at all: not the guarded actions, not a plain write (what the console probes)
+        for (const QStringList& refused : {QStringList{u"purge"_s, u"done"_s, u"--reason"_s, u"x"_s},
+                                           QStringList{u"force-fail"_s, u"stuck"_s, u"--reason"_s, u"x"_s},
+                                           QStringList{u"purge"_s, u"--state"_s, u"completed"_s, u"--yes"_s}}) {
+            const auto r = runIdemctl(g(url, ns) + refused);
+            const QString err = QString::fromUtf8(r.err).trimmed();
+            QVERIFY2(r.exitCode == 77, qPrintable(refused.join(u' ') + u": "_s + err));
+            QVERIFY2(err.contains(u"user '%1' may not %2"_s.arg(q(user), refused[0])) &&
+                         err.contains(u"the operator role has it"_s) && !err.contains(u'\n'),
+                     qPrintable(err));
+        }
+        const auto run = runIdemctl(g(url, ns) + QStringList{u"run"_s, u"--key"_s, u"m-1"_s, u"--"_s, u"echo"_s, u"x"_s});
+        QVERIFY2(run.exitCode == 77 && run.out.isEmpty() && run.err.contains("may not run (NOPERM: evalsha)") &&
+                     run.err.contains("the service role has it"),
+                 run.err.constData());
+        idem::Connection c(as(user));
+        c.connect();
+        for (const char* cmd : {"UNLINK", "DEL"}) {
+            const auto r = c.command({cmd, ns + ":{done}"});
+            QVERIFY(std::string(idem::reply::errorText(r.get())).starts_with("NOPERM"));
+        }
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store admin(pool, idem::StoreOptions{.keyNamespace = ns});
+        QVERIFY(admin.inspect("done"));
+        QVERIFY(admin.inspect("stuck"));
+    }
+
+    void operatorRole()
+    {
+        const std::string ns = idemtest::uniqueNamespace("aclo"), other = idemtest::uniqueNamespace("aclx"),
+                          user = "op-" + ns;
+        seed(ns);
+        seed(other);
+        const QString url = makeUser(u"operator"_s, user, ns);
+        for (const QStringList& ok :
+             {QStringList{u"list"_s}, QStringList{u"stats"_s}, QStringList{u"inspect"_s, u"done"_s},
+              QStringList{u"purge"_s, u"done"_s, u"--reason"_s, u"stuck after deploy"_s, u"--by"_s, u"alice"_s},
+              QStringList{u"force-fail"_s, u"stuck"_s, u"--reason"_s, u"poison"_s, u"--by"_s, u"alice"_s},
+              QStringList{u"purge"_s, u"--state"_s, u"started"_s, u"--yes"_s, u"--reason"_s, u"bulk"_s, u"--by"_s,
+                          u"alice"_s}}) {
+            const auto r = runIdemctl(g(url, ns) + ok);
+            QVERIFY2(r.exitCode == 0, qPrintable(ok.join(u' ') + u": "_s + QString::fromUtf8(r.err)));
+        }
+        const auto audit = runIdemctl(g(url, ns) + QStringList{u"audit"_s, u"--by"_s, u"alice"_s, u"--json"_s});
+        QCOMPARE(audit.exitCode, 0);
+        const QJsonArray entries = QJsonDocument::fromJson(audit.out).array();
+        QStringList actions;
+        for (const auto& e : entries)
+            actions << e.toObject().value(u"action"_s).toString();
+        QVERIFY2(actions.contains(u"purge"_s) && actions.contains(u"force-fail retryable"_s) && entries.size() == 3,
+                 qPrintable(QString::fromUtf8(audit.out)));
+        const auto done = runIdemctl(g(url, ns) + QStringList{u"inspect"_s, u"done"_s});
+        QVERIFY2(done.exitCode == 66 && done.err.contains("purged by alice") && done.err.contains("stuck after deploy"),
+                 done.err.constData());
+
+        // another namespace's keys: neither read nor changed
+        for (const QStringList& refused : {QStringList{u"purge"_s, u"done"_s, u"--reason"_s, u"x"_s},
+                                           QStringList{u"force-fail"_s, u"stuck"_s, u"--reason"_s, u"x"_s},
+                                           QStringList{u"inspect"_s, u"done"_s}}) {
+            const auto r = runIdemctl(g(url, other) + refused);
+            const QString err = QString::fromUtf8(r.err).trimmed();
+            QVERIFY2(r.exitCode == 77, qPrintable(refused.join(u' ') + u": "_s + err));
+            QVERIFY2(err.contains(u"keys under '%1:'"_s.arg(q(other))), qPrintable(err));
+        }
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store admin(pool, idem::StoreOptions{.keyNamespace = other});
+        QVERIFY(admin.inspect("done"));
+        QCOMPARE(admin.inspect("stuck")->state, idem::RecordState::Started);
+    }
+
+    void service()
+    {
+        const std::string ns = idemtest::uniqueNamespace("acls"), user = "svc-" + ns;
+        seed(ns);
+        const QString url = makeUser(u"service"_s, user, ns);
+        const QStringList run = g(url, ns) + QStringList{u"run"_s, u"--key"_s, u"job-1"_s, u"--"_s, u"echo"_s, u"ran"_s};
+        auto first = runIdemctl(run);
+        QVERIFY2(first.exitCode == 0 && first.out == "ran\n", first.err.constData());
+        auto again = runIdemctl(run); // replayed: the stored stdout, the command not run
+        QVERIFY2(again.exitCode == 0 && again.out == "ran\n", again.err.constData());
+        const auto failing = runIdemctl(g(url, ns) + QStringList{u"run"_s, u"--key"_s, u"job-2"_s, u"--"_s, u"false"_s});
+        QCOMPARE(failing.exitCode, 1);
+
+        // through the library: acquire, renew, complete, fail
+        idem::ConnectionPool pool(as(user), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns, .lease = idem::Millis(60000)});
+        const auto a = store.acquire("lib-1");
+        QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+        QCOMPARE(store.renew(a.ticket).status, idem::OwnerStatus::Ok);
+        QCOMPARE(store.complete(a.ticket, "r").status, idem::OwnerStatus::Ok);
+        QCOMPARE(store.acquire("lib-1").status, idem::AcquireStatus::Duplicate);
+        const auto b = store.acquire("lib-2");
+        QCOMPARE(store.fail(b.ticket, idem::FailPolicy::Retryable, "boom").status, idem::OwnerStatus::Ok);
+
+        for (const QStringList& refused : {QStringList{u"list"_s}, QStringList{u"stats"_s}}) {
+            const auto r = runIdemctl(g(url, ns) + refused);
+            const QString err = QString::fromUtf8(r.err).trimmed();
+            QVERIFY2(r.exitCode == 77, qPrintable(refused.join(u' ') + u": "_s + err));
+            QVERIFY2(err.contains(u"may not %1 (NOPERM: scan)"_s.arg(refused[0])) &&
+                         err.contains(u"the monitor role has it"_s),
+                     qPrintable(err));
+        }
+        const auto purge = runIdemctl(g(url, ns) + QStringList{u"purge"_s, u"job-1"_s, u"--reason"_s, u"x"_s});
+        QVERIFY2(purge.exitCode == 77 && purge.err.contains("the operator role has it"), purge.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAcl)
+#include "tst_acl.moc"
