@@ -31,7 +31,32 @@ BEGIN
     END IF;
     server_time := t;
     LOOP
-        SELECT * INTO r FROM idem.records AS x WHERE x.id = acquire.id FOR UPDATE;
+        -- Answers that change nothing are read without a row lock (locking writes to the row):
+        -- a live COMPLETED row or terminal failure, and a payload mismatch, stay what they are
+        -- until they expire or an operator purges them. Everything else is decided under the lock.
+        SELECT * INTO r FROM idem.records AS x WHERE x.id = acquire.id;
+        IF FOUND AND r.expires_at > t THEN
+            fence := r.fence; attempt := r.attempt; takeover := false;
+            IF acquire.fingerprint IS NOT NULL AND r.fingerprint IS NOT NULL
+               AND r.fingerprint <> acquire.fingerprint THEN
+                outcome := 'mismatch'; stored_fingerprint := r.fingerprint;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            IF r.state = 'COMPLETED' THEN
+                outcome := 'duplicate'; response := r.response;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            IF r.state = 'FAILED' AND r.policy = 'terminal' THEN
+                outcome := 'failed'; error := r.error;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+        END IF;
+        IF FOUND THEN
+            SELECT * INTO r FROM idem.records AS x WHERE x.id = acquire.id FOR UPDATE;
+        END IF;
         IF NOT FOUND THEN
             INSERT INTO idem.records AS x (id, state, token, fence, lease_until, expires_at, fingerprint,
                                            created_at, started_at)
@@ -103,6 +128,37 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END LOOP;
+END
+$$;
+
+-- complete, as in v1 with one statement for the common case: the owner's STARTED row is updated
+-- without first being locked by a SELECT ... FOR UPDATE (which writes to the row too); only when
+-- no row was updated is it read to say why.
+CREATE OR REPLACE FUNCTION idem.complete(id text, token uuid, response bytea, retention interval DEFAULT '24 hours')
+RETURNS TABLE (outcome text, state text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    t timestamptz := clock_timestamp();
+    r idem.records%ROWTYPE;
+BEGIN
+    UPDATE idem.records AS x SET state = 'COMPLETED', response = complete.response, lease_until = NULL,
+           finished_at = t, expires_at = t + complete.retention
+     WHERE x.id = complete.id AND x.token = complete.token AND x.state = 'STARTED' AND x.expires_at > t;
+    IF FOUND THEN
+        outcome := 'ok'; state := 'COMPLETED';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    SELECT * INTO r FROM idem.records AS x WHERE x.id = complete.id AND x.expires_at > t;
+    IF NOT FOUND THEN
+        outcome := 'lease_lost'; state := 'missing';
+    ELSIF r.token IS DISTINCT FROM complete.token OR r.state <> 'COMPLETED' THEN
+        outcome := 'lease_lost'; state := r.state;
+    ELSE -- a repeated complete of the same owner (its first reply was lost)
+        outcome := 'ok'; state := r.state;
+    END IF;
+    RETURN NEXT;
 END
 $$;
 
