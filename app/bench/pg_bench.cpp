@@ -2,6 +2,7 @@
 // ("seed") idempotency table's two statements, in the same run on the same server:
 //   pair:      idem.acquire + idem.complete of a new id   vs  INSERT ... ON CONFLICT DO NOTHING; UPDATE ... SET status='COMPLETED'
 //   duplicate: idem.acquire of a completed id (answers the stored response) vs the same two statements on an existing key
+//   pair-sql:  idem.acquire + idem.complete run by pgbench itself (the functions' server cost, no idem client)
 // Each statement in its own transaction on both sides (pgbench's default, idem's leased mode).
 //   idem-pg-bench [--url postgresql://...] [--clients 1,16] [--seconds 5] [--runs 3]
 // Without --url it starts a private server (idem::LocalPostgres). Not a test: it prints figures.
@@ -108,6 +109,12 @@ INSERT INTO idempotency_keys (key, status, locked_at) VALUES ('dup-' || :k, 'STA
 UPDATE idempotency_keys SET status = 'COMPLETED', response = 'ok' WHERE key = 'dup-' || :k;
 )";
 
+// idem's functions called by pgbench itself: the server's share of idem's pair, without its client
+const char* kIdemPairScript = R"(\set k random(1, 2000000000)
+SELECT token FROM idem.acquire('bench-sql-' || :client_id || '-' || :k) \gset
+SELECT outcome FROM idem.complete('bench-sql-' || :client_id || '-' || :k, :token, 'ok');
+)";
+
 std::vector<int> parseList(const std::string& s)
 {
     std::vector<int> out;
@@ -180,6 +187,9 @@ int main(int argc, char** argv)
                         throw idem::Error("not completed: " + id);
                 });
                 std::printf("%-8d %-10s %12.0f %12.0f %6.2fx\n", c, "pair", pbPair, idemPair, idemPair / pbPair);
+                const double sqlPair = pgbench(bin, url, kIdemPairScript, c, seconds);
+                std::printf("%-8d %-10s %12.0f %12.0f %6.2fx   (idem's functions run by pgbench)\n", c, "pair-sql",
+                            pbPair, sqlPair, sqlPair / pbPair);
                 const double pbDup = pgbench(bin, url, kDuplicateScript, c, seconds);
                 const double idemDup = timed(c, seconds, [&](int t, long long i) {
                     thread_local std::mt19937 rng(static_cast<unsigned>(t * 7919 + i));
