@@ -519,20 +519,24 @@ private slots:
         const QString ctlUrl = QString::fromStdString(pg->url("ctl"));
         const Ctl first = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), ctlUrl});
         QVERIFY2(first.exit == 0, qPrintable(first.err));
-        QVERIFY2(first.out.contains(QStringLiteral("installed version 1")), qPrintable(first.out));
+        QVERIFY2(first.out.contains(QStringLiteral("installed version %1").arg(idem::kPgSchemaVersion)), qPrintable(first.out));
         const Ctl second = idemctl({QStringLiteral("--url"), ctlUrl, QStringLiteral("pg"), QStringLiteral("init")});
         QVERIFY2(second.exit == 0, qPrintable(second.err));
         QVERIFY2(second.out.contains(QStringLiteral("nothing to do")), qPrintable(second.out));
-        QCOMPARE(idem::pgSchemaVersion(pg->url("ctl")), 1);
+        QCOMPARE(idem::pgSchemaVersion(pg->url("ctl")), idem::kPgSchemaVersion);
         QCOMPARE(idem::PgStore(pg->url("ctl")).acquire("works").status, AcquireStatus::Acquired);
 
         // a newer schema (as a later idem would leave it): refused, nothing changed
-        sql(pg->url("ctl"), "INSERT INTO idem.migrations (version) VALUES (2)");
+        const int later = idem::kPgSchemaVersion + 1;
+        sql(pg->url("ctl"), "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
         const Ctl newer = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), ctlUrl});
         QCOMPARE(newer.exit, 1);
-        QVERIFY2(newer.err.contains(QStringLiteral("version 2, newer than this idem knows (1)")), qPrintable(newer.err));
+        QVERIFY2(newer.err.contains(QStringLiteral("version %1, newer than this idem knows (%2)")
+                                        .arg(later)
+                                        .arg(idem::kPgSchemaVersion)),
+                 qPrintable(newer.err));
         QCOMPARE(newer.err.count(QLatin1Char('\n')), 1);
-        QCOMPARE(idem::pgSchemaVersion(pg->url("ctl")), 2);
+        QCOMPARE(idem::pgSchemaVersion(pg->url("ctl")), later);
         QVERIFY_THROWS_EXCEPTION(idem::SchemaTooNewError, idem::installPgSchema(pg->url("ctl")));
 
         // bad input: one line, exit 64; PostgreSQL away: 69

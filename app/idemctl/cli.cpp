@@ -61,6 +61,20 @@ std::optional<std::string> Args::value(const std::string& name) const
     return it->second;
 }
 
+bool looksLikePostgres(const std::string& url)
+{
+    return url.starts_with("postgresql://") || url.starts_with("postgres://") ||
+           (url.find('=') != std::string::npos && url.find("://") == std::string::npos);
+}
+
+bool postgresGiven(const Args& args)
+{
+    if (auto u = args.value("--url"))
+        return looksLikePostgres(*u);
+    const char* env = std::getenv("IDEM_URL");
+    return env && *env && looksLikePostgres(env);
+}
+
 Global globalFrom(const Args& args)
 {
     Global g;
@@ -72,6 +86,18 @@ Global globalFrom(const Args& args)
         g.urlGiven = true;
     } else {
         g.url = "redis://127.0.0.1:6379/0";
+    }
+    if (looksLikePostgres(g.url)) {
+        // libpq reads TLS from the conninfo (sslmode, sslrootcert, ...); schema idem has no namespaces
+        for (const char* redisOnly : {"--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name",
+                                      "--sentinel-password", "--namespace", "--format"})
+            if (args.value(redisOnly))
+                throw UsageFailure{std::string(redisOnly) + " is for Redis; a PostgreSQL URL takes TLS settings "
+                                                            "as sslmode=..., sslrootcert=... in the URL"};
+        if (args.flag("--tls-insecure"))
+            throw UsageFailure{"--tls-insecure is for Redis; use sslmode=require in the PostgreSQL URL"};
+        g.postgres = true;
+        return g;
     }
     idem::ConnectionFlags flags;
     flags.url = g.url;
@@ -98,6 +124,15 @@ Global globalFrom(const Args& args)
         if (!g.format || *g.format == idem::RecordFormat::Unknown)
             throw UsageFailure{"--format must be one of " + formatNames()};
     }
+    return g;
+}
+
+Global redisGlobalFrom(const Args& args)
+{
+    Global g = globalFrom(args);
+    if (g.postgres)
+        throw UsageFailure{"this command works on Redis only; with PostgreSQL use run, inspect, force-fail, purge ID, "
+                           "list, stats or pg"};
     return g;
 }
 

@@ -2,6 +2,7 @@
 
 #include "idem/redis/options.h"
 #include "idem/format/record.h"
+#include "idem/monitor/monitor.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -57,7 +58,8 @@ private:
 };
 
 struct Global {
-    idem::ConnectionOptions connection;
+    idem::ConnectionOptions connection; // Redis (unless `postgres`)
+    bool postgres = false; // --url is a PostgreSQL conninfo: the PostgreSQL store (docs/postgres.md)
     std::string keyNamespace = "idempotency";
     std::string url;
     bool urlGiven = false;
@@ -70,6 +72,12 @@ inline const std::set<std::string> kGlobalValued = {"--url",     "--namespace", 
                                                     "--tls-server-name", "--sentinel-password"};
 inline const std::set<std::string> kGlobalFlags = {"--tls-insecure"};
 Global globalFrom(const Args& args);
+// The same, for the commands that work on Redis only: a PostgreSQL URL is a usage failure.
+Global redisGlobalFrom(const Args& args);
+// libpq's forms: postgresql:// or postgres:// URIs, or "host=... dbname=..." pairs
+bool looksLikePostgres(const std::string& url);
+// --url (or $IDEM_URL) names a PostgreSQL database
+bool postgresGiven(const Args& args);
 
 // A number option within [lo, hi]; anything else is a usage failure naming the option.
 template <typename T> T number(const std::optional<std::string>& v, T fallback, T lo, T hi, const char* name)
@@ -122,5 +130,15 @@ std::string aclLine(const std::string& role, const std::string& user, const std:
 std::string permissionAdvice(const std::string& command, const std::string& user, const std::string& ns,
                              const std::string& error);
 bool isPermissionError(const std::string& error);
+
+// The same commands on the PostgreSQL store (cmd_pgstore.cpp)
+int pgInspect(const Args& args);
+int pgForceFail(const Args& args);
+int pgPurge(const Args& args);
+int pgList(const Args& args, idem::StateFilter filter);
+int pgStats(const Args& args);
+// What inspect prints of a record, as text and as JSON (cmd_admin.cpp)
+void printRecord(const idem::Record& r, std::int64_t serverNowMs);
+nlohmann::json inspectJson(const idem::Record& r);
 
 } // namespace idemctl

@@ -115,53 +115,10 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
 
 } // namespace
 
-int cmdInspect(const std::vector<std::string>& argv)
+nlohmann::json inspectJson(const idem::Record& r) { return toJson(r, {}); }
+
+void printRecord(const idem::Record& r, std::int64_t now)
 {
-    Args args(argv, {"--key"}, {"--json"});
-    if (args.flag("--help")) {
-        std::puts("usage: idemctl inspect ID [--json]\n       idemctl inspect --key KEY [--json]\n\n"
-                  "Shows the record of ID (or any KEY), whichever library wrote it, what its library\n"
-                  "means by it, its TTL and, for idem's records, the meta key's fencing counter and last\n"
-                  "operator action. Exit 66 when there is no record.");
-        return Ok;
-    }
-    Session s(args);
-    const Target t = oneTarget(args, s, "inspect");
-    idem::DecodeOptions o = s.decodeOptions();
-    const auto rec = s.store.inspectKey(t.key, o);
-    const auto meta = t.id.empty() ? std::vector<std::pair<std::string, std::string>>() : s.store.meta(t.id);
-    if (!rec) {
-        if (args.flag("--json")) {
-            nlohmann::json m = nlohmann::json::object();
-            for (const auto& [k, v] : meta)
-                m[k] = v;
-            std::printf("%s\n", nlohmann::json{{"key", t.key}, {"id", t.id}, {"state", nullptr}, {"meta", m}}
-                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                                    .c_str());
-        } else {
-            // a purged record's last action stays in its meta key
-            std::map<std::string, std::string> m(meta.begin(), meta.end());
-            std::string last;
-            if (m.count("last_op"))
-                last = "; " + m["last_op"] + "d by " + m["last_op_by"] + " at " +
-                       utcTime(std::atoll(m["last_op_at_ms"].c_str())) + (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) +
-                       " (was " + m["last_op_prev_state"] + "): " + m["last_op_reason"];
-            std::fprintf(stderr, "idemctl inspect: no record at %s%s\n", t.key.c_str(), last.c_str());
-        }
-        return NotFound;
-    }
-    if (args.flag("--json")) {
-        std::printf("%s\n", toJson(*rec, meta).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-        return Ok;
-    }
-    const auto& r = *rec;
-    // the server's clock: the TTL's deadline is now + ttl, and the record's times were read against it
-    std::int64_t now = 0;
-    {
-        auto conn = s.pool.acquire();
-        const auto time = conn->checked({"TIME"});
-        now = idem::reply::timeMs(time.get());
-    }
     std::printf("key        %s\n", r.key.c_str());
     std::printf("state      %s%s%s%s\n", std::string(idem::nameOf(r.state)).c_str(),
                 r.stale ? " (STALE: " : "", r.stale ? (r.staleWhy + ")").c_str() : "",
@@ -207,6 +164,58 @@ int cmdInspect(const std::vector<std::string>& argv)
             std::printf("field %-22s %s%s\n", k.c_str(), shown(v, 200).c_str(),
                         doc ? ("  -- " + std::string(doc->meaning)).c_str() : "");
         }
+}
+
+int cmdInspect(const std::vector<std::string>& argv)
+{
+    Args args(argv, {"--key"}, {"--json"});
+    if (args.flag("--help")) {
+        std::puts("usage: idemctl inspect ID [--json]\n       idemctl inspect --key KEY [--json]\n\n"
+                  "Shows the record of ID (or any KEY), whichever library wrote it, what its library\n"
+                  "means by it, its TTL and, for idem's records, the meta key's fencing counter and last\n"
+                  "operator action. Exit 66 when there is no record.");
+        return Ok;
+    }
+    if (postgresGiven(args))
+        return pgInspect(args);
+    Session s(args);
+    const Target t = oneTarget(args, s, "inspect");
+    idem::DecodeOptions o = s.decodeOptions();
+    const auto rec = s.store.inspectKey(t.key, o);
+    const auto meta = t.id.empty() ? std::vector<std::pair<std::string, std::string>>() : s.store.meta(t.id);
+    if (!rec) {
+        if (args.flag("--json")) {
+            nlohmann::json m = nlohmann::json::object();
+            for (const auto& [k, v] : meta)
+                m[k] = v;
+            std::printf("%s\n", nlohmann::json{{"key", t.key}, {"id", t.id}, {"state", nullptr}, {"meta", m}}
+                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                                    .c_str());
+        } else {
+            // a purged record's last action stays in its meta key
+            std::map<std::string, std::string> m(meta.begin(), meta.end());
+            std::string last;
+            if (m.count("last_op"))
+                last = "; " + m["last_op"] + "d by " + m["last_op_by"] + " at " +
+                       utcTime(std::atoll(m["last_op_at_ms"].c_str())) + (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) +
+                       " (was " + m["last_op_prev_state"] + "): " + m["last_op_reason"];
+            std::fprintf(stderr, "idemctl inspect: no record at %s%s\n", t.key.c_str(), last.c_str());
+        }
+        return NotFound;
+    }
+    if (args.flag("--json")) {
+        std::printf("%s\n", toJson(*rec, meta).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return Ok;
+    }
+    const auto& r = *rec;
+    // the server's clock: the TTL's deadline is now + ttl, and the record's times were read against it
+    std::int64_t now = 0;
+    {
+        auto conn = s.pool.acquire();
+        const auto time = conn->checked({"TIME"});
+        now = idem::reply::timeMs(time.get());
+    }
+    printRecord(r, now);
     for (const auto& [k, v] : meta)
         std::printf("meta.%-6s %s\n", k.c_str(), shown(v, 200).c_str());
     return Ok;
@@ -226,6 +235,8 @@ int cmdForceFail(const std::vector<std::string>& argv)
                   "writes its fields into it, and --terminal is refused (those libraries keep no failure).");
         return Ok;
     }
+    if (postgresGiven(args))
+        return pgForceFail(args);
     Session s(args);
     const Target t = oneTarget(args, s, "force-fail");
     const std::string reason = args.value("--reason").value_or("forced by operator");
@@ -306,6 +317,8 @@ int cmdPurge(const std::vector<std::string>& argv)
                   "it would remove, with each key's library and state.");
         return Ok;
     }
+    if (postgresGiven(args))
+        return pgPurge(args);
     Session s(args);
     const Target t = oneTarget(args, s, "purge");
     const std::string reason = args.value("--reason").value_or("purged by operator");

@@ -30,7 +30,7 @@ int cmdAudit(const std::vector<std::string>& argv)
     if (auto s = args.value("--since"))
         sinceMs = idem::parseDuration(*s).count();
     const auto by = args.value("--by");
-    const Global g = globalFrom(args);
+    const Global g = redisGlobalFrom(args);
     idem::ConnectionPool pool(g.connection, 1);
     idem::StoreOptions so;
     so.keyNamespace = g.keyNamespace;

@@ -56,7 +56,7 @@ int cmdCapture(const std::vector<std::string>& argv)
         o.pageSize = number<std::size_t>(args.value("--page-size"), 1000, 1, 100'000, "--page-size");
         o.idField = args.value("--id-field").value_or("id");
         o.payloadField = args.value("--payload-field").value_or("payload");
-        const Global g = globalFrom(args);
+        const Global g = redisGlobalFrom(args);
         r = idem::captureStream(g.connection, o, callbacks);
         source = "entries of stream '" + o.stream + "'";
     } else {

@@ -48,7 +48,7 @@ int cmdDemo(const std::vector<std::string>& argv, const std::string& self)
     }
     const int ids = number(args.value("--ids"), 5, 1, 100, "--ids");
     const int dups = number(args.value("--duplicates"), 4, 1, 32, "--duplicates");
-    Global g = globalFrom(args);
+    Global g = redisGlobalFrom(args);
 
     std::unique_ptr<idem::LocalServer> server;
     std::string url = g.url;

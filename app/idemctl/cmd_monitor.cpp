@@ -126,6 +126,8 @@ int cmdList(const std::vector<std::string>& argv)
     if (!args.positional().empty())
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
     const auto filter = filterFrom(args);
+    if (postgresGiven(args))
+        return pgList(args, filter);
     Scan scan(args, globalFrom(args));
     scan.scanner.open(); // a clear error before any output
     const bool json = args.flag("--json");
@@ -165,6 +167,8 @@ int cmdStats(const std::vector<std::string>& argv)
     }
     if (!args.positional().empty())
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
+    if (postgresGiven(args))
+        return pgStats(args);
     Scan scan(args, globalFrom(args));
     std::map<int, idem::Stats> byShard; // a shard read again after a failover is counted again
     scan.each([&](const idem::Record& r, std::int64_t, int shard) { byShard[shard].add(r); },
@@ -204,7 +208,7 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         throw UsageFailure{"--state " + std::string(idem::nameOf(filter)) +
                            " takes keys that are not records idem understands (or keys of every kind): "
                            "name them with --pattern GLOB as well"};
-    Scan scan(args, globalFrom(args));
+    Scan scan(args, redisGlobalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
     const idem::Actor by{args.value("--by").value_or(whoAmI()), args.value("--reason").value_or("bulk purge")};
     std::size_t matched = 0, removed = 0, changed = 0;

@@ -66,7 +66,7 @@ int cmdRace(const std::vector<std::string>& argv)
     else
         throw UsageFailure{"--strategy must be naive, setnx, watch, lua or all"};
 
-    Global g = globalFrom(args);
+    Global g = redisGlobalFrom(args);
     std::unique_ptr<idem::LocalServer> server;
     const idem::ConnectionOptions conn = serverOrPrivate(g, server);
     w.keyNamespace = g.keyNamespace == "idempotency" ? "racelab" : g.keyNamespace;

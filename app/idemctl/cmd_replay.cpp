@@ -48,7 +48,7 @@ int cmdReplay(const std::vector<std::string>& argv)
         o.timeout = idem::parseDuration(*t);
     o.viaStream = args.flag("--via-stream");
 
-    Global g = globalFrom(args);
+    Global g = redisGlobalFrom(args);
     std::unique_ptr<idem::LocalServer> server;
     const idem::ConnectionOptions conn = serverOrPrivate(g, server);
     o.keyNamespace = g.keyNamespace == "idempotency" ? "replay" : g.keyNamespace;

@@ -5,6 +5,7 @@
 #include "idem/errors.h"
 #include "idem/engine/executor.h"
 #include "idem/engine/fingerprint.h"
+#include "idem/pg/pgstore.h"
 
 #include <cerrno>
 #include <csignal>
@@ -304,9 +305,27 @@ int cmdRun(const std::vector<std::string>& argv)
         fp = idem::fingerprint(payload);
     }
 
-    idem::ConnectionPool pool(g.connection, 2);
-    idem::Store store(pool, so);
-    idem::Executor executor(store);
+    // the store --url names: Redis, or PostgreSQL's leased mode (the same outcomes and exit codes)
+    std::unique_ptr<idem::ConnectionPool> pool;
+    std::unique_ptr<idem::Store> redis;
+    std::unique_ptr<idem::PgStore> postgres;
+    std::unique_ptr<idem::Executor> executorOwned;
+    if (g.postgres) {
+        if (so.minReplicas > 0)
+            throw UsageFailure{"--min-replicas is for Redis; PostgreSQL's own replication settings apply"};
+        idem::PgStoreOptions po;
+        po.lease = so.lease;
+        po.retention = so.retention;
+        po.failureRetention = so.failureRetention;
+        po.maxResponseBytes = so.maxResponseBytes;
+        postgres = std::make_unique<idem::PgStore>(g.url, po);
+        executorOwned = std::make_unique<idem::Executor>(static_cast<idem::LeaseStore&>(*postgres));
+    } else {
+        pool = std::make_unique<idem::ConnectionPool>(g.connection, 2);
+        redis = std::make_unique<idem::Store>(*pool, so);
+        executorOwned = std::make_unique<idem::Executor>(*redis);
+    }
+    idem::Executor& executor = *executorOwned;
     const std::vector<std::string> cmd = args.afterDashes();
     // encodeResult() shrinks what does not fit in the JSON envelope under the cap
     const std::size_t captureCap = so.maxResponseBytes;

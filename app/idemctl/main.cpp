@@ -14,7 +14,7 @@ namespace {
 
 const char* kUsage = R"(usage: idemctl [--url URL] [--namespace NAME] COMMAND [options]
 
-Exactly-once execution and inspection of idempotency records in Redis.
+Exactly-once execution and inspection of idempotency records in Redis or PostgreSQL.
 
 commands:
   run --key ID [--lease DUR] [--ttl DUR] [--payload-file F] [--wait DUR] -- CMD [ARGS...]
@@ -45,6 +45,8 @@ commands:
                         the race lab: the same duplicates through four strategies, counted
   pg init --url postgresql://...
                         install or upgrade schema idem in a PostgreSQL database (docs/postgres.md)
+  pg sweep --url postgresql://... [--batch N] [--max-batches N]
+                        delete expired rows in bounded batches along the expires_at index
   replay FILE [--speed X] [--duplicates D] [--crash-rate R] [--via-stream] [--json]
                         an event log (JSON lines) through idem, directly or via a Redis Stream
   capture --stream KEY [--from ID] [--to ID] [--count N] [--id-field F] [--payload-field F]
@@ -55,7 +57,10 @@ commands:
 global options:
   --url URL          redis://[user:password@]host[:port][/db], rediss://... (TLS),
                      unix:///path.sock[?db=N], redis-sentinel://[user:pw@]h1[:p1],h2[:p2][/db]#MASTER
-                     or rediss-sentinel://... (default: $IDEM_URL, else redis://127.0.0.1:6379/0)
+                     or rediss-sentinel://... (default: $IDEM_URL, else redis://127.0.0.1:6379/0);
+                     or PostgreSQL (schema idem): postgresql://[user[:pw]@]host[:port]/db[?sslmode=...]
+                     or "host=/run/postgresql dbname=db sslmode=verify-full ..." (libpq's forms);
+                     run, inspect, force-fail, purge ID, list and stats work on both
   --tls-ca FILE      CA bundle that verifies the server (default: the system's)
   --tls-cert FILE    client certificate, and --tls-key FILE its key (tls-auth-clients yes)
   --tls-server-name NAME  the name to verify and send as SNI (default: the host)

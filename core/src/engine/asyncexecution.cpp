@@ -9,6 +9,8 @@
 #include "idem/engine/watchdog.h"
 #include "idem/errors.h"
 
+#include <thread>
+
 namespace idem {
 
 using Clock = std::chrono::steady_clock;
@@ -44,6 +46,8 @@ struct Executor::Submission : std::enable_shared_from_this<Submission> {
         ctx.fence = ticket.fence;
         ctx.attempt = ticket.attempt;
         ctx.takeover = a.takeover;
+        ctx.store = &ex.m_store;
+        ctx.ticket = ticket;
         if (watch)
             ctx.leaseLost = watch->lost.get_token();
         if (!options.runOn)
@@ -143,9 +147,42 @@ struct Executor::Submission : std::enable_shared_from_this<Submission> {
     std::string lastError;
 };
 
+// A store without an asynchronous client (PostgreSQL): execute() as one task, where runOn says or
+// on a thread of its own. Errors, bad arguments included, come back as StoreUnavailable.
+void Executor::submitBlocking(std::string id, std::string fp, Work work, Completion done,
+                              const ExecuteOptions& options)
+{
+    ExecuteOptions inlineOptions = options;
+    inlineOptions.runOn = nullptr;
+    auto task = [this, id = std::move(id), fp = std::move(fp), work = std::move(work), done = std::move(done),
+                 o = std::move(inlineOptions)] {
+        Outcome out;
+        try {
+            out = executeWithFingerprint(id, fp, work, o);
+        } catch (const std::exception& e) {
+            out.kind = OutcomeKind::StoreUnavailable;
+            out.error = e.what();
+        }
+        done(std::move(out));
+        finished(); // last: the Executor may be gone after it
+    };
+    ++m_inFlight;
+    try {
+        if (options.runOn)
+            options.runOn(std::move(task));
+        else
+            std::thread(std::move(task)).detach();
+    } catch (...) {
+        finished();
+        throw;
+    }
+}
+
 void Executor::submitWithFingerprint(std::string_view id, std::string_view fp, Work work, Completion done,
                                      const ExecuteOptions& options)
 {
+    if (!m_redis)
+        return submitBlocking(std::string(id), std::string(fp), std::move(work), std::move(done), options);
     auto s = std::make_shared<Submission>(*this, id, fp, std::move(work), std::move(done), options);
     ++m_inFlight;
     try {

@@ -26,9 +26,18 @@ std::string_view nameOf(OutcomeKind k)
     return "store_unavailable";
 }
 
-Executor::Executor(Store& store) : m_store(store) {}
+bool WorkContext::checkpoint(std::string_view phaseName, std::string_view data) const
+{
+    if (!store)
+        throw UsageError("checkpoint: this WorkContext belongs to no execution");
+    return store->checkpoint(ticket, phaseName, data).status == OwnerStatus::Ok;
+}
 
-Executor::Executor(Store& store, AsyncStore& async) : m_store(store), m_async(&async) {}
+Executor::Executor(Store& store) : m_store(store), m_redis(&store) {}
+
+Executor::Executor(Store& store, AsyncStore& async) : m_store(store), m_redis(&store), m_async(&async) {}
+
+Executor::Executor(LeaseStore& store) : m_store(store) {}
 
 Executor::~Executor()
 {
@@ -44,10 +53,12 @@ Watchdog& Executor::watchdog()
 
 AsyncStore& Executor::asyncStore()
 {
+    if (!m_redis)
+        throw UsageError("an AsyncStore needs the Redis store");
     std::call_once(m_asyncOnce, [this] {
         if (!m_async) {
-            m_ownPool = std::make_unique<AsyncPool>(m_store.pool().options());
-            m_ownAsync = std::make_unique<AsyncStore>(*m_ownPool, m_store.options());
+            m_ownPool = std::make_unique<AsyncPool>(m_redis->pool().options());
+            m_ownAsync = std::make_unique<AsyncStore>(*m_ownPool, m_redis->options());
             m_async = m_ownAsync.get();
         }
         watchdog().useAsync(m_async);
@@ -72,7 +83,8 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
                                          const ExecuteOptions& options)
 {
     Outcome out;
-    const auto lease = options.lease.value_or(m_store.options().lease);
+    const LeaseSettings settings = m_store.leaseSettings();
+    const auto lease = options.lease.value_or(settings.lease);
     const auto sentAt = std::chrono::steady_clock::now();
     AcquireResult a;
     try {
@@ -99,10 +111,14 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
     ctx.fence = ticket.fence;
     ctx.attempt = ticket.attempt;
     ctx.takeover = a.takeover;
+    ctx.phase = std::move(a.phase);
+    ctx.phaseData = std::move(a.phaseData);
+    ctx.store = &m_store;
+    ctx.ticket = ticket;
     if (watch)
         ctx.leaseLost = watch->lost.get_token();
 
-    WorkResult result = outcomes::runWork(work, ctx, options.onException, m_store.options().maxResponseBytes);
+    WorkResult result = outcomes::runWork(work, ctx, options.onException, settings.maxResponseBytes);
     out.workRan = true;
     if (watch)
         watchdog().remove(watch);
@@ -114,7 +130,7 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
     // the record): the next try reaches the new primary, which a replicated acquire made this
     // ticket's owner. Elsewhere, completeAttempts tries.
     const auto leaseEnds = sentAt + lease;
-    const bool untilLeaseEnds = m_store.options().minReplicas > 0 || m_store.pool().options().viaSentinel();
+    const bool untilLeaseEnds = settings.retryUntilLeaseEnds;
     bool notReplicated = false;
     for (int attempt = 0; attempt < std::max(1, options.completeAttempts) ||
                           (untilLeaseEnds && std::chrono::steady_clock::now() < leaseEnds);
@@ -124,7 +140,7 @@ Outcome Executor::executeWithFingerprint(std::string_view id, std::string_view f
         try {
             const OwnerResult r = result.ok ? m_store.complete(ticket, result.response, options.retention)
                                             : m_store.fail(ticket, result.policy, result.error);
-            if (outcomes::settledByStoring(r, result, m_store.options().minReplicas, out, notReplicated, lastError))
+            if (outcomes::settledByStoring(r, result, settings.minReplicas, out, notReplicated, lastError))
                 return out;
         } catch (const UsageError& e) {
             lastError = e.what();

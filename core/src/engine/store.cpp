@@ -110,6 +110,17 @@ std::string Store::recordKey(std::string_view id) const
     return k;
 }
 
+LeaseSettings Store::leaseSettings() const
+{
+    return {m_options.lease, m_options.maxResponseBytes, m_options.minReplicas,
+            m_options.minReplicas > 0 || m_pool.options().viaSentinel()};
+}
+
+OwnerResult LeaseStore::checkpoint(const Ticket&, std::string_view, std::string_view)
+{
+    throw UsageError("recovery points (checkpoint) need the PostgreSQL store");
+}
+
 std::string Store::metaKey(std::string_view id) const { return recordKey(id).append(kMetaSuffix); }
 
 void Store::checkId(std::string_view id) const { storecalls::checkId(m_options, id); }

@@ -11,7 +11,7 @@ namespace idem {
 
 using Clock = std::chrono::steady_clock;
 
-Watchdog::Watchdog(Store& store)
+Watchdog::Watchdog(LeaseStore& store)
     : m_store(store), m_thread([this](std::stop_token st) { run(st); })
 {
 }

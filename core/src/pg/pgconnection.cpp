@@ -44,9 +44,11 @@ void ignoreNotice(void*, const char*) {}
                       sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
     if (lost)
         throw ClosedError(message);
-    // 3F000 invalid_schema_name, 42883 undefined_function, 42P01 undefined_table
-    if (sqlstate == "3F000" || sqlstate == "42883" || sqlstate == "42P01")
-        throw ConfigError(message + " (is schema idem installed in this database? idemctl pg init --url ...)",
+    // 3F000 invalid_schema_name, 42883 undefined_function, 42P01 undefined_table, 42703
+    // undefined_column (an older schema idem: v1 has no recovery points)
+    if (sqlstate == "3F000" || sqlstate == "42883" || sqlstate == "42P01" || sqlstate == "42703")
+        throw ConfigError(message + " (is schema idem installed in this database, and up to date? idemctl pg "
+                                    "init --url ...)",
                           "schema");
     throw PgError(message + " [" + sqlstate + "]", sqlstate);
 }

@@ -12,6 +12,12 @@ namespace {
 constexpr Oid kText = 25, kBytea = 17, kInterval = 1186, kUuid = 2950, kBool = 16;
 
 #define IDEM_MS(x) "(extract(epoch from " x ") * 1000)::bigint"
+// a row as recordFrom() reads it
+#define IDEM_ROW                                                                                                  \
+    "state, token::text, fence, attempt::bigint, " IDEM_MS("lease_until") ", " IDEM_MS("expires_at")              \
+    ", fingerprint, response, error, policy, " IDEM_MS("created_at") ", " IDEM_MS("started_at") ", "            \
+    IDEM_MS("finished_at") ", op, op_by, " IDEM_MS("op_at") ", op_reason, " IDEM_MS("clock_timestamp()")        \
+    ", id, phase"
 
 struct Statement {
     const char* name;
@@ -25,7 +31,7 @@ const std::vector<Statement>& statements()
         {"idem_acquire",
          "SELECT outcome, token::text, fence, attempt::bigint, response, error, " IDEM_MS("time_left") ", "
          IDEM_MS("lease_until") ", takeover, stored_fingerprint, " IDEM_MS("server_time")
-         " FROM idem.acquire(id => $1, lease => $2, fingerprint => $3, proposed_token => $4, stale_keep => $5)",
+         ", phase, phase_data FROM idem.acquire(id => $1, lease => $2, fingerprint => $3, proposed_token => $4, stale_keep => $5)",
          {kText, kInterval, kBytea, kUuid, kInterval}},
         {"idem_complete",
          "SELECT outcome, state FROM idem.complete(id => $1, token => $2, response => $3, retention => $4)",
@@ -41,25 +47,75 @@ const std::vector<Statement>& statements()
          "SELECT outcome, previous_state FROM idem.force_fail(id => $1, reason => $2, terminal => $3, who => $4, "
          "retention => $5)",
          {kText, kText, kBool, kText, kInterval}},
+        {"idem_checkpoint", "SELECT outcome, state FROM idem.checkpoint(id => $1, token => $2, phase => $3, data => $4)",
+         {kText, kUuid, kText, kBytea}},
+        {"idem_sweep", "SELECT idem.sweep(batch => $1::integer)", {kText}},
         {"idem_purge", "SELECT outcome, previous_state FROM idem.purge(id => $1, who => $2, reason => $3)",
          {kText, kText, kText}},
-        {"idem_inspect",
-         "SELECT state, token::text, fence, attempt::bigint, " IDEM_MS("lease_until") ", " IDEM_MS("expires_at")
-         ", fingerprint, response, error, policy, " IDEM_MS("created_at") ", " IDEM_MS("started_at") ", "
-         IDEM_MS("finished_at") ", op, op_by, " IDEM_MS("op_at") ", op_reason, " IDEM_MS("clock_timestamp()")
-         " FROM idem.records WHERE id = $1",
-         {kText}},
+        {"idem_inspect", "SELECT " IDEM_ROW " FROM idem.records WHERE id = $1", {kText}},
+        // keyset pagination: one range scan of the primary key per page, however deep
+        {"idem_page", "SELECT " IDEM_ROW " FROM idem.records WHERE id > $1 ORDER BY id LIMIT $2::integer",
+         {kText, kText}},
     };
     return s;
 }
 
+#undef IDEM_ROW
 #undef IDEM_MS
 
-std::optional<std::int64_t> optInt8(const PGresult* r, int col)
+std::optional<std::int64_t> optInt8(const PGresult* r, int row, int col)
 {
-    if (pgcell::isNull(r, 0, col))
+    if (pgcell::isNull(r, row, col))
         return std::nullopt;
-    return pgcell::int8(r, 0, col);
+    return pgcell::int8(r, row, col);
+}
+
+// One row of IDEM_ROW as a Record (state Expired when its expiry has passed)
+Record recordFrom(const PGresult* r, int row)
+{
+    Record rec;
+    rec.key = rec.id = pgcell::text(r, row, 18);
+    rec.keyType = "row";
+    rec.format = RecordFormat::Native;
+    rec.rawStatus = pgcell::text(r, row, 0);
+    rec.owner = pgcell::text(r, row, 1);
+    rec.fence = pgcell::int8(r, row, 2);
+    rec.attempt = pgcell::int8(r, row, 3);
+    rec.leaseUntilMs = optInt8(r, row, 4);
+    const std::int64_t expires = pgcell::int8(r, row, 5);
+    if (!pgcell::isNull(r, row, 6))
+        rec.fingerprint = pgcell::text(r, row, 6);
+    if (!pgcell::isNull(r, row, 7))
+        rec.response = pgcell::text(r, row, 7);
+    rec.error = pgcell::text(r, row, 8);
+    const std::string policy = pgcell::text(r, row, 9);
+    rec.createdMs = optInt8(r, row, 10);
+    rec.startedMs = optInt8(r, row, 11);
+    rec.finishedMs = optInt8(r, row, 12);
+    rec.op = pgcell::text(r, row, 13);
+    rec.opBy = pgcell::text(r, row, 14);
+    rec.opAtMs = optInt8(r, row, 15);
+    rec.opReason = pgcell::text(r, row, 16);
+    if (!pgcell::isNull(r, row, 19))
+        rec.fields.emplace_back("phase", pgcell::text(r, row, 19));
+    const std::int64_t now = pgcell::int8(r, row, 17);
+    rec.ttlMs = expires - now;
+    if (expires <= now) {
+        rec.state = RecordState::Expired;
+        rec.reason = "expired: counts as absent";
+    } else if (rec.rawStatus == "STARTED") {
+        rec.state = RecordState::Started;
+        rec.changesAtMs = rec.leaseUntilMs;
+        rec.stale = rec.leaseUntilMs && *rec.leaseUntilMs <= now;
+        if (rec.stale)
+            rec.staleWhy = "its lease ran out; the next acquire takes over";
+    } else if (rec.rawStatus == "COMPLETED") {
+        rec.state = RecordState::Completed;
+    } else {
+        rec.state = RecordState::Failed;
+        rec.terminal = policy == "terminal";
+    }
+    return rec;
 }
 
 OwnerStatus ownerStatus(const std::string& outcome)
@@ -186,6 +242,8 @@ AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view f
         a.status = AcquireStatus::Acquired;
         a.ticket = Ticket{std::string(id), pgcell::text(p, 0, 1), a.fence, a.attempt, pgcell::int8(p, 0, 7)};
         a.takeover = pgcell::boolean(p, 0, 8);
+        a.phase = pgcell::text(p, 0, 11);
+        a.phaseData = pgcell::text(p, 0, 12);
     } else if (outcome == "duplicate") {
         a.status = AcquireStatus::Duplicate;
         a.response = pgcell::text(p, 0, 4);
@@ -270,6 +328,48 @@ OwnerResult PgStore::renew(const Ticket& t, std::optional<Millis> lease)
     return o;
 }
 
+OwnerResult PgStore::checkpoint(const Ticket& t, std::string_view phase, std::string_view data)
+{
+    checkId(t.id);
+    if (phase.empty() || phase.find('\0') != std::string_view::npos)
+        throw UsageError("a recovery point's phase is non-empty text without NUL bytes");
+    if (data.size() > m_options.maxResponseBytes)
+        throw UsageError("a recovery point's data of " + std::to_string(data.size()) + " bytes is over the cap of " +
+                         std::to_string(m_options.maxResponseBytes));
+    const PgResultPtr r = call([&](PgConnection& c) {
+        return c.execPrepared("idem_checkpoint", {PgParam::text(t.id), PgParam::text(t.token),
+                                                  PgParam::text(std::string(phase)), PgParam::bytes(data)});
+    });
+    OwnerResult o;
+    o.status = ownerStatus(pgcell::text(r.get(), 0, 0));
+    if (o.status != OwnerStatus::Ok)
+        o.currentState = pgcell::text(r.get(), 0, 1);
+    return o;
+}
+
+LeaseSettings PgStore::leaseSettings() const
+{
+    return {m_options.lease, m_options.maxResponseBytes, 0, false};
+}
+
+PgStore::Swept PgStore::sweep(std::int64_t batch, std::int64_t maxBatches)
+{
+    if (batch < 1 || batch > 1'000'000)
+        throw UsageError("a sweep's batch is 1 to 1000000 rows");
+    Swept s;
+    while (maxBatches <= 0 || s.batches < maxBatches) {
+        const PgResultPtr r = call(
+            [&](PgConnection& c) { return c.execPrepared("idem_sweep", {PgParam::text(std::to_string(batch))}); });
+        const std::int64_t n = pgcell::int8(r.get(), 0, 0);
+        ++s.batches;
+        s.rows += n;
+        if (n < batch)
+            return s;
+    }
+    s.more = true;
+    return s;
+}
+
 AdminResult PgStore::forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who)
 {
     checkId(id);
@@ -302,55 +402,36 @@ AdminResult PgStore::purge(std::string_view id, std::string_view who, std::strin
     return a;
 }
 
-std::optional<Record> PgStore::inspect(std::string_view id)
+std::optional<Record> PgStore::inspect(std::string_view id, std::int64_t* serverNowMs)
 {
     checkId(id);
     const PgResultPtr res =
         call([&](PgConnection& c) { return c.execPrepared("idem_inspect", {PgParam::text(std::string(id))}); });
-    const PGresult* r = res.get();
-    if (PQntuples(r) == 0)
+    if (PQntuples(res.get()) == 0)
         return std::nullopt;
-    Record rec;
-    rec.key = rec.id = std::string(id);
-    rec.keyType = "row";
-    rec.format = RecordFormat::Native;
-    rec.rawStatus = pgcell::text(r, 0, 0);
-    rec.owner = pgcell::text(r, 0, 1);
-    rec.fence = pgcell::int8(r, 0, 2);
-    rec.attempt = pgcell::int8(r, 0, 3);
-    rec.leaseUntilMs = optInt8(r, 4);
-    const std::int64_t expires = pgcell::int8(r, 0, 5);
-    if (!pgcell::isNull(r, 0, 6))
-        rec.fingerprint = pgcell::text(r, 0, 6);
-    if (!pgcell::isNull(r, 0, 7))
-        rec.response = pgcell::text(r, 0, 7);
-    rec.error = pgcell::text(r, 0, 8);
-    const std::string policy = pgcell::text(r, 0, 9);
-    rec.createdMs = optInt8(r, 10);
-    rec.startedMs = optInt8(r, 11);
-    rec.finishedMs = optInt8(r, 12);
-    rec.op = pgcell::text(r, 0, 13);
-    rec.opBy = pgcell::text(r, 0, 14);
-    rec.opAtMs = optInt8(r, 15);
-    rec.opReason = pgcell::text(r, 0, 16);
-    const std::int64_t now = pgcell::int8(r, 0, 17);
-    rec.ttlMs = expires - now;
-    if (expires <= now) {
-        rec.state = RecordState::Expired;
-        rec.reason = "expired: counts as absent";
-    } else if (rec.rawStatus == "STARTED") {
-        rec.state = RecordState::Started;
-        rec.changesAtMs = rec.leaseUntilMs;
-        rec.stale = rec.leaseUntilMs && *rec.leaseUntilMs <= now;
-        if (rec.stale)
-            rec.staleWhy = "its lease ran out; the next acquire takes over";
-    } else if (rec.rawStatus == "COMPLETED") {
-        rec.state = RecordState::Completed;
-    } else {
-        rec.state = RecordState::Failed;
-        rec.terminal = policy == "terminal";
+    if (serverNowMs)
+        *serverNowMs = pgcell::int8(res.get(), 0, 17);
+    return recordFrom(res.get(), 0);
+}
+
+PgStore::Page PgStore::page(std::string_view afterId, std::size_t limit)
+{
+    if (limit < 1 || limit > 100'000)
+        throw UsageError("a page has 1 to 100000 rows");
+    const PgResultPtr res = call([&](PgConnection& c) {
+        return c.execPrepared("idem_page", {PgParam::text(std::string(afterId)), PgParam::text(std::to_string(limit))});
+    });
+    Page p;
+    const int n = PQntuples(res.get());
+    p.records.reserve(static_cast<std::size_t>(n));
+    for (int row = 0; row < n; ++row)
+        p.records.push_back(recordFrom(res.get(), row));
+    if (n > 0) {
+        p.serverNowMs = pgcell::int8(res.get(), 0, 17);
+        p.lastId = p.records.back().id;
     }
-    return rec;
+    p.done = static_cast<std::size_t>(n) < limit;
+    return p;
 }
 
 Outcome PgStore::execute(std::string_view id, std::string_view payload, const PgWork& work,

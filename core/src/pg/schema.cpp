@@ -8,12 +8,13 @@ namespace idem {
 
 namespace sql {
 extern const std::string_view v1;
+extern const std::string_view v2;
 }
 
 namespace {
 
 // sql/v<N>.sql for N = 1..kPgSchemaVersion
-const std::string_view kMigrations[] = {sql::v1};
+const std::string_view kMigrations[] = {sql::v1, sql::v2};
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 
 int installedVersion(PgConnection& c)

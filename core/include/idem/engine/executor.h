@@ -24,6 +24,17 @@ struct WorkContext {
     std::int64_t attempt = 0;
     bool takeover = false;    // this attempt took over an expired lease
     std::stop_token leaseLost; // requested when the watchdog learns the lease is gone
+    // attempt > 1 on a store with recovery points (PostgreSQL): the last phase an earlier attempt
+    // recorded, and its data ("" when none). Resume from there.
+    std::string phase;
+    std::string phaseData;
+    // Records a recovery point for the attempt that may take over if this one dies. False when the
+    // lease is lost (stop: the result would not be stored). Throws UsageError on the Redis store,
+    // IoError when the store cannot be reached.
+    bool checkpoint(std::string_view phase, std::string_view data = {}) const;
+
+    LeaseStore* store = nullptr; // the execution's store and ticket, for checkpoint()
+    Ticket ticket;
 };
 
 // What the work reports. Return success(response) or failure(error, policy); an exception thrown
@@ -93,10 +104,14 @@ using Completion = std::function<void(Outcome)>;
 // on a connection's I/O thread (or where the work ran). Leases of submitted work are renewed by the
 // same watchdog thread, pipelined. Without an AsyncStore given, the first submit() makes one on the
 // Store's connection options (an AsyncPool of one connection per hardware thread).
+//
+// Any LeaseStore (the PostgreSQL PgStore) works for execute(); its submit() runs each execution's
+// blocking steps as one task where runOn says, or on a thread of its own.
 class Executor {
 public:
     explicit Executor(Store& store);
     Executor(Store& store, AsyncStore& async);
+    explicit Executor(LeaseStore& store);
     ~Executor(); // waits for submitted executions to complete
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
@@ -111,7 +126,7 @@ public:
                                 const ExecuteOptions& options = {});
     void submitWithFingerprint(std::string_view id, std::string_view fingerprint, Work work, Completion done,
                                const ExecuteOptions& options = {});
-    Store& store() { return m_store; }
+    LeaseStore& store() { return m_store; }
     AsyncStore& asyncStore();
     std::size_t inFlight() const { return m_inFlight; } // submitted, not completed yet
 
@@ -119,8 +134,11 @@ private:
     struct Submission;
     Watchdog& watchdog();
     void finished();
+    void submitBlocking(std::string id, std::string fingerprint, Work work, Completion done,
+                        const ExecuteOptions& options);
 
-    Store& m_store;
+    LeaseStore& m_store;
+    Store* m_redis = nullptr; // the Redis store: submit() pipelines over an AsyncStore
     std::once_flag m_watchdogOnce;
     std::once_flag m_asyncOnce;
     std::unique_ptr<AsyncPool> m_ownPool;

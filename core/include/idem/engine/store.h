@@ -75,6 +75,10 @@ struct AcquireResult {
     // no answer of the call needed the clock: duplicates, mismatches and unusable keys are answered
     // without reading it.
     std::int64_t serverNowMs = 0;
+    // Acquired with attempt > 1 (a takeover or a retry) from a store with recovery points
+    // (PostgreSQL): the last phase an earlier attempt recorded with checkpoint, and its data
+    std::string phase;
+    std::string phaseData;
 };
 
 enum class OwnerStatus {
@@ -115,23 +119,53 @@ struct AcquireRequest {
 // The idempotency state machine. Every transition is one Lua script (lua/*.lua) run with EVALSHA
 // on the key <namespace>:{<id>} (a Redis Cluster hash tag) and its meta key <namespace>:{<id>}:meta.
 // Thread-safe: connections come from the pool.
+// What Executor needs of a store: the owner's calls and a few settings. The Redis Store and the
+// PostgreSQL PgStore implement it; Executor::execute takes either. Store is final, so calls made
+// on a Store itself (the pipelined and asynchronous paths) stay direct.
+struct LeaseSettings {
+    Millis lease{30'000};
+    std::size_t maxResponseBytes = 512 * 1024;
+    int minReplicas = 0;
+    bool retryUntilLeaseEnds = false; // a failover is expected: storing a result is retried while the lease lasts
+};
+
+class LeaseStore {
+public:
+    virtual AcquireResult acquire(std::string_view id, std::string_view fingerprint = {},
+                                  std::optional<Millis> lease = {}) = 0;
+    virtual OwnerResult complete(const Ticket& t, std::string_view response,
+                                 std::optional<Millis> retention = {}) = 0;
+    virtual OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {}) = 0;
+    virtual OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {}) = 0;
+    // A recovery point: the attempt that takes over (or retries) is told the last one. Stores
+    // without them throw UsageError.
+    virtual OwnerResult checkpoint(const Ticket& t, std::string_view phase, std::string_view data);
+    virtual LeaseSettings leaseSettings() const = 0;
+    // How errors name the id's record ("<namespace>:{<id>}" in Redis)
+    virtual std::string recordKey(std::string_view id) const = 0;
+
+protected:
+    ~LeaseStore() = default;
+};
+
 // Names the tool in operator actions' audit entries ("idemctl", "idem-console"; default "idem").
 void setToolName(std::string_view tool);
 
-class Store {
+class Store final : public LeaseStore {
 public:
     Store(ConnectionPool& pool, StoreOptions options = {});
     ~Store();
 
     AcquireResult acquire(std::string_view id, std::string_view fingerprint = {},
-                          std::optional<Millis> lease = {});
+                          std::optional<Millis> lease = {}) override;
     // Many acquires in one round trip (pipelined EVALSHA).
     std::vector<AcquireResult> acquireBatch(const std::vector<AcquireRequest>& requests,
                                             std::optional<Millis> lease = {});
     OwnerResult complete(const Ticket& t, std::string_view response,
-                         std::optional<Millis> retention = {});
-    OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {});
-    OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {});
+                         std::optional<Millis> retention = {}) override;
+    OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {}) override;
+    OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {}) override;
+    LeaseSettings leaseSettings() const override;
 
     // Operator actions: no token needed. Who, when (the server's clock), why and from where (the
     // tool and host) are recorded atomically with the change, in the record or its meta key and as
@@ -154,7 +188,7 @@ public:
     // The latest entries of the namespace's audit stream, newest first (at most `count`).
     std::vector<AuditEntry> audit(std::size_t count = 100);
 
-    std::string recordKey(std::string_view id) const;
+    std::string recordKey(std::string_view id) const override;
     std::string metaKey(std::string_view id) const;
     const StoreOptions& options() const { return m_options; }
     ConnectionPool& pool() { return m_pool; }

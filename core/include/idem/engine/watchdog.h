@@ -34,7 +34,7 @@ class AsyncStore;
 // submit()'s pauses before storing a result again.
 class Watchdog {
 public:
-    explicit Watchdog(Store& store);
+    explicit Watchdog(LeaseStore& store);
     ~Watchdog(); // waits for renewals still under way
     std::shared_ptr<WatchEntry> add(const Ticket& t, Millis lease,
                                     std::chrono::steady_clock::time_point localDeadline);
@@ -49,7 +49,7 @@ private:
     void renewAsync(const std::shared_ptr<WatchEntry>& e);
     void wakeLocked();
 
-    Store& m_store;
+    LeaseStore& m_store;
     AsyncStore* m_async = nullptr; // guarded by m_mutex
     std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> m_timers;
     std::size_t m_renewing = 0; // asynchronous renewals under way

@@ -54,7 +54,7 @@ struct PgExecuteOptions {
 // work's own writes and complete in one transaction. Expected outcomes are values; PostgreSQL
 // unreachable or the connection lost throws IoError (fail closed), a missing schema ConfigError.
 // Thread-safe: each call takes an idle connection or opens one.
-class PgStore {
+class PgStore final : public LeaseStore {
 public:
     // conninfo: a postgresql:// URI or key=value pairs, as libpq takes them
     explicit PgStore(std::string conninfo, PgStoreOptions options = {});
@@ -62,15 +62,40 @@ public:
     PgStore(const PgStore&) = delete;
     PgStore& operator=(const PgStore&) = delete;
 
+    // The leased mode (each call commits on its own; Executor runs them, and the watchdog renews).
+    // An acquire with attempt > 1 tells the last recovery point (AcquireResult::phase, phaseData).
     AcquireResult acquire(std::string_view id, std::string_view fingerprint = {},
-                          std::optional<Millis> lease = {});
-    OwnerResult complete(const Ticket& t, std::string_view response, std::optional<Millis> retention = {});
-    OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {});
-    OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {});
+                          std::optional<Millis> lease = {}) override;
+    OwnerResult complete(const Ticket& t, std::string_view response,
+                         std::optional<Millis> retention = {}) override;
+    OwnerResult fail(const Ticket& t, FailPolicy policy, std::string_view error = {}) override;
+    OwnerResult renew(const Ticket& t, std::optional<Millis> lease = {}) override;
+    OwnerResult checkpoint(const Ticket& t, std::string_view phase, std::string_view data) override;
+    LeaseSettings leaseSettings() const override;
+    std::string recordKey(std::string_view id) const override { return std::string(id); }
+
+    // Deletes expired rows, up to `batch` per transaction along the expires_at index, until a batch
+    // comes back short or `maxBatches` ran (0: no limit). Answers how many rows went, in how many batches.
+    struct Swept {
+        std::int64_t rows = 0;
+        std::int64_t batches = 0;
+        bool more = false; // stopped at maxBatches with a full last batch
+    };
+    Swept sweep(std::int64_t batch = 1000, std::int64_t maxBatches = 0);
     AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who);
     AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {});
-    // The row as it is now (state Expired when its expiry has passed); nullopt when absent.
-    std::optional<Record> inspect(std::string_view id);
+    // The row as it is now (state Expired when its expiry has passed); nullopt when absent. The
+    // last recovery point is in Record::fields as "phase".
+    std::optional<Record> inspect(std::string_view id, std::int64_t* serverNowMs = nullptr);
+    // Up to `limit` rows in id order after `afterId` ("" from the start): keyset pagination, each
+    // page one range of the primary key however deep into the table.
+    struct Page {
+        std::vector<Record> records;
+        std::int64_t serverNowMs = 0;
+        std::string lastId; // the next page's afterId
+        bool done = false;  // fewer than `limit` came: nothing after them
+    };
+    Page page(std::string_view afterId, std::size_t limit = 1000);
 
     // The transactional mode: acquire, work and complete commit together. A duplicate waits for
     // the transaction that holds the id and then replays its result (or runs, if that one rolled

@@ -1,0 +1,315 @@
+// idemctl on a postgresql:// URL (or libpq's key=value form, over the unix socket): run gives
+// exactly-once under 32 concurrent deliveries; inspect, force-fail, purge, list and stats act on
+// schema idem; `pg sweep` deletes expired rows in bounded batches; Redis-only options are refused.
+#include "idem/errors.h"
+#include "idem/pg/localpostgres.h"
+#include "idem/pg/pgstore.h"
+#include "idem/pg/schema.h"
+#include "testsupport.h"
+
+#include <libpq-fe.h>
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <thread>
+
+using idem::AcquireStatus;
+
+namespace {
+
+std::string sql(const std::string& conninfo, const std::string& query)
+{
+    std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo.c_str()), &PQfinish);
+    if (PQstatus(c.get()) != CONNECTION_OK)
+        throw idem::IoError(PQerrorMessage(c.get()));
+    std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c.get(), query.c_str()), &PQclear);
+    const ExecStatusType s = PQresultStatus(r.get());
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
+        throw idem::ReplyError(query + ": " + PQresultErrorMessage(r.get()));
+    return s == PGRES_TUPLES_OK && PQntuples(r.get()) > 0 ? std::string(PQgetvalue(r.get(), 0, 0)) : std::string();
+}
+
+QString uniqueId(const char* prefix) { return QString::fromStdString(idemtest::uniqueNamespace(prefix)); }
+
+struct Ctl {
+    int exit = -1;
+    QString out, err;
+};
+
+QProcess* startIdemctl(const QStringList& args, QObject* parent)
+{
+    auto* p = new QProcess(parent);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove(QStringLiteral("IDEM_URL"));
+    p->setProcessEnvironment(env);
+    p->start(idemtest::idemctlPath(), args);
+    return p;
+}
+
+Ctl finish(QProcess* p)
+{
+    if (!p->waitForFinished(60'000))
+        qFatal("idemctl did not finish");
+    return {p->exitCode(), QString::fromUtf8(p->readAllStandardOutput()), QString::fromUtf8(p->readAllStandardError())};
+}
+
+} // namespace
+
+class TestPgCtl : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<idem::LocalPostgres> pg;
+    QString url;    // postgresql://idem@127.0.0.1:<port>/postgres
+    QString socket; // host=<dir> port=<port> user=idem dbname=postgres
+
+    Ctl idemctl(QStringList args, const QString& on = {})
+    {
+        args.prepend(on.isEmpty() ? url : on);
+        args.prepend(QStringLiteral("--url"));
+        QObject owner;
+        return finish(startIdemctl(args, &owner));
+    }
+
+private slots:
+    void initTestCase()
+    {
+        pg = std::make_unique<idem::LocalPostgres>();
+        url = QString::fromStdString(pg->url());
+        socket = QString::fromStdString(pg->socketConninfo());
+        idem::installPgSchema(pg->url());
+    }
+    void cleanupTestCase() { pg.reset(); }
+
+    // 32 deliveries of one key at once, through idemctl run on PostgreSQL: the command runs once,
+    // every delivery prints its output and exits with its code (the later ones wait for it)
+    void runIsExactlyOnceUnder32ConcurrentDeliveries_data()
+    {
+        QTest::addColumn<bool>("overSocket");
+        QTest::newRow("postgresql:// URI") << false;
+        QTest::newRow("key=value over the unix socket") << true;
+    }
+    void runIsExactlyOnceUnder32ConcurrentDeliveries()
+    {
+        QFETCH(bool, overSocket);
+        QTemporaryDir dir;
+        const QString marks = dir.filePath(QStringLiteral("runs"));
+        const QString key = uniqueId("run");
+        QObject owner;
+        std::vector<QProcess*> procs;
+        for (int i = 0; i < 32; ++i)
+            procs.push_back(startIdemctl({QStringLiteral("--url"), overSocket ? socket : url, QStringLiteral("run"),
+                                          QStringLiteral("--key"), key, QStringLiteral("--lease"), QStringLiteral("5s"),
+                                          QStringLiteral("--wait"), QStringLiteral("30s"), QStringLiteral("--"),
+                                          QStringLiteral("sh"), QStringLiteral("-c"),
+                                          QStringLiteral("echo x >> '%1'; sleep 0.3; echo charged; exit 3").arg(marks)},
+                                         &owner));
+        for (QProcess* p : procs) {
+            const Ctl c = finish(p);
+            QVERIFY2(c.exit == 3, qPrintable(c.err));
+            QCOMPARE(c.out, QStringLiteral("charged\n"));
+        }
+        QFile f(marks);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray("x\n"));
+        const idem::AcquireResult a = idem::PgStore(pg->url()).acquire(key.toStdString());
+        QCOMPARE(a.status, AcquireStatus::Duplicate);
+        QVERIFY(a.response.find("\"exit_code\":3") != std::string::npos);
+    }
+
+    void runStatesAndExitCodes()
+    {
+        const QString key = uniqueId("codes");
+        QTemporaryDir dir;
+        const QString payload = dir.filePath(QStringLiteral("p.json"));
+        QFile f(payload);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{\"amount\":10}");
+        f.close();
+        const Ctl first = idemctl({QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--payload-file"),
+                                   payload, QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("once")});
+        QCOMPARE(first.exit, 0);
+        QCOMPARE(first.out, QStringLiteral("once\n"));
+        QFile other(dir.filePath(QStringLiteral("q.json")));
+        QVERIFY(other.open(QIODevice::WriteOnly));
+        other.write("{\"amount\":11}");
+        other.close();
+        QCOMPARE(idemctl({QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--payload-file"),
+                          other.fileName(), QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("twice")})
+                     .exit,
+                 65);
+        // in progress elsewhere: 75
+        const std::string held = uniqueId("held").toStdString();
+        QCOMPARE(idem::PgStore(pg->url()).acquire(held).status, AcquireStatus::Acquired);
+        const Ctl busy = idemctl({QStringLiteral("run"), QStringLiteral("--key"), QString::fromStdString(held),
+                                  QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("no")});
+        QCOMPARE(busy.exit, 75);
+        QVERIFY(busy.out.isEmpty());
+        // a terminal failure stored: 79 for the duplicates
+        const QString term = uniqueId("term");
+        QCOMPARE(idemctl({QStringLiteral("run"), QStringLiteral("--key"), term, QStringLiteral("--on-failure"),
+                          QStringLiteral("terminal"), QStringLiteral("--"), QStringLiteral("false")})
+                     .exit,
+                 1);
+        QCOMPARE(idemctl({QStringLiteral("run"), QStringLiteral("--key"), term, QStringLiteral("--"),
+                          QStringLiteral("true")})
+                     .exit,
+                 79);
+        // Redis-only options are refused with one line
+        const Ctl replicas = idemctl({QStringLiteral("run"), QStringLiteral("--key"), key,
+                                      QStringLiteral("--min-replicas"), QStringLiteral("1"), QStringLiteral("--"),
+                                      QStringLiteral("true")});
+        QCOMPARE(replicas.exit, 64);
+        QCOMPARE(replicas.err.count(QLatin1Char('\n')), 1);
+        const Ctl ns = idemctl({QStringLiteral("--namespace"), QStringLiteral("x"), QStringLiteral("list")});
+        QCOMPARE(ns.exit, 64);
+        QVERIFY2(ns.err.contains(QStringLiteral("--namespace is for Redis")), qPrintable(ns.err));
+        QCOMPARE(idemctl({QStringLiteral("audit")}).exit, 64);
+        QCOMPARE(idemctl({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exit, 64);
+    }
+
+    void inspectForceFailPurge()
+    {
+        const QString key = uniqueId("admin");
+        idem::PgStore store(pg->url());
+        const auto a = store.acquire(key.toStdString());
+        QCOMPARE(store.checkpoint(a.ticket, "reserved", "r").status, idem::OwnerStatus::Ok);
+
+        const Ctl shown = idemctl({QStringLiteral("inspect"), key});
+        QVERIFY2(shown.exit == 0, qPrintable(shown.err));
+        QVERIFY2(shown.out.contains(QStringLiteral("started")), qPrintable(shown.out));
+        QVERIFY2(shown.out.contains(QStringLiteral("phase      reserved")), qPrintable(shown.out));
+        QVERIFY2(shown.out.contains(QStringLiteral("fence      %1").arg(a.ticket.fence)), qPrintable(shown.out));
+        const Ctl json = idemctl({QStringLiteral("inspect"), key, QStringLiteral("--json")}, socket);
+        QCOMPARE(json.exit, 0);
+        const QJsonObject o = QJsonDocument::fromJson(json.out.toUtf8()).object();
+        QCOMPARE(o.value(QStringLiteral("state")).toString(), QStringLiteral("STARTED"));
+        QCOMPARE(o.value(QStringLiteral("phase")).toString(), QStringLiteral("reserved"));
+        QCOMPARE(o.value(QStringLiteral("fence")).toInteger(), a.ticket.fence);
+
+        const Ctl ff = idemctl({QStringLiteral("force-fail"), key, QStringLiteral("--reason"), QStringLiteral("stuck"),
+                                QStringLiteral("--by"), QStringLiteral("ops")});
+        QVERIFY2(ff.exit == 0, qPrintable(ff.err));
+        QVERIFY2(ff.out.contains(QStringLiteral("was STARTED, now FAILED retryable")), qPrintable(ff.out));
+        QCOMPARE(store.complete(a.ticket, "late").status, idem::OwnerStatus::LeaseLost);
+        QCOMPARE(sql(pg->url(), "SELECT by || ':' || reason FROM idem.operations WHERE id = '" + key.toStdString() +
+                                    "' AND op = 'force_fail'"),
+                 std::string("ops:stuck"));
+
+        const Ctl purged = idemctl({QStringLiteral("purge"), key, QStringLiteral("--reason"), QStringLiteral("rerun")});
+        QVERIFY2(purged.exit == 0, qPrintable(purged.err));
+        QVERIFY2(purged.out.contains(QStringLiteral("was FAILED")), qPrintable(purged.out));
+        QCOMPARE(idemctl({QStringLiteral("inspect"), key}).exit, 66);
+        QCOMPARE(idemctl({QStringLiteral("purge"), key}).exit, 66);
+        QCOMPARE(idemctl({QStringLiteral("force-fail"), key}).exit, 66);
+
+        // COMPLETED is refused by force-fail (1)
+        const std::string done = uniqueId("done").toStdString();
+        const auto d = store.acquire(done);
+        QCOMPARE(store.complete(d.ticket, "ok").status, idem::OwnerStatus::Ok);
+        QCOMPARE(idemctl({QStringLiteral("force-fail"), QString::fromStdString(done)}).exit, 1);
+        QCOMPARE(idemctl({QStringLiteral("inspect"), QStringLiteral("--key"), QStringLiteral("k")}).exit, 64);
+    }
+
+    // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages
+    void listAndStats()
+    {
+        sql(pg->url(), "CREATE DATABASE listing");
+        const std::string db = pg->url("listing");
+        idem::installPgSchema(db);
+        sql(db, "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at, response) "
+                "SELECT 'c-' || lpad(n::text, 5, '0'), 'COMPLETED', nextval('idem.fence'), now() + interval '1 h', "
+                "now(), now(), 'r' FROM generate_series(1, 2500) AS n");
+        idem::PgStore store(db);
+        const auto live = store.acquire("s-live");
+        QCOMPARE(live.status, AcquireStatus::Acquired);
+        sql(db, "INSERT INTO idem.records (id, state, token, fence, lease_until, expires_at, created_at, started_at) "
+                "VALUES ('s-stale', 'STARTED', gen_random_uuid(), nextval('idem.fence'), now() - interval '1 s', "
+                "now() + interval '1 h', now(), now()), "
+                "('x-expired', 'COMPLETED', NULL, nextval('idem.fence'), NULL, now() - interval '1 s', now(), now())");
+        const QString dbUrl = QString::fromStdString(db);
+
+        const Ctl all = idemctl({QStringLiteral("list")}, dbUrl);
+        QVERIFY2(all.exit == 0, qPrintable(all.err));
+        QCOMPARE(all.out.count(QLatin1Char('\n')), 1 + 2503);
+        QVERIFY2(all.err.contains(QStringLiteral("2503 record(s)")), qPrintable(all.err));
+        const Ctl stale = idemctl({QStringLiteral("list"), QStringLiteral("--stale"), QStringLiteral("--json")}, dbUrl);
+        QCOMPARE(stale.exit, 0);
+        QCOMPARE(stale.out.count(QLatin1Char('\n')), 1);
+        QCOMPARE(QJsonDocument::fromJson(stale.out.toUtf8()).object().value(QStringLiteral("id")).toString(),
+                 QStringLiteral("s-stale"));
+        const Ctl started = idemctl({QStringLiteral("list"), QStringLiteral("--state"), QStringLiteral("started")}, dbUrl);
+        QVERIFY2(started.out.contains(QStringLiteral("s-live")) && started.out.contains(QStringLiteral("s-stale")),
+                 qPrintable(started.out));
+
+        const Ctl stats = idemctl({QStringLiteral("stats"), QStringLiteral("--json")}, dbUrl);
+        QVERIFY2(stats.exit == 0, qPrintable(stats.err));
+        const QJsonObject s = QJsonDocument::fromJson(stats.out.toUtf8()).object();
+        QCOMPARE(s.value(QStringLiteral("total")).toInt(), 2503);
+        QCOMPARE(s.value(QStringLiteral("completed")).toInt(), 2500);
+        QCOMPARE(s.value(QStringLiteral("started")).toInt(), 2);
+        QCOMPARE(s.value(QStringLiteral("stale")).toInt(), 1);
+        QCOMPARE(s.value(QStringLiteral("expired")).toInt(), 1);
+        QCOMPARE(idemctl({QStringLiteral("list"), QStringLiteral("--pattern"), QStringLiteral("c-*")}, dbUrl).exit, 64);
+    }
+
+    // pg sweep: expired rows go in batches of --batch, live ones (and a held row) stay
+    void sweepInBoundedBatches()
+    {
+        sql(pg->url(), "CREATE DATABASE sweeping");
+        const std::string db = pg->url("sweeping");
+        idem::installPgSchema(db);
+        sql(db, "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at) "
+                "SELECT 'old-' || n, 'COMPLETED', nextval('idem.fence'), now() - n * interval '1 s', now(), now() "
+                "FROM generate_series(1, 25) AS n");
+        idem::PgStore store(db);
+        QCOMPARE(store.acquire("live").status, AcquireStatus::Acquired);
+        const QString dbUrl = QString::fromStdString(db);
+        const QStringList sweep = {QStringLiteral("pg"), QStringLiteral("sweep")};
+
+        const Ctl one = idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10"),
+                                                    QStringLiteral("--max-batches"), QStringLiteral("1")},
+                                dbUrl);
+        QVERIFY2(one.exit == 0, qPrintable(one.err));
+        QVERIFY2(one.out.contains(QStringLiteral("swept 10 expired row(s) in 1 batch(es) of up to 10; more remain")),
+                 qPrintable(one.out));
+        // the oldest expiry went first
+        QCOMPARE(sql(db, "SELECT count(*) FROM idem.records WHERE id IN ('old-25', 'old-16')"), std::string("0"));
+        QCOMPARE(sql(db, "SELECT count(*) FROM idem.records WHERE id = 'old-15'"), std::string("1"));
+
+        const Ctl rest = idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10")}, dbUrl);
+        QVERIFY2(rest.out.contains(QStringLiteral("swept 15 expired row(s) in 2 batch(es)")), qPrintable(rest.out));
+        QCOMPARE(sql(db, "SELECT string_agg(id, ',') FROM idem.records"), std::string("live"));
+        const Ctl none = idemctl(sweep, dbUrl);
+        QVERIFY2(none.out.contains(QStringLiteral("swept 0 expired row(s) in 1 batch(es) of up to 1000")),
+                 qPrintable(none.out));
+
+        // a row another transaction holds is skipped, not waited for
+        sql(db, "UPDATE idem.records SET expires_at = now() - interval '1 s' WHERE id = 'live'");
+        std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(db.c_str()), &PQfinish);
+        PQclear(PQexec(holder.get(), "BEGIN"));
+        PQclear(PQexec(holder.get(), "SELECT * FROM idem.records WHERE id = 'live' FOR UPDATE"));
+        const Ctl skipped = idemctl(sweep, dbUrl);
+        QVERIFY2(skipped.out.contains(QStringLiteral("swept 0 expired")), qPrintable(skipped.out));
+        PQclear(PQexec(holder.get(), "ROLLBACK"));
+        QVERIFY(idemctl(sweep, dbUrl).out.contains(QStringLiteral("swept 1 expired")));
+
+        QCOMPARE(idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("0")}, dbUrl).exit, 64);
+        QCOMPARE(idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--batch"), QStringLiteral("5")},
+                         dbUrl)
+                     .exit,
+                 64);
+        pg->stop();
+        const Ctl away = idemctl(sweep, dbUrl);
+        pg->start();
+        QCOMPARE(away.exit, 69);
+        QCOMPARE(away.err.count(QLatin1Char('\n')), 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPgCtl)
+
+#include "tst_pgctl.moc"
