@@ -69,7 +69,9 @@ int KeyTableModel::columnCount(const QModelIndex& parent) const { return parent.
 
 qint64 KeyTableModel::serverNowMs() const
 {
-    return m_frozenAtMs != 0 ? m_frozenAtMs : QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs;
+    if (m_frozenAtMs != 0)
+        return m_frozenAtMs;
+    return m_pinnedAtMs != 0 ? m_pinnedAtMs : QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs;
 }
 
 void KeyTableModel::freezeAt(qint64 serverMs) { m_frozenAtMs = serverMs > 0 ? serverMs : serverNowMs(); }
@@ -486,6 +488,14 @@ void KeyTableModel::removeKeys(const QStringList& keys)
         if (const int r = rowOfKey(k); r >= 0)
             rows.push_back(r);
     removeRows(std::move(rows));
+}
+
+void KeyTableModel::showSnapshot(const QVector<KeyRow>& rows, qint64 atMs)
+{
+    ++m_snapshots;
+    upsert(rows, atMs, m_snapshots);
+    m_pinnedAtMs = atMs;
+    finishGeneration(m_snapshots);
 }
 
 void KeyTableModel::finishGeneration(quint64 generation)

@@ -1,0 +1,342 @@
+// The console's history (issue 17): transitions recorded from keyspace notifications and from
+// rescans, the log bounded, kept across restarts, nothing written lost when the recorder dies
+// without a clean shutdown, a key's timeline in words, and the rewind showing the states of a past
+// moment.
+#include "consoleworker.h"
+#include "historyrecorder.h"
+#include "keytablemodel.h"
+#include "testsupport.h"
+
+#include "idem/engine/store.h"
+#include "idem/lab/capture.h"
+#include "idem/monitor/history.h"
+#include "idem/redis/localserver.h"
+#include "idem/redis/pool.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QtTest>
+
+#include <sstream>
+
+using namespace Qt::StringLiterals;
+using namespace std::chrono_literals;
+
+namespace {
+idem::Transition started(std::int64_t at, const std::string& key, const std::string& owner, int attempt = 1)
+{
+    idem::Transition t;
+    t.atMs = at;
+    t.key = key;
+    t.state = idem::RecordState::Started;
+    t.format = idem::RecordFormat::Native;
+    t.owner = owner;
+    t.source = idem::Transition::Notification;
+    t.attempt = attempt;
+    t.fence = at;
+    t.leaseUntilMs = at + 1000;
+    t.expiresAtMs = at + 60'000;
+    return t;
+}
+
+std::vector<idem::Transition> sources(const idem::HistoryIndex& index, const std::string& key)
+{
+    return index.timeline(key);
+}
+
+std::string words(const idem::HistoryIndex& index, const std::string& key, std::int64_t now)
+{
+    std::string out;
+    for (const auto& l : idem::describeTimeline(index.timeline(key), now))
+        out += l.text + "\n";
+    return out;
+}
+} // namespace
+
+class TestHistory : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp{QDir::tempPath() + u"/idem-history-XXXXXX"_s};
+
+    // a worker on its own thread, as the console runs it, feeding `recorder` on this one
+    struct Watch {
+        QThread thread;
+        ConsoleWorker* worker = new ConsoleWorker;
+        Watch(HistoryRecorder& recorder, const ConnectionSettings& s)
+        {
+            worker->moveToThread(&thread);
+            QObject::connect(&thread, &QThread::finished, worker, &QObject::deleteLater);
+            HistoryRecorder::follow(worker, &recorder);
+            // the rows would go to the model: taken in at once
+            QObject::connect(worker, &ConsoleWorker::rowsArrived, worker, [w = worker] { w->batchConsumed(); });
+            thread.start();
+            QMetaObject::invokeMethod(worker, [w = worker, s] { w->open(s); });
+        }
+        ~Watch()
+        {
+            QMetaObject::invokeMethod(worker, [w = worker] { w->close(); }, Qt::BlockingQueuedConnection);
+            thread.quit();
+            thread.wait();
+        }
+    };
+
+private Q_SLOTS:
+    void logRoundTripAndTornTail()
+    {
+        const std::string dir = tmp.filePath(u"torn"_s).toStdString();
+        {
+            idem::HistoryLog log(dir, {});
+            QVERIFY(log.open().empty());
+            std::vector<idem::Transition> batch;
+            for (int i = 0; i < 10; ++i)
+                batch.push_back(started(1000 + i, "k:{" + std::to_string(i) + "}", "owner-" + std::to_string(i)));
+            batch[3].actor = "alice";
+            batch[3].op = "force-fail";
+            batch[4].flags = idem::Transition::Gone;
+            log.append(batch);
+            log.sync();
+        }
+        // a crash in the middle of a write: the last record is cut short
+        const QString segment = QDir(QString::fromStdString(dir)).entryList({u"seg-*"_s}, QDir::Files).first();
+        QFile f(QString::fromStdString(dir) + u'/' + segment);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QVERIFY(f.resize(f.size() - 5));
+        f.close();
+        idem::HistoryLog again(dir, {});
+        const auto read = again.open();
+        QCOMPARE(read.size(), 9u);
+        QCOMPARE(read[3].actor, "alice");
+        QCOMPARE(read[3].op, "force-fail");
+        QVERIFY(read[4].gone());
+        QCOMPARE(read[8].owner, "owner-8");
+        QCOMPARE(read[8].leaseUntilMs, 2008);
+        // appending after a torn tail goes into a new segment: nothing is lost behind the cut
+        again.append({started(5000, "k:{new}", "n")});
+        idem::HistoryLog third(dir, {});
+        QCOMPARE(third.open().size(), 10u);
+    }
+
+    void bounded()
+    {
+        idem::HistoryLimits limits;
+        limits.maxTransitions = 1000;
+        limits.maxAgeMs = 3'600'000;
+        limits.segmentTransitions = 100;
+        const std::string dir = tmp.filePath(u"bounded"_s).toStdString();
+        idem::HistoryLog log(dir, limits);
+        log.open();
+        idem::HistoryIndex index(limits);
+        for (int round = 0; round < 50; ++round) {
+            std::vector<idem::Transition> batch;
+            for (int i = 0; i < 100; ++i)
+                batch.push_back(started(round * 100 + i, "k:{" + std::to_string(i % 37) + "}", std::to_string(round)));
+            for (const auto& t : batch)
+                index.add(t);
+            log.append(batch);
+            index.trim();
+            log.trim(index.lastMs());
+        }
+        QCOMPARE(index.size(), 1000u);            // exactly the newest 1000 in memory
+        QCOMPARE(index.firstMs(), 4000);
+        QVERIFY(log.segments() <= 12u);           // on disk: whole segments, 1000 + one segment's worth
+        idem::HistoryLog reread(dir, limits);
+        const auto kept = reread.open();
+        QVERIFY(kept.size() >= 1000u && kept.size() <= 1100u);
+        QCOMPARE(kept.back().atMs, 4999);
+
+        // by age: an hour back from the newest
+        idem::HistoryIndex aged(limits);
+        aged.add(started(0, "old", "a"));
+        aged.add(started(3'600'001, "new", "b"));
+        aged.trim();
+        QCOMPARE(aged.size(), 1u);
+        QCOMPARE(aged.firstMs(), 3'600'001);
+    }
+
+    void timelineWords()
+    {
+        idem::HistoryIndex index;
+        index.add(started(1000, "k", "aaaaaaaa-1111-2222"));
+        auto b = started(5000, "k", "bbbbbbbb-3333-4444", 2);
+        index.add(b);
+        auto done = b;
+        done.atMs = 6000;
+        done.state = idem::RecordState::Completed;
+        done.leaseUntilMs = 0;
+        index.add(done);
+        idem::Transition gone;
+        gone.atMs = 7000;
+        gone.key = "k";
+        gone.flags = idem::Transition::Gone;
+        gone.actor = "alice";
+        gone.op = "purge";
+        index.add(gone);
+        const std::string text = words(index, "k", 8000);
+        QCOMPARE(QString::fromStdString(text), u"STARTED by aaaaaaaa…\n"
+                                               "lease of aaaaaaaa… expired\n"
+                                               "taken over by bbbbbbbb…, attempt 2\n"
+                                               "COMPLETED by bbbbbbbb…\n"
+                                               "purged by alice\n"_s);
+        // the event log export: each start by a new owner is an event of that id
+        std::ostringstream log;
+        idem::writeEventLog(log, idem::eventsFromHistory(index.between(0, 9000), "idempotency"));
+        std::istringstream in(log.str());
+        const auto events = idem::parseEventLog(in);
+        QCOMPARE(events.size(), 2u);
+        QCOMPARE(events[1].atMs, 5000);
+        QVERIFY(events[1].payload.find("bbbbbbbb-3333-4444") != std::string::npos);
+    }
+
+    // keyspace notifications (the fixture's server has them): each change of a record is recorded,
+    // with its source, the owner, attempt and lease, and who purged it (its meta key)
+    void fromNotifications()
+    {
+        const std::string ns = idemtest::uniqueNamespace("hn");
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::StoreOptions so;
+        so.keyNamespace = ns;
+        idem::Store store(pool, so);
+        store.acquire("seed", ""); // a first scan has something to see
+        HistoryRecorder recorder;
+        recorder.open(tmp.filePath(u"notif"_s), QString::fromStdString(ns));
+        ConnectionSettings s;
+        s.url = QString::fromStdString(idemtest::sharedRedisUrl());
+        s.keyNamespace = QString::fromStdString(ns);
+        Watch watch(recorder, s);
+        const std::string key = store.recordKey("order-42");
+        QTRY_VERIFY_WITH_TIMEOUT(recorder.index().latest(store.recordKey("seed")), 10000);
+        const auto a = store.acquire("order-42", "", 400ms);
+        QTRY_VERIFY_WITH_TIMEOUT(recorder.index().latest(key), 5000);
+        QThread::msleep(600); // A's lease runs out
+        const auto b = store.acquire("order-42", "");
+        QVERIFY(b.status == idem::AcquireStatus::Acquired && b.takeover);
+        QTRY_COMPARE_WITH_TIMEOUT(recorder.index().latest(key)->attempt, 2, 5000);
+        store.complete(b.ticket, "done");
+        QTRY_COMPARE_WITH_TIMEOUT(recorder.index().latest(key)->state, idem::RecordState::Completed, 5000);
+        store.purge("order-42", "ops-alice", "test");
+        QTRY_VERIFY_WITH_TIMEOUT(recorder.index().latest(key)->gone(), 5000);
+        const auto ts = sources(recorder.index(), key);
+        QCOMPARE(ts.size(), 4u);
+        for (const auto& t : ts)
+            QCOMPARE(t.source, idem::Transition::Notification);
+        QCOMPARE(ts[0].owner, a.ticket.token);
+        QCOMPARE(ts[1].owner, b.ticket.token);
+        QCOMPARE(ts[3].actor, "ops-alice");
+        QCOMPARE(ts[3].op, "purge");
+        const std::string text = words(recorder.index(), key, ts.back().atMs);
+        QVERIFY2(text.find("expired\ntaken over by") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("attempt 2") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("purged by ops-alice") != std::string::npos, text.c_str());
+        // written within a flush interval, and read back by a fresh recorder (a restart)
+        QTRY_COMPARE_WITH_TIMEOUT(recorder.pending(), 0, 2000);
+        HistoryRecorder again;
+        again.open(tmp.filePath(u"notif"_s), QString::fromStdString(ns));
+        QCOMPARE(again.index().timeline(key).size(), 4u);
+        // the inspector's timeline, in words and server times
+        QSignalSpy html(&again, &HistoryRecorder::timelineReady);
+        again.requestTimeline(QString::fromStdString(key), ts.back().atMs);
+        QCOMPARE(html.size(), 1);
+        QVERIFY(html.first().at(1).toString().contains(u"taken over by"_s));
+    }
+
+    // no notifications: rescans find the changes, and a key a completed scan did not see is gone
+    void fromRescans()
+    {
+        idem::LocalServer server; // notify-keyspace-events off
+        idem::ConnectionPool pool(server.connectionOptions(), 1);
+        idem::StoreOptions so;
+        so.keyNamespace = "hr";
+        idem::Store store(pool, so);
+        const auto a = store.acquire("one", "");
+        HistoryRecorder recorder;
+        recorder.open(tmp.filePath(u"rescan"_s), u"hr"_s);
+        ConnectionSettings s;
+        s.url = QString::fromStdString(server.connectionOptions().describe());
+        s.keyNamespace = u"hr"_s;
+        s.rescanIntervalMs = 300;
+        Watch watch(recorder, s);
+        const std::string key = store.recordKey("one");
+        QTRY_VERIFY_WITH_TIMEOUT(recorder.index().latest(key), 10000);
+        store.complete(a.ticket, "ok");
+        QTRY_COMPARE_WITH_TIMEOUT(recorder.index().latest(key)->state, idem::RecordState::Completed, 5000);
+        store.purge("one", "bob");
+        QTRY_VERIFY_WITH_TIMEOUT(recorder.index().latest(key)->gone(), 5000);
+        const auto ts = recorder.index().timeline(key);
+        QCOMPARE(ts.size(), 3u); // rescans that saw nothing new added nothing
+        for (const auto& t : ts)
+            QCOMPARE(t.source, idem::Transition::Scan);
+    }
+
+    // The recorder dies without close() (a killed console runs no destructor): every batch it
+    // flushed is on disk.
+    void killedLosesNothingWritten()
+    {
+        const QString dir = tmp.filePath(u"killed"_s);
+        auto* recorder = new HistoryRecorder; // never deleted: no destructor runs, as under SIGKILL
+        recorder->open(dir, u"k"_s);
+        QVector<KeyRow> rows;
+        for (int i = 0; i < 500; ++i) {
+            KeyRow r;
+            r.key = "k:{" + QByteArray::number(i) + '}';
+            r.state = idem::RecordState::Started;
+            r.type = KeyRow::Type::Hash;
+            r.guard = "tok-" + QByteArray::number(i);
+            rows.push_back(r);
+        }
+        QSignalSpy written(recorder, &HistoryRecorder::extentChanged);
+        recorder->observe(rows, {}, 1000, 1, true);
+        QVERIFY(written.wait(2000)); // the batch went out with write() + fdatasync
+        rows.resize(10);
+        for (KeyRow& r : rows)
+            r.state = idem::RecordState::Completed;
+        recorder->observe(rows, {}, 2000, 1, true); // still pending when it "dies"
+        HistoryRecorder reader;
+        reader.open(dir, u"k"_s);
+        QCOMPARE(reader.index().size(), 500u);
+        QCOMPARE(reader.index().latest("k:{7}")->owner, "tok-7");
+        recorder->blockSignals(true);
+        recorder->setParent(this); // (freed with the test, after the check)
+    }
+
+    // The rewind: the rows at a past moment, exactly, fed into a key table model with a tester
+    void rewindShowsThePast()
+    {
+        idem::HistoryIndex index;
+        index.add(started(1000, "ns:{a}", "A"));
+        index.add(started(2000, "ns:{b}", "B"));
+        auto done = started(3000, "ns:{a}", "A");
+        done.state = idem::RecordState::Completed;
+        index.add(done);
+        idem::Transition gone;
+        gone.atMs = 4000;
+        gone.key = "ns:{b}";
+        gone.flags = idem::Transition::Gone;
+        index.add(gone);
+        index.add(started(5000, "ns:{c}", "C", 3));
+
+        KeyTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setKeyNamespace(u"ns"_s);
+        const auto show = [&](std::int64_t at) {
+            model.showSnapshot(HistoryRecorder::rowsOf(index, index.stateAt(at), u"ns"_s), at);
+            QMap<QString, QString> states;
+            for (int r = 0; r < model.rowCount(); ++r)
+                states[model.row(r).keyText()] =
+                    QString::fromLatin1(idem::nameOf(model.row(r).state)) + u'/' + model.row(r).owner();
+            return states;
+        };
+        QCOMPARE(show(500), (QMap<QString, QString>{}));
+        QCOMPARE(show(2500), (QMap<QString, QString>{{u"ns:{a}"_s, u"STARTED/A"_s}, {u"ns:{b}"_s, u"STARTED/B"_s}}));
+        QCOMPARE(show(3000), (QMap<QString, QString>{{u"ns:{a}"_s, u"COMPLETED/A"_s}, {u"ns:{b}"_s, u"STARTED/B"_s}}));
+        QCOMPARE(show(4500), (QMap<QString, QString>{{u"ns:{a}"_s, u"COMPLETED/A"_s}}));
+        QCOMPARE(show(9000), (QMap<QString, QString>{{u"ns:{a}"_s, u"COMPLETED/A"_s}, {u"ns:{c}"_s, u"STARTED/C"_s}}));
+        QCOMPARE(model.row(model.rowOfKey(u"ns:{c}"_s)).attempt, 3);
+        QCOMPARE(model.serverNowMs(), 9000); // the clock stands at the moment shown
+        QCOMPARE(model.stats().completed, 1);
+        QCOMPARE(show(2500).size(), 2); // and back again
+    }
+};
+
+QTEST_MAIN(TestHistory)
+#include "tst_history.moc"
