@@ -3,7 +3,12 @@
 // without a clean shutdown, a key's timeline in words, and the rewind showing the states of a past
 // moment.
 #include "consoleworker.h"
+#include "historycontroller.h"
 #include "historyrecorder.h"
+#include "inspectorpanel.h"
+#include "keyfilterproxy.h"
+#include "mainwindow.h"
+#include "rewindbar.h"
 #include "keytablemodel.h"
 #include "testsupport.h"
 
@@ -14,11 +19,18 @@
 #include "idem/redis/pool.h"
 
 #include <QAbstractItemModelTester>
+#include <QLabel>
 #include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTextBrowser>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
 
+#include <QSlider>
+#include <QTableView>
+
+#include <limits>
 #include <sstream>
 
 using namespace Qt::StringLiterals;
@@ -82,6 +94,8 @@ class TestHistory : public QObject {
     };
 
 private Q_SLOTS:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
     void logRoundTripAndTornTail()
     {
         const std::string dir = tmp.filePath(u"torn"_s).toStdString();
@@ -335,6 +349,70 @@ private Q_SLOTS:
         QCOMPARE(model.serverNowMs(), 9000); // the clock stands at the moment shown
         QCOMPARE(model.stats().completed, 1);
         QCOMPARE(show(2500).size(), 2); // and back again
+    }
+
+    // The console end to end: the inspector shows a key's history; the slider rewinds the table
+    // (and the counters) to a past moment, actions are off, Live comes back to the live model
+    void consoleRewinds()
+    {
+        const std::string ns = idemtest::uniqueNamespace("hw");
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::StoreOptions so;
+        so.keyNamespace = ns;
+        idem::Store store(pool, so);
+        const auto a = store.acquire("early", "");
+        MainWindow::Options o;
+        o.connection.url = QString::fromStdString(idemtest::sharedRedisUrl());
+        o.connection.keyNamespace = QString::fromStdString(ns);
+        o.auditPath = tmp.filePath(u"hw-audit.jsonl"_s);
+        MainWindow w(o);
+        QAbstractItemModelTester liveTester(w.liveModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester proxyTester(w.proxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        RewindBar* bar = w.history()->bar();
+        QTRY_VERIFY_WITH_TIMEOUT(bar->findChild<QSlider*>(u"rewindSlider"_s)->isEnabled(), 3000);
+        QThread::msleep(50);
+        store.complete(a.ticket, "ok");
+        const std::string later = store.recordKey("later");
+        store.acquire("later", "");
+        QTRY_COMPARE_WITH_TIMEOUT(w.liveModel()->rowCount(), 2, 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.liveModel()->row(w.liveModel()->rowOfKey(QString::fromStdString(store.recordKey("early")))).state,
+                                  idem::RecordState::Completed, 3000);
+        // the inspector: the selected key's history in words
+        const int row = w.model()->rowOfKey(QString::fromStdString(store.recordKey("early")));
+        w.table()->setCurrentIndex(w.proxy()->mapFromSource(w.model()->index(row, 0)));
+        auto* history = w.findChild<QTextBrowser*>(u"inspectorHistory"_s);
+        QTRY_VERIFY_WITH_TIMEOUT(history->toPlainText().contains(u"COMPLETED"_s), 3000);
+        QVERIFY2(history->toPlainText().contains(u"STARTED by"_s), qPrintable(history->toPlainText()));
+
+        // back to the first scan's moment: "early" STARTED, "later" not there yet
+        QTRY_VERIFY_WITH_TIMEOUT(w.history()->recorder(), 100);
+        QSignalSpy shown(w.history(), &HistoryController::snapshotShown);
+        bar->rewindTo(0); // clamped to the oldest transition
+        QVERIFY(shown.wait(3000));
+        QVERIFY(w.history()->isRewound());
+        QAbstractItemModelTester pastTester(w.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(w.proxy()->rowCount(), 1);
+        QCOMPARE(w.model()->row(0).state, idem::RecordState::Started);
+        QVERIFY(w.findChild<QLabel*>(u"rewoundBanner"_s)->text().startsWith(u"REWOUND to"_s));
+        QVERIFY(!w.purgeAction()->isEnabled()); // nothing is done to keys from the past
+        // forward to the end (once the last changes are written): both keys, as live
+        QTest::qWait(3 * HistoryRecorder::kFlushMs);
+        bar->rewindTo(std::numeric_limits<qint64>::max());
+        QVERIFY(shown.wait(3000));
+        QCOMPARE(w.proxy()->rowCount(), 2);
+        QCOMPARE(w.model()->row(w.model()->rowOfKey(QString::fromStdString(store.recordKey("early")))).state,
+                 idem::RecordState::Completed);
+        // while rewound the live model goes on taking changes
+        store.acquire("meanwhile", "");
+        QTRY_COMPARE_WITH_TIMEOUT(w.liveModel()->rowCount(), 3, 3000);
+        QCOMPARE(w.proxy()->rowCount(), 2);
+        bar->goLive();
+        QVERIFY(!w.history()->isRewound());
+        QCOMPARE(w.proxy()->rowCount(), 3);
+        QVERIFY(w.findChild<QLabel*>(u"rewoundBanner"_s)->isHidden());
     }
 };
 
