@@ -5,6 +5,9 @@
 #include "keytablemodel.h"
 #include "rewindbar.h"
 
+#include <QDir>
+#include <QFileDialog>
+
 using namespace Qt::StringLiterals;
 
 HistoryController::HistoryController(KeyTableModel* live, KeyFilterProxy* proxy, QWidget* barParent)
@@ -34,6 +37,12 @@ HistoryController::HistoryController(KeyTableModel* live, KeyFilterProxy* proxy,
     connect(m_bar, &RewindBar::moveTo, this, [this](qint64 ms) {
         const quint64 ticket = ++m_ticket;
         QMetaObject::invokeMethod(m_recorder, [r = m_recorder, ms, ticket] { r->requestSnapshot(ms, ticket); });
+    });
+    connect(m_bar, &RewindBar::exportRequested, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(m_bar, tr("Export the history as an event log"),
+                                                          u"history-events.jsonl"_s, tr("Event logs (*.jsonl)"));
+        if (!path.isEmpty()) // up to the moment shown when rewound, else all of it
+            exportEventLog(path, m_bar->firstMs(), m_bar->isRewound() ? m_bar->atMs() : m_bar->lastMs());
     });
     connect(m_bar, &RewindBar::live, this, [this] {
         ++m_ticket; // a snapshot still being worked out is not shown
@@ -73,8 +82,9 @@ void HistoryController::openFor(const QString& server, const QString& keyNamespa
         m_bar->goLive();
     m_past->clear();
     m_past->setKeyNamespace(keyNamespace);
-    QMetaObject::invokeMethod(m_recorder, [r = m_recorder, dir = HistoryRecorder::directoryFor(server, keyNamespace),
-                                           keyNamespace] { r->open(dir, keyNamespace); });
+    const QString dir = HistoryRecorder::directoryFor(server, keyNamespace);
+    m_bar->setDirectory(QDir::toNativeSeparators(dir));
+    QMetaObject::invokeMethod(m_recorder, [r = m_recorder, dir, keyNamespace] { r->open(dir, keyNamespace); });
 }
 
 void HistoryController::requestTimeline(const QString& key, qint64 serverNowMs)

@@ -373,6 +373,10 @@ void MainWindow::buildUi()
     connect(m_history, &HistoryController::timelineReady, this, [this](const QString& key, const QString& html) {
         m_inspector->showHistory(key, html);
     });
+    connect(m_history, &HistoryController::exported, this, [this](const QString& path, qint64 events, const QString& error) {
+        noteAction(error.isEmpty() ? tr("History exported: %n event(s) to %1", nullptr, int(events)).arg(path)
+                                   : tr("History not exported: %1").arg(error));
+    });
     connect(m_history, &HistoryController::failed, this,
             [this](const QString& error) { noteAction(tr("History not recorded: %1").arg(error)); });
     m_table = new FrozenTableView(central);

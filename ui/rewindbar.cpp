@@ -44,6 +44,11 @@ RewindBar::RewindBar(QWidget* parent) : QWidget(parent)
     m_live = new QPushButton(tr("Live"), this);
     m_live->setObjectName(u"rewindLive"_s);
     m_live->setEnabled(false);
+    m_export = new QPushButton(tr("Export…"), this);
+    m_export->setObjectName(u"historyExport"_s);
+    m_export->setToolTip(tr("Save the history as an event log, to replay in the sandbox (Replay tab or idemctl replay)"));
+    m_export->setEnabled(false);
+    connect(m_export, &QPushButton::clicked, this, &RewindBar::exportRequested);
     m_extent = new QLabel(this);
     m_extent->setObjectName(u"historyExtent"_s);
     m_banner = new QLabel(this);
@@ -57,6 +62,7 @@ RewindBar::RewindBar(QWidget* parent) : QWidget(parent)
     row->addWidget(m_play);
     row->addWidget(m_speed);
     row->addWidget(m_live);
+    row->addWidget(m_export);
     row->addWidget(m_extent);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -84,12 +90,18 @@ void RewindBar::setExtent(qint64 firstMs, qint64 lastMs, qint64 transitions)
     const bool any = transitions > 0 && lastMs >= firstMs;
     m_slider->setEnabled(any);
     m_play->setEnabled(any);
+    m_export->setEnabled(any);
     m_slider->setRange(0, any ? static_cast<int>(std::min<qint64>(lastMs - firstMs, INT_MAX)) : 0);
     m_slider->setPageStep(std::max(1000, m_slider->maximum() / 20));
     m_slider->setSingleStep(1000);
     if (!m_slider->isSliderDown())
         m_slider->setValue(isRewound() ? static_cast<int>(m_atMs - firstMs) : m_slider->maximum());
     m_extent->setText(any ? tr("%1 changes since %2").arg(transitions).arg(clock(firstMs)) : tr("nothing recorded yet"));
+}
+
+void RewindBar::setDirectory(const QString& directory)
+{
+    m_extent->setToolTip(tr("Kept in %1 (idemctl capture --from-history reads it)").arg(directory));
 }
 
 void RewindBar::rewindTo(qint64 ms)

@@ -26,12 +26,17 @@ public:
     void setPlaying(bool playing);
     bool isPlaying() const;
     double speed() const;
+    // where the history is kept (the extent's tooltip: `idemctl capture --from-history DIR` reads it)
+    void setDirectory(const QString& directory);
+    qint64 firstMs() const { return m_firstMs; }
+    qint64 lastMs() const { return m_lastMs; }
     // the snapshot for `ms` is shown (how long it took, for the tooltip)
     void shown(qint64 ms, qint64 elapsedMs);
 
 Q_SIGNALS:
     void moveTo(qint64 ms);
     void live();
+    void exportRequested(); // the history as an event log
 
 private:
     void step();
@@ -42,6 +47,7 @@ private:
     QLabel* m_extent;
     QPushButton* m_play;
     QPushButton* m_live;
+    QPushButton* m_export;
     QComboBox* m_speed;
     QTimer* m_player;
     qint64 m_firstMs = 0;

@@ -171,6 +171,37 @@ std::vector<Transition> HistoryLog::readSegment(const std::string& path)
     return out;
 }
 
+namespace {
+std::vector<std::pair<std::uint64_t, std::string>> segmentFiles(const std::string& dir)
+{
+    std::error_code ec;
+    std::vector<std::pair<std::uint64_t, std::string>> found;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.size() == 24 && name.starts_with("seg-") && name.ends_with(".idh") &&
+            name.find_first_not_of("0123456789", 4) == 20)
+            found.emplace_back(std::stoull(name.substr(4, 16)), e.path().string());
+    }
+    if (ec)
+        throw Error("history: cannot read " + dir + ": " + ec.message());
+    std::sort(found.begin(), found.end());
+    return found;
+}
+} // namespace
+
+std::vector<Transition> HistoryLog::readDirectory(const std::string& directory, std::size_t* segments)
+{
+    std::vector<Transition> all;
+    const auto found = segmentFiles(directory);
+    for (const auto& [first, path] : found) {
+        std::vector<Transition> part = readSegment(path);
+        std::move(part.begin(), part.end(), std::back_inserter(all));
+    }
+    if (segments)
+        *segments = found.size();
+    return all;
+}
+
 std::vector<Transition> HistoryLog::open()
 {
     closeFd();
@@ -179,18 +210,9 @@ std::vector<Transition> HistoryLog::open()
     fs::create_directories(m_dir, ec);
     if (ec)
         throw Error("history: cannot make " + m_dir + ": " + ec.message());
-    std::vector<std::pair<std::uint64_t, std::string>> found;
-    for (const auto& e : fs::directory_iterator(m_dir, ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.size() == 24 && name.starts_with("seg-") && name.ends_with(".idh"))
-            found.emplace_back(std::stoull(name.substr(4, 16)), e.path().string());
-    }
-    if (ec)
-        throw Error("history: cannot read " + m_dir + ": " + ec.message());
-    std::sort(found.begin(), found.end());
     std::vector<Transition> all;
     m_next = 0;
-    for (const auto& [first, path] : found) {
+    for (const auto& [first, path] : segmentFiles(m_dir)) {
         std::vector<Transition> part = readSegment(path);
         Segment s{path, std::max(first, m_next), part.size(), part.empty() ? 0 : part.back().atMs};
         m_next = s.first + s.count;

@@ -89,6 +89,9 @@ public:
     const std::string& directory() const { return m_dir; }
 
     static std::vector<Transition> readSegment(const std::string& path);
+    // Every segment of a history directory in order, read only (idemctl capture --from-history);
+    // `segments`: how many there were. Throws idem::Error when the directory cannot be read.
+    static std::vector<Transition> readDirectory(const std::string& directory, std::size_t* segments = nullptr);
 
 private:
     struct Segment {
