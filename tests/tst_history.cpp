@@ -19,7 +19,10 @@
 #include "idem/redis/pool.h"
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
 #include <QLabel>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTextBrowser>
@@ -30,6 +33,7 @@
 #include <QSlider>
 #include <QTableView>
 
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -202,6 +206,33 @@ private Q_SLOTS:
         QVERIFY(events[1].payload.find("bbbbbbbb-3333-4444") != std::string::npos);
     }
 
+    // idemctl capture --from-history: the same events from the directory, read only
+    void idemctlCapturesHistory()
+    {
+        const QString dir = tmp.filePath(u"cli"_s);
+        {
+            idem::HistoryLog log(dir.toStdString(), {});
+            log.open();
+            log.append({started(1000, "shop:{a}", "A"), started(2000, "shop:{a}", "B", 2), started(3000, "shop:{b}", "C")});
+        }
+        const auto files = QDir(dir).entryList(QDir::Files);
+        QProcess p;
+        p.start(idemtest::idemctlPath(), {u"capture"_s, u"--from-history"_s, dir, u"--namespace"_s, u"shop"_s});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 0);
+        std::istringstream in(p.readAllStandardOutput().toStdString());
+        const auto events = idem::parseEventLog(in);
+        QCOMPARE(events.size(), 3u);
+        QCOMPARE(events[0].id, "a");
+        QCOMPARE(events[1].id, "a");
+        QCOMPARE(events[2].atMs, 3000);
+        QCOMPARE(QDir(dir).entryList(QDir::Files), files); // nothing written there
+        p.start(idemtest::idemctlPath(), {u"capture"_s, u"--from-history"_s, tmp.filePath(u"none"_s)});
+        QVERIFY(p.waitForFinished(10000));
+        QVERIFY(p.exitCode() != 0);
+        QVERIFY(p.readAllStandardError().contains("not a history directory"));
+    }
+
     // keyspace notifications (the fixture's server has them): each change of a record is recorded,
     // with its source, the owner, attempt and lease, and who purged it (its meta key)
     void fromNotifications()
@@ -313,6 +344,44 @@ private Q_SLOTS:
         recorder->setParent(this); // (freed with the test, after the check)
     }
 
+    // A real kill: a child process (this binary, IDEM_HISTORY_CHILD=dir) records without end and
+    // says after each batch written how many transitions it has; SIGKILL at a random moment, then
+    // every transition it said was written is read back.
+    void sigkillLosesNothingWritten()
+    {
+        const QString dir = tmp.filePath(u"sigkill"_s);
+        QProcess child;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"IDEM_HISTORY_CHILD"_s, dir);
+        child.setProcessEnvironment(env);
+        child.start(QCoreApplication::applicationFilePath(), {});
+        QVERIFY(child.waitForStarted());
+        qint64 said = 0;
+        QByteArray out;
+        QElapsedTimer clock;
+        clock.start();
+        while (said < 3000 && clock.elapsed() < 10000) {
+            child.waitForReadyRead(200);
+            out += child.readAllStandardOutput();
+            const auto lines = out.split('\n');
+            for (const QByteArray& l : lines)
+                if (l.startsWith("written "))
+                    said = std::max(said, l.mid(8).toLongLong());
+        }
+        QVERIFY2(said >= 3000, out.constData());
+        child.kill(); // SIGKILL: no destructor, no flush
+        QVERIFY(child.waitForFinished());
+        QCOMPARE(child.exitStatus(), QProcess::CrashExit);
+        out += child.readAllStandardOutput();
+        for (const QByteArray& l : out.split('\n'))
+            if (l.startsWith("written "))
+                said = std::max(said, l.mid(8).toLongLong());
+        idem::HistoryLog log(dir.toStdString(), {});
+        const auto kept = log.open();
+        QVERIFY2(static_cast<qint64>(kept.size()) >= said,
+                 qPrintable(u"%1 read back, %2 said written"_s.arg(kept.size()).arg(said)));
+    }
+
     // The rewind: the rows at a past moment, exactly, fed into a key table model with a tester
     void rewindShowsThePast()
     {
@@ -416,5 +485,41 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestHistory)
+// the child of sigkillLosesNothingWritten: records until it is killed
+static int recordUntilKilled(int argc, char** argv, const QString& dir)
+{
+    QCoreApplication app(argc, argv);
+    HistoryRecorder recorder;
+    recorder.open(dir, u"k"_s);
+    QObject::connect(&recorder, &HistoryRecorder::extentChanged, [](qint64, qint64, qint64 n) {
+        std::printf("written %lld\n", static_cast<long long>(n));
+        std::fflush(stdout);
+    });
+    int version = 0;
+    QTimer feed;
+    QObject::connect(&feed, &QTimer::timeout, [&] {
+        QVector<KeyRow> rows;
+        ++version;
+        for (int i = 0; i < 100; ++i) {
+            KeyRow r;
+            r.key = "k:{" + QByteArray::number(i) + '}';
+            r.state = idem::RecordState::Started;
+            r.attempt = version;
+            rows.push_back(r);
+        }
+        recorder.observe(rows, {}, version, 1, true);
+    });
+    feed.start(10);
+    return app.exec();
+}
+
+int main(int argc, char** argv)
+{
+    if (const QString dir = qEnvironmentVariable("IDEM_HISTORY_CHILD"); !dir.isEmpty())
+        return recordUntilKilled(argc, argv, dir);
+    QApplication app(argc, argv);
+    TestHistory test;
+    QTEST_SET_MAIN_SOURCE_PATH
+    return QTest::qExec(&test, argc, argv);
+}
 #include "tst_history.moc"
