@@ -272,7 +272,12 @@ void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quin
         row.seenInGeneration = static_cast<quint32>(generation);
     }
     // one dataChanged per contiguous run of changed rows: a range spanning the whole table would
-    // make a sorting proxy look at every row
+    // make a sorting proxy look at every row. A snapshot that changes a quarter of the rows or more
+    // (a rewind to another moment) is one range: the proxy looks at them all anyway, once.
+    if (m_pinnedAtMs != 0 && changed.size() * 4 >= rowCount() && !changed.isEmpty()) {
+        Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+        changed.clear();
+    }
     std::sort(changed.begin(), changed.end());
     for (qsizetype i = 0; i < changed.size();) {
         qsizetype j = i;
@@ -493,8 +498,8 @@ void KeyTableModel::removeKeys(const QStringList& keys)
 void KeyTableModel::showSnapshot(const QVector<KeyRow>& rows, qint64 atMs)
 {
     ++m_snapshots;
-    upsert(rows, atMs, m_snapshots);
     m_pinnedAtMs = atMs;
+    upsert(rows, atMs, m_snapshots);
     finishGeneration(m_snapshots);
 }
 

@@ -366,10 +366,16 @@ void MainWindow::buildUi()
     m_history = new HistoryController(m_live, m_proxy, central);
     connect(m_history, &HistoryController::shownChanged, this, [this](KeyTableModel* model) {
         m_model = model;
+        if (model == m_live)
+            m_chart->setMarker(0);
         updateCounters();
         updateActions();
     });
-    connect(m_history, &HistoryController::snapshotShown, this, [this] { updateCounters(); });
+    connect(m_history, &HistoryController::snapshotShown, this, [this](qint64 atMs) {
+        updateCounters();
+        // the chart runs on local time: the server's moment, less the clock offset the table knows
+        m_chart->setMarker(atMs - (m_live->serverNowMs() - QDateTime::currentMSecsSinceEpoch()));
+    });
     connect(m_history, &HistoryController::timelineReady, this, [this](const QString& key, const QString& html) {
         m_inspector->showHistory(key, html);
     });
