@@ -35,6 +35,7 @@
 
 #include <cstdio>
 #include <limits>
+#include <random>
 #include <sstream>
 
 using namespace Qt::StringLiterals;
@@ -402,7 +403,7 @@ private Q_SLOTS:
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setKeyNamespace(u"ns"_s);
         const auto show = [&](std::int64_t at) {
-            model.showSnapshot(HistoryRecorder::rowsOf(index, index.stateAt(at), u"ns"_s), at);
+            model.showSnapshot(HistoryRecorder::rowsOf(index, index.stateAt(at)), at);
             QMap<QString, QString> states;
             for (int r = 0; r < model.rowCount(); ++r)
                 states[model.row(r).keyText()] =
@@ -418,6 +419,62 @@ private Q_SLOTS:
         QCOMPARE(model.serverNowMs(), 9000); // the clock stands at the moment shown
         QCOMPARE(model.stats().completed, 1);
         QCOMPARE(show(2500).size(), 2); // and back again
+    }
+
+    // Playing forward applies only the changes since the last moment shown; jumping back starts
+    // over: either way the model holds exactly the state at the moment (checked against stateAt)
+    void cursorMatchesStateAt()
+    {
+        idem::HistoryIndex index;
+        std::mt19937 rng(5);
+        for (int i = 0; i < 3000; ++i) {
+            auto t = started(1000 + i * 10, "ns:{" + std::to_string(rng() % 60) + "}", "o" + std::to_string(rng() % 5),
+                             static_cast<int>(rng() % 4));
+            if (rng() % 7 == 0)
+                t.flags = idem::Transition::Gone;
+            else if (rng() % 3 == 0)
+                t.state = idem::RecordState::Completed;
+            index.add(t);
+        }
+        KeyTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        idem::HistoryIndex::Cursor cursor;
+        const auto apply = [&](std::int64_t at) {
+            QVector<KeyRow> rows;
+            QStringList gone;
+            const bool fresh = !cursor.valid;
+            for (const std::uint32_t k : index.seek(cursor, at)) {
+                const idem::HistoryEntry* e = index.bySequence(cursor.last[k]);
+                if (!e || (e->flags & idem::Transition::Gone))
+                    gone << QString::fromStdString(index.keyName(k));
+                else
+                    rows.push_back(HistoryRecorder::rowOf(index, *e));
+            }
+            if (fresh)
+                model.showSnapshot(rows, at);
+            else
+                model.applySnapshotChanges(rows, gone, at);
+        };
+        const auto expected = [&](std::int64_t at) {
+            QMap<QString, QString> out;
+            for (const KeyRow& r : HistoryRecorder::rowsOf(index, index.stateAt(at)))
+                out[r.keyText()] = QString::fromLatin1(idem::nameOf(r.state)) + r.owner() + QString::number(r.attempt);
+            return out;
+        };
+        const auto shown = [&] {
+            QMap<QString, QString> out;
+            for (int r = 0; r < model.rowCount(); ++r)
+                out[model.row(r).keyText()] = QString::fromLatin1(idem::nameOf(model.row(r).state)) +
+                                              model.row(r).owner() + QString::number(model.row(r).attempt);
+            return out;
+        };
+        std::int64_t at = 900;
+        for (int step = 0; step < 200; ++step) {
+            at = step % 20 == 19 ? 900 + static_cast<std::int64_t>(rng() % 31000) // a jump, often back
+                                 : at + static_cast<std::int64_t>(rng() % 400);
+            apply(at);
+            QCOMPARE(shown(), expected(at));
+        }
     }
 
     // The console end to end: the inspector shows a key's history; the slider rewinds the table

@@ -25,28 +25,43 @@ HistoryController::HistoryController(KeyTableModel* live, KeyFilterProxy* proxy,
         if (!error.isEmpty())
             Q_EMIT failed(error);
     });
+    // One request at a time, each answered with the changes since the one before (so every answer
+    // is applied, in order); a moment asked for meanwhile is sent when the answer comes.
     connect(m_recorder, &HistoryRecorder::snapshotReady, this,
-            [this](qint64 atMs, const QVector<KeyRow>& rows, quint64 ticket, qint64 elapsedMs) {
-                if (ticket != m_ticket || !m_bar->isRewound())
-                    return; // a later moment was asked for since, or Live was pressed
-                m_past->showSnapshot(rows, atMs);
+            [this](qint64 atMs, const QVector<KeyRow>& rows, const QStringList& gone, quint64 epoch, bool fresh,
+                   qint64 elapsedMs) {
+                m_inFlight = false;
+                if (epoch != m_epoch || !m_bar->isRewound()) { // Live was pressed since: start over
+                    m_pastValid = false;
+                    if (m_bar->isRewound())
+                        request();
+                    return;
+                }
+                if (fresh)
+                    m_past->showSnapshot(rows, atMs);
+                else
+                    m_past->applySnapshotChanges(rows, gone, atMs);
+                m_pastValid = true;
                 show(m_past);
                 m_bar->shown(atMs, elapsedMs);
                 Q_EMIT snapshotShown(atMs);
+                if (m_wantedMs != atMs)
+                    request();
             });
     connect(m_bar, &RewindBar::moveTo, this, [this](qint64 ms) {
-        const quint64 ticket = ++m_ticket;
-        QMetaObject::invokeMethod(m_recorder, [r = m_recorder, ms, ticket] { r->requestSnapshot(ms, ticket); });
+        m_wantedMs = ms;
+        request();
+    });
+    connect(m_bar, &RewindBar::live, this, [this] {
+        ++m_epoch; // an answer still being worked out is not shown
+        m_pastValid = false;
+        show(m_live);
     });
     connect(m_bar, &RewindBar::exportRequested, this, [this] {
         const QString path = QFileDialog::getSaveFileName(m_bar, tr("Export the history as an event log"),
                                                           u"history-events.jsonl"_s, tr("Event logs (*.jsonl)"));
         if (!path.isEmpty()) // up to the moment shown when rewound, else all of it
             exportEventLog(path, m_bar->firstMs(), m_bar->isRewound() ? m_bar->atMs() : m_bar->lastMs());
-    });
-    connect(m_bar, &RewindBar::live, this, [this] {
-        ++m_ticket; // a snapshot still being worked out is not shown
-        show(m_live);
     });
     m_thread.start();
 }
@@ -57,6 +72,16 @@ HistoryController::~HistoryController()
     QMetaObject::invokeMethod(m_recorder, [r = m_recorder] { r->close(); }, Qt::BlockingQueuedConnection);
     m_thread.quit();
     m_thread.wait();
+}
+
+void HistoryController::request()
+{
+    if (m_inFlight)
+        return;
+    m_inFlight = true;
+    QMetaObject::invokeMethod(m_recorder, [r = m_recorder, ms = m_wantedMs, epoch = m_epoch, fresh = !m_pastValid] {
+        r->requestSnapshot(ms, epoch, fresh);
+    });
 }
 
 void HistoryController::follow(ConsoleWorker* worker) { HistoryRecorder::follow(worker, m_recorder); }

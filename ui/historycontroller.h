@@ -42,6 +42,7 @@ Q_SIGNALS:
 
 private:
     void show(KeyTableModel* model);
+    void request(); // the wanted moment, unless an answer is awaited
 
     QThread m_thread;
     HistoryRecorder* m_recorder;
@@ -49,5 +50,8 @@ private:
     KeyTableModel* m_past;
     KeyFilterProxy* m_proxy;
     RewindBar* m_bar;
-    quint64 m_ticket = 0;
+    quint64 m_epoch = 0;     // a new one each time Live is pressed
+    qint64 m_wantedMs = 0;   // the moment the bar asks for
+    bool m_inFlight = false; // a request is being answered
+    bool m_pastValid = false; // m_past holds the recorder's last answer (changes apply to it)
 };

@@ -63,6 +63,7 @@ void HistoryRecorder::open(const QString& directory, const QString& keyNamespace
     m_namespace = keyNamespace;
     m_index = idem::HistoryIndex(m_limits);
     m_seenIn.clear();
+    m_cursor = {};
     m_failed = false;
     try {
         m_log = std::make_unique<idem::HistoryLog>(QDir::toNativeSeparators(directory).toStdString(), m_limits);
@@ -202,39 +203,51 @@ void HistoryRecorder::requestTimeline(const QString& key, qint64 serverNowMs)
     Q_EMIT timelineReady(key, out);
 }
 
-QVector<KeyRow> HistoryRecorder::rowsOf(const idem::HistoryIndex& index, const std::vector<const idem::HistoryEntry*>& at,
-                                        const QString& keyNamespace)
+KeyRow HistoryRecorder::rowOf(const idem::HistoryIndex& index, const idem::HistoryEntry& e)
 {
-    Q_UNUSED(keyNamespace)
+    KeyRow r;
+    const std::string& key = index.keyName(e.key);
+    r.key = QByteArray(key.data(), static_cast<qsizetype>(key.size()));
+    r.state = e.state;
+    r.format = e.format;
+    r.type = static_cast<KeyRow::Type>(e.keyType);
+    r.flags = (e.flags & idem::Transition::Terminal) ? KeyRow::Terminal : 0;
+    r.attempt = e.attempt;
+    r.fence = e.fence;
+    r.leaseUntilMs = e.leaseUntilMs;
+    r.changesAtMs = e.state == idem::RecordState::Started ? e.leaseUntilMs : 0;
+    r.expiresAtMs = e.expiresAtMs;
+    r.createdMs = e.createdMs;
+    if (e.owner)
+        r.guard = QByteArray::fromStdString(index.text(e.owner));
+    return r;
+}
+
+QVector<KeyRow> HistoryRecorder::rowsOf(const idem::HistoryIndex& index, const std::vector<const idem::HistoryEntry*>& at)
+{
     QVector<KeyRow> rows;
     rows.reserve(static_cast<qsizetype>(at.size()));
-    for (const idem::HistoryEntry* e : at) {
-        KeyRow r;
-        const std::string& key = index.keyName(e->key);
-        r.key = QByteArray(key.data(), static_cast<qsizetype>(key.size()));
-        r.state = e->state;
-        r.format = e->format;
-        r.type = static_cast<KeyRow::Type>(e->keyType);
-        r.flags = (e->flags & idem::Transition::Terminal) ? KeyRow::Terminal : 0;
-        r.attempt = e->attempt;
-        r.fence = e->fence;
-        r.leaseUntilMs = e->leaseUntilMs;
-        r.changesAtMs = e->state == idem::RecordState::Started ? e->leaseUntilMs : 0;
-        r.expiresAtMs = e->expiresAtMs;
-        r.createdMs = e->createdMs;
-        if (e->owner)
-            r.guard = QByteArray::fromStdString(index.text(e->owner));
-        rows.push_back(std::move(r));
-    }
+    for (const idem::HistoryEntry* e : at)
+        rows.push_back(rowOf(index, *e));
     return rows;
 }
 
-void HistoryRecorder::requestSnapshot(qint64 atMs, quint64 ticket)
+void HistoryRecorder::requestSnapshot(qint64 atMs, quint64 ticket, bool fresh)
 {
     QElapsedTimer clock;
     clock.start();
-    QVector<KeyRow> rows = rowsOf(m_index, m_index.stateAt(atMs), m_namespace);
-    Q_EMIT snapshotReady(atMs, rows, ticket, clock.elapsed());
+    if (fresh)
+        m_cursor = {};
+    QVector<KeyRow> rows;
+    QStringList gone;
+    for (const std::uint32_t k : m_index.seek(m_cursor, atMs)) {
+        const idem::HistoryEntry* e = m_index.bySequence(m_cursor.last[k]);
+        if (!e || (e->flags & idem::Transition::Gone))
+            gone << qs(m_index.keyName(k));
+        else
+            rows.push_back(rowOf(m_index, *e));
+    }
+    Q_EMIT snapshotReady(atMs, rows, gone, ticket, fresh, clock.elapsed());
 }
 
 void HistoryRecorder::exportEventLog(const QString& path, qint64 fromMs, qint64 toMs)

@@ -39,8 +39,8 @@ public:
     // Connects what the worker observes to the recorder (queued when they live on different threads).
     static void follow(ConsoleWorker* worker, HistoryRecorder* recorder);
     // The rows as they were at a past moment: what the key table shows while rewound.
-    static QVector<KeyRow> rowsOf(const idem::HistoryIndex& index, const std::vector<const idem::HistoryEntry*>& at,
-                                  const QString& keyNamespace);
+    static QVector<KeyRow> rowsOf(const idem::HistoryIndex& index, const std::vector<const idem::HistoryEntry*>& at);
+    static KeyRow rowOf(const idem::HistoryIndex& index, const idem::HistoryEntry& e);
 
 public Q_SLOTS:
     void open(const QString& directory, const QString& keyNamespace);
@@ -52,7 +52,9 @@ public Q_SLOTS:
     void scanFinished(quint64 generation, qint64 serverNowMs);
     void flush();
     void requestTimeline(const QString& key, qint64 serverNowMs);
-    void requestSnapshot(qint64 atMs, quint64 ticket);
+    // The rows that differ at atMs from the last snapshot sent (all of them when `fresh`): what the
+    // rewound table needs to show that moment. Playing forward costs only what happened between.
+    void requestSnapshot(qint64 atMs, quint64 ticket, bool fresh);
     // Every STARTED in [fromMs, toMs] as an event of the log `idemctl replay` reads.
     void exportEventLog(const QString& path, qint64 fromMs, qint64 toMs);
 
@@ -61,7 +63,8 @@ Q_SIGNALS:
     // after each batch written: what the history spans now
     void extentChanged(qint64 firstMs, qint64 lastMs, qint64 transitions);
     void timelineReady(const QString& key, const QString& html);
-    void snapshotReady(qint64 atMs, const QVector<KeyRow>& rows, quint64 ticket, qint64 elapsedMs);
+    void snapshotReady(qint64 atMs, const QVector<KeyRow>& rows, const QStringList& gone, quint64 ticket, bool fresh,
+                       qint64 elapsedMs);
     void exported(const QString& path, qint64 events, const QString& error);
     void failed(const QString& error); // writing stopped (disk full, permissions): said once
 
@@ -73,6 +76,7 @@ private:
     idem::HistoryIndex m_index;
     std::vector<idem::Transition> m_pending;
     QHash<QString, quint64> m_seenIn; // key -> generation it was last read in
+    idem::HistoryIndex::Cursor m_cursor; // where the rewound table stands
     QString m_namespace;
     QTimer* m_flushTimer;
     bool m_failed = false;

@@ -503,6 +503,13 @@ void KeyTableModel::showSnapshot(const QVector<KeyRow>& rows, qint64 atMs)
     finishGeneration(m_snapshots);
 }
 
+void KeyTableModel::applySnapshotChanges(const QVector<KeyRow>& rows, const QStringList& gone, qint64 atMs)
+{
+    m_pinnedAtMs = atMs;
+    upsert(rows, atMs, ++m_snapshots);
+    removeKeys(gone);
+}
+
 void KeyTableModel::finishGeneration(quint64 generation)
 {
     QVector<int> rows;

@@ -57,6 +57,8 @@ public:
     // that changed emit dataChanged, new ones are inserted, missing ones removed), with the clock
     // standing at `atMs` so that leases, TTLs and staleness are those of that moment.
     void showSnapshot(const QVector<KeyRow>& rows, qint64 atMs);
+    // The same, as changes to what is shown: these rows changed or came, these keys went.
+    void applySnapshotChanges(const QVector<KeyRow>& rows, const QStringList& gone, qint64 atMs);
 
     const KeyRow& row(int r) const { return m_rows.at(m_order.at(r)); }
     int rowOfKey(const QString& key) const;

@@ -373,6 +373,7 @@ void MainWindow::buildUi()
     });
     connect(m_history, &HistoryController::snapshotShown, this, [this](qint64 atMs) {
         updateCounters();
+        m_table->viewport()->update(); // leases and TTLs of unchanged rows count from the new moment
         // the chart runs on local time: the server's moment, less the clock offset the table knows
         m_chart->setMarker(atMs - (m_live->serverNowMs() - QDateTime::currentMSecsSinceEpoch()));
     });

@@ -50,9 +50,12 @@ void HistoryIndex::trim()
         start = m_entries.size() - m_limits.maxTransitions;
     while (start < m_entries.size() && m_entries[start].atMs < oldest)
         ++start;
+    if (start != m_start)
+        ++m_trims;
     m_start = start;
     if (m_start > 4096 && m_start > m_entries.size() / 4) { // drop the front in bulk, not one by one
         m_entries.erase(m_entries.begin(), m_entries.begin() + static_cast<std::ptrdiff_t>(m_start));
+        m_erased += m_start;
         m_start = 0;
     }
 }
@@ -106,6 +109,46 @@ std::vector<const HistoryEntry*> HistoryIndex::stateAt(std::int64_t atMs) const
         if (e && !(e->flags & Transition::Gone))
             out.push_back(e);
     return out;
+}
+
+const HistoryEntry* HistoryIndex::bySequence(std::int64_t sequence) const
+{
+    if (sequence < 0 || static_cast<std::uint64_t>(sequence) < m_erased + m_start)
+        return nullptr;
+    const std::uint64_t i = static_cast<std::uint64_t>(sequence) - m_erased;
+    return i < m_entries.size() ? &m_entries[i] : nullptr;
+}
+
+std::vector<std::uint32_t> HistoryIndex::seek(Cursor& c, std::int64_t atMs) const
+{
+    const auto begin = m_entries.begin() + static_cast<std::ptrdiff_t>(m_start);
+    const auto endIt = std::upper_bound(begin, m_entries.end(), atMs,
+                                        [](std::int64_t t, const HistoryEntry& e) { return t < e.atMs; });
+    const std::uint64_t end = m_erased + static_cast<std::uint64_t>(endIt - m_entries.begin());
+    std::vector<std::uint32_t> changed;
+    if (!c.valid || c.trims != m_trims || end < c.end) { // from the start: then only what differs
+        std::vector<std::int64_t> last(m_keys.size(), -1);
+        for (auto it = begin; it != endIt; ++it)
+            last[it->key] = static_cast<std::int64_t>(m_erased) + (it - m_entries.begin());
+        const std::vector<std::int64_t>& before = c.valid ? c.last : std::vector<std::int64_t>();
+        for (std::uint32_t k = 0; k < last.size(); ++k)
+            if (last[k] != (k < before.size() ? before[k] : -1))
+                changed.push_back(k);
+        c.last = std::move(last);
+    } else { // forward: only the transitions in between
+        c.last.resize(m_keys.size(), -1);
+        for (std::uint64_t s = c.end; s < end; ++s) {
+            const HistoryEntry& e = m_entries[s - m_erased];
+            if (c.last[e.key] < static_cast<std::int64_t>(c.end))
+                changed.push_back(e.key); // once per key
+            c.last[e.key] = static_cast<std::int64_t>(s);
+        }
+    }
+    c.atMs = atMs;
+    c.end = end;
+    c.trims = m_trims;
+    c.valid = true;
+    return changed;
 }
 
 std::vector<Transition> HistoryIndex::between(std::int64_t fromMs, std::int64_t toMs) const

@@ -130,6 +130,20 @@ public:
     std::vector<Transition> timeline(const std::string& key) const;
     // The last transition of each key at or before `atMs` (keys gone by then left out), by key id.
     std::vector<const HistoryEntry*> stateAt(std::int64_t atMs) const;
+    // A position in the history and the state of every key there, moved by seek(): forward it
+    // applies only the transitions in between (playing forward costs what happened meanwhile);
+    // backward, or after a trim, it starts over.
+    struct Cursor {
+        std::int64_t atMs = 0;
+        std::uint64_t end = 0;           // sequence number of the first transition after atMs
+        std::uint64_t trims = 0;         // the index's trim count it was made at
+        std::vector<std::int64_t> last;  // by key id: sequence number of its last transition, -1 none
+        bool valid = false;
+    };
+    // Moves the cursor to atMs; returns the ids of the keys whose state there differs from before.
+    std::vector<std::uint32_t> seek(Cursor& cursor, std::int64_t atMs) const;
+    // The transition of a sequence number a cursor holds (null once trimmed away)
+    const HistoryEntry* bySequence(std::int64_t sequence) const;
     // Transitions in [fromMs, toMs], oldest first (the event log export)
     std::vector<Transition> between(std::int64_t fromMs, std::int64_t toMs) const;
     const std::string& keyName(std::uint32_t id) const { return m_keys[id]; }
@@ -148,6 +162,8 @@ private:
     HistoryLimits m_limits;
     std::vector<HistoryEntry> m_entries; // [m_start, end) are kept
     std::size_t m_start = 0;
+    std::uint64_t m_erased = 0; // transitions dropped from the front of m_entries (sequence = m_erased + index)
+    std::uint64_t m_trims = 0;  // trims that dropped something
     std::vector<std::string> m_keys;
     std::unordered_map<std::string, std::uint32_t> m_keyIds;
     std::vector<std::string> m_strings{std::string()}; // owners and actors; 0 is ""
