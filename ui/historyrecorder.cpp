@@ -128,7 +128,7 @@ void HistoryRecorder::observe(const QVector<KeyRow>& rows, const QHash<QString, 
             t.op = who->at(0).toStdString();
             t.actor = who->at(1).toStdString();
         }
-        m_seenIn.insert(key, generation);
+        m_seenIn.insert(r.key, generation);
         record(std::move(t));
     }
 }
@@ -145,7 +145,7 @@ void HistoryRecorder::observeGone(const QStringList& keys, const QHash<QString, 
             t.op = who->at(0).toStdString();
             t.actor = who->at(1).toStdString();
         }
-        m_seenIn.remove(key);
+        m_seenIn.remove(key.toUtf8());
         record(std::move(t));
     }
 }
@@ -155,7 +155,7 @@ void HistoryRecorder::scanFinished(quint64 generation, qint64 serverNowMs)
     if (!m_log)
         return;
     for (const std::string& key : m_index.presentKeys()) {
-        if (m_seenIn.value(qs(key), 0) >= generation)
+        if (m_seenIn.value(QByteArray::fromStdString(key), 0) >= generation)
             continue;
         idem::Transition t;
         t.atMs = serverNowMs;

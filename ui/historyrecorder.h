@@ -75,7 +75,7 @@ private:
     std::unique_ptr<idem::HistoryLog> m_log;
     idem::HistoryIndex m_index;
     std::vector<idem::Transition> m_pending;
-    QHash<QString, quint64> m_seenIn; // key -> generation it was last read in
+    QHash<QByteArray, quint64> m_seenIn; // key -> generation it was last read in (the rows' own bytes, shared)
     idem::HistoryIndex::Cursor m_cursor; // where the rewound table stands
     QString m_namespace;
     QTimer* m_flushTimer;
