@@ -10,12 +10,14 @@
 #include "confirmdialog.h"
 #include "connectdialog.h"
 #include "countschart.h"
+#include "historycontroller.h"
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
 #include "mainwindow.h"
 #include "racelabwidget.h"
 #include "replaywidget.h"
 #include "storeauditview.h"
+#include "rewindbar.h"
 #include "streampickerdialog.h"
 #include "theme.h"
 #include "timelineview.h"
@@ -110,7 +112,7 @@ int main(int argc, char** argv)
     QString palette = u"light"_s;
     QStringList scenes = {u"console"_s,  u"inspector"_s, u"confirm"_s,      u"racelab"_s,
                           u"teaching"_s, u"projector"_s, u"replay"_s,   u"disconnected"_s, u"refused"_s,
-                          u"audit"_s};
+                          u"audit"_s,    u"history"_s,  u"rewound"_s};
     for (qsizetype i = 1; i + 1 < args.size(); i += 2) {
         if (args[i] == u"--out"_s)
             g_out = args[i + 1];
@@ -227,6 +229,37 @@ int main(int argc, char** argv)
             QSignalSpy done(replay, &ReplayWidget::finished);
             replay->stopButton()->click();
             done.wait(10000);
+        } else if (scene == u"history"_s || scene == u"rewound"_s) {
+            // order-42: started by A, A's lease runs out, B takes over (attempt 2) and completes
+            w.tabs()->setCurrentIndex(0);
+            selectFilter(w, idem::StateFilter::Any);
+            idem::ConnectionPool pool(server.connectionOptions(), 1);
+            idem::Store store(pool, {});
+            const std::string key = store.recordKey("order-42");
+            if (!w.history()->isRewound() && w.model()->rowOfKey(QString::fromStdString(key)) < 0) {
+                store.acquire("order-42", "", std::chrono::milliseconds(1500));
+                QTest::qWait(2500);
+                const auto b = store.acquire("order-42", "");
+                QTest::qWait(1500);
+                store.complete(b.ticket, "{\"charged\":42}");
+                QTest::qWait(1000);
+            }
+            if (scene == u"history"_s) {
+                const int row = w.model()->rowOfKey(QString::fromStdString(key));
+                w.table()->setCurrentIndex(w.proxy()->mapFromSource(w.model()->index(row, 0)));
+                auto* history = w.findChild<QTextBrowser*>(u"inspectorHistory"_s);
+                waitFor([&] { return history->toPlainText().contains(u"COMPLETED"_s); }, 5000);
+                QTest::qWait(300);
+                save(scene);
+            } else {
+                RewindBar* bar = w.history()->bar();
+                QSignalSpy shown(w.history(), &HistoryController::snapshotShown);
+                bar->rewindTo(bar->firstMs() + (bar->lastMs() - bar->firstMs()) * 2 / 3);
+                shown.wait(5000);
+                QTest::qWait(300);
+                save(scene);
+                bar->goLive();
+            }
         } else if (scene == u"disconnected"_s) {
             w.tabs()->setCurrentIndex(0);
             selectFilter(w, idem::StateFilter::Any);

@@ -9,6 +9,7 @@
 #include "idem/monitor/monitor.h"
 #include "idem/monitor/scanner.h"
 #include "idem/engine/store.h"
+#include "idem/format/record.h"
 
 #include <QDateTime>
 #include <QLocale>
@@ -486,9 +487,13 @@ void ConsoleWorker::scanStep()
         for (const auto& shard : step.pages) {
             const idem::ScanPage& page = shard.page;
             QVector<KeyRow> rows;
+            QHash<QString, QStringList> actors;
             rows.reserve(static_cast<qsizetype>(page.records.size()));
-            for (const auto& r : page.records)
+            for (const auto& r : page.records) {
                 rows.push_back(rowOf(r, page.serverNowMs));
+                if (!r.opBy.empty())
+                    actors.insert(qs(r.key), {qs(r.op), qs(r.opBy)});
+            }
             attachErrors(rows);
             m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
             ++m_summary.pages;
@@ -496,6 +501,7 @@ void ConsoleWorker::scanStep()
             if (!rows.isEmpty()) {
                 ++m_inFlight;
                 Q_EMIT rowsArrived(rows, page.serverNowMs, m_generation);
+                Q_EMIT observed(rows, actors, page.serverNowMs, m_generation, false);
             }
         }
         if (m_scanner->done()) {
@@ -542,6 +548,7 @@ void ConsoleWorker::flushDirty()
             keys.push_back(k.toStdString());
     QSet<QString> gone = m_dirty;
     m_dirty.clear();
+    std::int64_t lastNow = 0;
     try {
         for (std::size_t first = 0; first < keys.size(); first += 500) {
             std::vector<std::string> chunk(keys.begin() + static_cast<long>(first),
@@ -549,16 +556,23 @@ void ConsoleWorker::flushDirty()
             std::int64_t now = 0;
             const auto records = m_scanner->classify(chunk, &now);
             QVector<KeyRow> rows;
+            QHash<QString, QStringList> actors;
             for (const auto& r : records) {
                 rows.push_back(rowOf(r, now));
                 gone.remove(rows.back().keyText());
+                if (!r.opBy.empty())
+                    actors.insert(qs(r.key), {qs(r.op), qs(r.opBy)});
             }
             attachErrors(rows);
             if (!rows.isEmpty()) {
                 ++m_inFlight;
                 Q_EMIT rowsArrived(rows, now, m_generation);
+                Q_EMIT observed(rows, actors, now, m_generation, true);
             }
+            lastNow = now;
         }
+        if (!gone.isEmpty())
+            noteGone(gone, lastNow);
     } catch (const idem::Error& e) {
         failed(e);
         return;
@@ -602,6 +616,35 @@ QString ConsoleWorker::lastAction(const QString& key, std::int64_t nowMs)
     return u"%1 by <b>%2</b> %3 via %4 (was %5): %6"_s.arg(
         verb, html(m["last_op_by"]), when(std::atoll(m["last_op_at_ms"].c_str()), nowMs), html(m["last_op_via"]),
         html(m["last_op_prev_state"]), html(m["last_op_reason"]));
+}
+
+void ConsoleWorker::noteGone(const QSet<QString>& gone, std::int64_t serverNowMs)
+{
+    // who purged a key is kept in its meta key (lua/purge.lua): read for a few keys, so a mass
+    // purge costs no round trip per key
+    constexpr int kMaxMetaReads = 50;
+    constexpr std::int64_t kRecentMs = 10'000;
+    if (serverNowMs == 0)
+        m_monitor->classify({}, &serverNowMs);
+    QStringList keys;
+    QHash<QString, QStringList> actors;
+    for (const QString& key : gone) {
+        const std::string k = key.toStdString();
+        if (m_monitor->isMetaKey(k))
+            continue;
+        keys << key;
+        const std::string id = idem::idFromKey(k, m_settings.keyNamespace.toStdString());
+        if (id.empty() || !m_store || actors.size() + keys.size() > kMaxMetaReads)
+            continue;
+        std::map<std::string, std::string> meta;
+        for (auto& [f, v] : m_store->meta(id))
+            meta[f] = v;
+        const auto at = idem::parseTimestampMs(meta["last_op_at_ms"]);
+        if (!meta["last_op_by"].empty() && at && serverNowMs - *at <= kRecentMs)
+            actors.insert(key, {qs(meta["last_op"]), qs(meta["last_op_by"])});
+    }
+    if (!keys.isEmpty())
+        Q_EMIT observedGone(keys, actors, serverNowMs);
 }
 
 void ConsoleWorker::inspect(const QString& key)

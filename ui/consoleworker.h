@@ -6,9 +6,11 @@
 #include "idem/redis/options.h"
 
 #include <QElapsedTimer>
+#include <QHash>
 #include <QObject>
 #include <QSet>
 #include <QString>
+#include <QStringList>
 #include <QTimer>
 #include <map>
 #include <memory>
@@ -125,6 +127,13 @@ Q_SIGNALS:
     void scanFinished(const ScanSummary& summary);
     void inspected(const QString& key, const QString& html);
     void auditRead(const QVector<StoreAuditRow>& rows, qint64 serverNowMs, const QString& error);
+    // For the history (HistoryRecorder): every record read, as the rows of rowsArrived (the same
+    // shared vector), with who acted ({op, by}) where the record says; `notification`: read because
+    // a keyspace notification named it, else by a scan.
+    void observed(const QVector<KeyRow>& rows, const QHash<QString, QStringList>& actors, qint64 serverNowMs,
+                  quint64 generation, bool notification);
+    // Keys a notification named that are gone, with who purged them where their meta key says.
+    void observedGone(const QStringList& keys, const QHash<QString, QStringList>& actors, qint64 serverNowMs);
     void actionDone(const ActionResult& result);
 
 private:
@@ -141,6 +150,7 @@ private:
     void attachErrors(QVector<KeyRow>& rows); // FAILED hashes: their error text, when short
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
+    void noteGone(const QSet<QString>& gone, std::int64_t serverNowMs); // observedGone()
     idem::Monitor& monitor();
     void stopListeners();
     KeyRow rowOf(const idem::Record& r, std::int64_t serverNowMs); // with its node's index

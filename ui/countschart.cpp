@@ -43,6 +43,12 @@ void CountsChart::setEmptyText(const QString& text)
     update();
 }
 
+void CountsChart::setMarker(qint64 localMs)
+{
+    m_markerMs = localMs;
+    update();
+}
+
 void CountsChart::trim(QVector<Sample>& h, qint64 nowMs)
 {
     qsizetype drop = 0;
@@ -250,6 +256,21 @@ void CountsChart::paintEvent(QPaintEvent*)
     }
     p.setPen(palette().color(QPalette::Mid));
     p.drawLine(plot.bottomLeft(), plot.bottomRight());
+
+    if (m_markerMs != 0) { // rewound: where the table stands
+        QPen pen(palette().color(QPalette::Highlight), 2, Qt::DashLine);
+        p.setPen(pen);
+        const QString at = tr("rewound to %1").arg(QDateTime::fromMSecsSinceEpoch(m_markerMs).toString(u"HH:mm:ss"_s));
+        if (m_markerMs >= t0 && m_markerMs <= t1) {
+            p.drawLine(QPointF(x(m_markerMs), plot.top()), QPointF(x(m_markerMs), plot.bottom()));
+            const double w = fm.horizontalAdvance(at) + 8;
+            const bool right = x(m_markerMs) + 4 + w <= plot.right(); // else on its left, clear of the legend
+            p.drawText(QRectF(right ? x(m_markerMs) + 4 : x(m_markerMs) - 4 - w, plot.top(), w, lineH),
+                       (right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter, at);
+        } else {
+            p.drawText(plot.adjusted(4, 0, 0, 0), Qt::AlignLeft | Qt::AlignTop, tr("◀ %1 (before this chart)").arg(at));
+        }
+    }
 
     if (legendShown) {
         const double lx = plot.right() + 12;

@@ -23,6 +23,9 @@ public:
     QString server() const { return m_server; }
     void addSample(const QDateTime& when, const idem::Stats& s);
     void addOutage(const QDateTime& when); // no data at `when`: the lines break here
+    // The moment the table is rewound to (local time, ms; 0: live): a line across the chart, or a
+    // note when it is older than the chart's window.
+    void setMarker(qint64 localMs);
     // What the empty chart says ("Not connected", "Connecting…").
     void setEmptyText(const QString& text);
 
@@ -53,4 +56,5 @@ private:
     QHash<QString, QVector<Sample>> m_history;
     QString m_server;
     QString m_emptyText;
+    qint64 m_markerMs = 0;
 };

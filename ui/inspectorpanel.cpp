@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QSplitter>
 #include <QStyle>
 #include <QTextBrowser>
 #include <QVBoxLayout>
@@ -31,6 +32,15 @@ InspectorPanel::InspectorPanel(QWidget* parent) : QWidget(parent)
     m_stale->hide();
     m_browser = new QTextBrowser(this);
     m_browser->setObjectName(u"inspector"_s);
+    m_history = new QTextBrowser(this);
+    m_history->setObjectName(u"inspectorHistory"_s);
+    m_history->setPlaceholderText(tr("The key's history shows here: every change the console saw."));
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->setChildrenCollapsible(false);
+    split->addWidget(m_browser);
+    split->addWidget(m_history);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
 
     auto* header = new QHBoxLayout;
     header->setContentsMargins(0, 0, 0, 0);
@@ -42,7 +52,7 @@ InspectorPanel::InspectorPanel(QWidget* parent) : QWidget(parent)
     layout->setSpacing(4);
     layout->addLayout(header);
     layout->addWidget(m_stale);
-    layout->addWidget(m_browser, 1);
+    layout->addWidget(split, 1);
 
     connect(m_forceFail, &QPushButton::clicked, this, [this] {
         if (!m_key.isEmpty())
@@ -65,8 +75,19 @@ void InspectorPanel::showRecord(const QString& key, const QString& html)
     m_browser->verticalScrollBar()->setValue(scroll);
 }
 
+void InspectorPanel::showHistory(const QString& key, const QString& html)
+{
+    if (key != m_key)
+        return; // a late answer for another key
+    const int scroll = m_history->verticalScrollBar()->value();
+    m_history->setHtml(html);
+    m_history->verticalScrollBar()->setValue(scroll);
+}
+
 void InspectorPanel::showReading(const QString& key)
 {
+    if (key != m_key)
+        m_history->clear();
     m_key = key;
     m_title->setText(key);
     m_browser->setHtml(tr("<p>Reading %1…</p>").arg(key.toHtmlEscaped()));
@@ -85,6 +106,7 @@ void InspectorPanel::clear(const QString& placeholder)
     m_key.clear();
     m_title->setText(tr("Inspector"));
     m_browser->clear();
+    m_history->clear();
     m_browser->setPlaceholderText(placeholder);
     m_stale->hide();
     setActions(false, false, tr("Select a key first."));

@@ -22,6 +22,9 @@ public:
 
     void showRecord(const QString& key, const QString& html);
     void showReading(const QString& key);
+    // The key's history (HistoryRecorder::timelineReady), below the record; dropped for another key
+    void showHistory(const QString& key, const QString& html);
+    QTextBrowser* history() const { return m_history; }
     // Empty: the record is current. Otherwise shown above it: how old it is, and why.
     void setStaleNote(const QString& note);
     void clear(const QString& placeholder);
@@ -39,4 +42,5 @@ private:
     QPushButton* m_forceFail;
     QPushButton* m_purge;
     QTextBrowser* m_browser;
+    QTextBrowser* m_history;
 };

@@ -69,7 +69,9 @@ int KeyTableModel::columnCount(const QModelIndex& parent) const { return parent.
 
 qint64 KeyTableModel::serverNowMs() const
 {
-    return m_frozenAtMs != 0 ? m_frozenAtMs : QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs;
+    if (m_frozenAtMs != 0)
+        return m_frozenAtMs;
+    return m_pinnedAtMs != 0 ? m_pinnedAtMs : QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs;
 }
 
 void KeyTableModel::freezeAt(qint64 serverMs) { m_frozenAtMs = serverMs > 0 ? serverMs : serverNowMs(); }
@@ -270,7 +272,12 @@ void KeyTableModel::upsert(const QVector<KeyRow>& rows, qint64 serverNowMs, quin
         row.seenInGeneration = static_cast<quint32>(generation);
     }
     // one dataChanged per contiguous run of changed rows: a range spanning the whole table would
-    // make a sorting proxy look at every row
+    // make a sorting proxy look at every row. A snapshot that changes a quarter of the rows or more
+    // (a rewind to another moment) is one range: the proxy looks at them all anyway, once.
+    if (m_pinnedAtMs != 0 && changed.size() * 4 >= rowCount() && !changed.isEmpty()) {
+        Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+        changed.clear();
+    }
     std::sort(changed.begin(), changed.end());
     for (qsizetype i = 0; i < changed.size();) {
         qsizetype j = i;
@@ -486,6 +493,21 @@ void KeyTableModel::removeKeys(const QStringList& keys)
         if (const int r = rowOfKey(k); r >= 0)
             rows.push_back(r);
     removeRows(std::move(rows));
+}
+
+void KeyTableModel::showSnapshot(const QVector<KeyRow>& rows, qint64 atMs)
+{
+    ++m_snapshots;
+    m_pinnedAtMs = atMs;
+    upsert(rows, atMs, m_snapshots);
+    finishGeneration(m_snapshots);
+}
+
+void KeyTableModel::applySnapshotChanges(const QVector<KeyRow>& rows, const QStringList& gone, qint64 atMs)
+{
+    m_pinnedAtMs = atMs;
+    upsert(rows, atMs, ++m_snapshots);
+    removeKeys(gone);
 }
 
 void KeyTableModel::finishGeneration(quint64 generation)

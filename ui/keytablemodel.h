@@ -53,6 +53,12 @@ public:
     // A scan of `generation` completed: rows it did not see (and nothing reported since) are gone.
     void finishGeneration(quint64 generation);
     void clear();
+    // The rewound view (HistoryRecorder): these rows and no others, merged in as upsert does (rows
+    // that changed emit dataChanged, new ones are inserted, missing ones removed), with the clock
+    // standing at `atMs` so that leases, TTLs and staleness are those of that moment.
+    void showSnapshot(const QVector<KeyRow>& rows, qint64 atMs);
+    // The same, as changes to what is shown: these rows changed or came, these keys went.
+    void applySnapshotChanges(const QVector<KeyRow>& rows, const QStringList& gone, qint64 atMs);
 
     const KeyRow& row(int r) const { return m_rows.at(m_order.at(r)); }
     int rowOfKey(const QString& key) const;
@@ -99,4 +105,6 @@ private:
     Qt::SortOrder m_sortOrder = Qt::AscendingOrder;
     qint64 m_clockOffsetMs = 0; // server time - local time
     qint64 m_frozenAtMs = 0;    // server time the data was last current at, while frozen; 0: live
+    qint64 m_pinnedAtMs = 0;    // a snapshot's moment (showSnapshot); 0: the running clock
+    quint64 m_snapshots = 0;
 };

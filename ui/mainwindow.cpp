@@ -9,6 +9,8 @@
 #include "elidedlabel.h"
 #include "flowlayout.h"
 #include "frozentableview.h"
+#include "historycontroller.h"
+#include "rewindbar.h"
 #include "inspectorpanel.h"
 #include "keyfilterproxy.h"
 #include "keytablemodel.h"
@@ -119,7 +121,7 @@ const FilterChoice kFilters[] = {
 } // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent)
-    : QMainWindow(parent), m_options(std::move(options)), m_model(new KeyTableModel(this)),
+    : QMainWindow(parent), m_options(std::move(options)), m_live(new KeyTableModel(this)), m_model(m_live),
       m_proxy(new KeyFilterProxy(this)),
       m_audit(new AuditTrail(m_options.auditPath.isEmpty() ? AuditTrail::defaultPath() : m_options.auditPath, this)),
       m_credentials(new CredentialStore(this))
@@ -150,8 +152,9 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     m_worker = new ConsoleWorker;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    m_history->follow(m_worker);
     connect(m_worker, &ConsoleWorker::rowsArrived, this, [this](const QVector<KeyRow>& rows, qint64 now, quint64 gen) {
-        m_model->upsert(rows, now, gen);
+        m_live->upsert(rows, now, gen);
         QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->batchConsumed(); });
         heard(now);
         if (!m_inspectedKey.isEmpty()) {
@@ -164,16 +167,16 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         }
     });
     connect(m_worker, &ConsoleWorker::rowsGone, this, [this](const QStringList& keys) {
-        m_model->removeKeys(keys);
+        m_live->removeKeys(keys);
         if (keys.contains(m_inspectedKey))
             m_reinspectTimer->start();
     });
-    connect(m_worker, &ConsoleWorker::scanStarted, m_model,
-            [this](quint64, qint64 keysInDatabase) { m_model->reserveFor(keysInDatabase); });
+    connect(m_worker, &ConsoleWorker::scanStarted, m_live,
+            [this](quint64, qint64 keysInDatabase) { m_live->reserveFor(keysInDatabase); });
     connect(m_worker, &ConsoleWorker::scanFinished, this, [this](const ScanSummary& s) {
-        m_model->finishGeneration(s.generation);
-        if (m_model->needsSort())
-            m_model->sortAgain(); // rows that came in or changed since: put them in place
+        m_live->finishGeneration(s.generation);
+        if (m_live->needsSort())
+            m_live->sortAgain(); // rows that came in or changed since: put them in place
         m_lastScan = tr(" · last full scan %1 ms, %2 page(s)").arg(s.elapsedMs).arg(s.pages);
         m_freshScan = true;
         heard(s.serverNowMs);
@@ -208,7 +211,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     });
     // a cluster's nodes: a Node column once rows come from more than one
     connect(m_worker, &ConsoleWorker::nodesChanged, this, [this](const QStringList& nodes) {
-        m_model->setNodes(nodes);
+        m_live->setNodes(nodes);
         m_table->setColumnHidden(KeyTableModel::Node, nodes.size() < 2);
     });
     connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
@@ -362,6 +365,29 @@ void MainWindow::buildUi()
     connect(esc, &QShortcut::activated, this, &MainWindow::clearFilter);
 
     m_chart = new CountsChart(central);
+    m_history = new HistoryController(m_live, m_proxy, central);
+    connect(m_history, &HistoryController::shownChanged, this, [this](KeyTableModel* model) {
+        m_model = model;
+        if (model == m_live)
+            m_chart->setMarker(0);
+        updateCounters();
+        updateActions();
+    });
+    connect(m_history, &HistoryController::snapshotShown, this, [this](qint64 atMs) {
+        updateCounters();
+        m_table->viewport()->update(); // leases and TTLs of unchanged rows count from the new moment
+        // the chart runs on local time: the server's moment, less the clock offset the table knows
+        m_chart->setMarker(atMs - (m_live->serverNowMs() - QDateTime::currentMSecsSinceEpoch()));
+    });
+    connect(m_history, &HistoryController::timelineReady, this, [this](const QString& key, const QString& html) {
+        m_inspector->showHistory(key, html);
+    });
+    connect(m_history, &HistoryController::exported, this, [this](const QString& path, qint64 events, const QString& error) {
+        noteAction(error.isEmpty() ? tr("History exported: %n event(s) to %1", nullptr, int(events)).arg(path)
+                                   : tr("History not exported: %1").arg(error));
+    });
+    connect(m_history, &HistoryController::failed, this,
+            [this](const QString& error) { noteAction(tr("History not recorded: %1").arg(error)); });
     m_table = new FrozenTableView(central);
     m_table->setObjectName(u"keyTable"_s);
     m_table->setModel(m_proxy);
@@ -400,6 +426,7 @@ void MainWindow::buildUi()
     vertical->setStretchFactor(1, 4);
     vertical->setChildrenCollapsible(false);
     vertical->setSizes({m_chart->sizeHint().height(), 4 * m_chart->sizeHint().height()});
+    layout->addWidget(m_history->bar());
     layout->addWidget(vertical, 1);
     m_raceLab = new RaceLabWidget(this);
     m_tabs = new QTabWidget(this);
@@ -586,9 +613,10 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
 {
     m_options.connection = settings;
     m_server = describe(settings.url);
-    m_model->clear();
-    m_model->thaw();
-    m_model->setKeyNamespace(settings.keyNamespace);
+    m_live->clear();
+    m_live->thaw();
+    m_live->setKeyNamespace(settings.keyNamespace);
+    m_history->openFor(m_server, settings.keyNamespace);
     m_inspectedKey.clear();
     m_inspector->clear(tr("Select a key to see its record."));
     m_everHeard = false;
@@ -659,10 +687,10 @@ void MainWindow::updateFreshness()
     const bool changed = f != m_freshness;
     m_freshness = f;
     if (f == Freshness::AsOf) {
-        if (!m_model->isFrozen())
-            m_model->freezeAt(m_lastHeardServerMs);
+        if (!m_live->isFrozen())
+            m_live->freezeAt(m_lastHeardServerMs);
     } else {
-        m_model->thaw();
+        m_live->thaw();
     }
     // counters: grey while the data is not current
     QPalette counterPalette = palette();
@@ -736,8 +764,10 @@ void MainWindow::updateActions()
     const bool live = freshness() == Freshness::Live;
     const QString lock = readOnlyLock();
     const bool readOnly = m_readOnly || !lock.isEmpty();
-    const bool can = live && !readOnly;
-    const QString why = readOnly ? tr("Read-only: %1").arg(lock.isEmpty() ? tr("switched on (Keys ▸ Read-only)") : lock)
+    const bool rewound = m_history->isRewound();
+    const bool can = live && !readOnly && !rewound;
+    const QString why = rewound    ? tr("Rewound: the table shows the past; press Live to act on keys")
+                        : readOnly ? tr("Read-only: %1").arg(lock.isEmpty() ? tr("switched on (Keys ▸ Read-only)") : lock)
                         : !live  ? tr("Not connected: force-fail and purge are off until the server answers again")
                                  : QString();
     for (QAction* a : {m_forceFail, m_purge, m_forceFailAll, m_purgeAll}) {
@@ -895,7 +925,7 @@ void MainWindow::tick()
                              : tr("%1 keys · %2 shown").arg(m_model->rowCount()).arg(m_proxy->rowCount()) + m_lastScan);
     if (++m_ticks % 2 == 0) {
         if (live)
-            m_chart->addSample(QDateTime::currentDateTime(), m_model->stats());
+            m_chart->addSample(QDateTime::currentDateTime(), m_live->stats());
         else if (m_everHeard)
             m_chart->addOutage(QDateTime::currentDateTime());
     }
@@ -936,7 +966,10 @@ void MainWindow::inspect(const QString& key)
     if (freshness() == Freshness::AsOf) // the worker has no connection: say what the table knew
         m_inspector->setStaleNote(tr("Not current: the connection to %1 is down, so this record cannot be read now.")
                                       .arg(m_server));
+    else if (m_history->isRewound())
+        m_inspector->setStaleNote(tr("The table is rewound; this is the record as it is now. Its history is below."));
     QMetaObject::invokeMethod(m_worker, [w = m_worker, key] { w->inspect(key); });
+    m_history->requestTimeline(key, m_live->serverNowMs());
 }
 
 void MainWindow::reinspect()
@@ -944,6 +977,7 @@ void MainWindow::reinspect()
     if (m_inspectedKey.isEmpty() || freshness() != Freshness::Live)
         return; // while not live the last answer stays, marked as not current
     QMetaObject::invokeMethod(m_worker, [w = m_worker, key = m_inspectedKey] { w->inspect(key); });
+    m_history->requestTimeline(m_inspectedKey, m_live->serverNowMs());
 }
 
 void MainWindow::showInspection(const QString& key, const QString& html)

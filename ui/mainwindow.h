@@ -27,6 +27,7 @@ class ElidedLabel;
 class FrozenTableView;
 class InspectorPanel;
 class KeyFilterProxy;
+class HistoryController;
 class KeyTableModel;
 class QTabWidget;
 class RaceLabWidget;
@@ -58,6 +59,8 @@ public:
     ~MainWindow() override;
 
     KeyTableModel* model() const { return m_model; }
+    KeyTableModel* liveModel() const { return m_live; }
+    HistoryController* history() const { return m_history; }
     KeyFilterProxy* proxy() const { return m_proxy; }
     QTableView* table() const;
     QTextBrowser* inspector() const;
@@ -138,8 +141,10 @@ private:
     Options m_options;
     QThread m_thread;
     QPointer<ConsoleWorker> m_worker;
-    KeyTableModel* m_model;
+    KeyTableModel* m_live;  // what the worker reports
+    KeyTableModel* m_model; // what the table shows: m_live, or the history's rewound moment
     KeyFilterProxy* m_proxy;
+    HistoryController* m_history = nullptr;
     FrozenTableView* m_table = nullptr;
     InspectorPanel* m_inspector = nullptr;
     QTabWidget* m_tabs = nullptr;

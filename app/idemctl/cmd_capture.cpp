@@ -3,8 +3,10 @@
 #include "cli.h"
 
 #include "idem/lab/capture.h"
+#include "idem/monitor/history.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -13,20 +15,24 @@ namespace idemctl {
 int cmdCapture(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--stream", "--from", "--to", "--count", "--id-field", "--payload-field", "--time-field",
-                     "--from-jsonl", "--out", "--page-size"},
+                     "--from-jsonl", "--from-history", "--out", "--page-size"},
               {});
     if (args.flag("--help")) {
         std::puts(
             "usage: idemctl capture --stream KEY [--from ID] [--to ID] [--count N] [--id-field NAME]\n"
             "                       [--payload-field NAME] [--page-size N] [--out FILE]\n"
             "       idemctl capture --from-jsonl FILE [--id-field A.B] [--payload-field C] [--time-field T]\n"
-            "                       [--out FILE]\n\n"
+            "                       [--out FILE]\n"
+            "       idemctl capture --from-history DIR [--namespace NS] [--out FILE]\n\n"
             "Writes an event log for `idemctl replay` (to FILE, else to standard output). From a Redis\n"
             "Stream: its entries from ID to ID (default: all), at most N, each event's id and payload from\n"
             "the fields named (default: id, payload), its at_ms the time of the entry's id. Strictly\n"
             "read-only: XRANGE in pages of --page-size entries (default 1000); no consumer group, no\n"
             "acknowledgement, nothing written. From JSON lines: the fields at the dotted paths given\n"
             "(default id, payload; --payload-field . takes the whole line), the time in ms at T.\n"
+            "From the console's history (DIR: the directory its History bar names, one per server and\n"
+            "namespace): each start by a new owner the console saw (a first start, a retry, a takeover)\n"
+            "is an event of that record's id, at the time it was seen.\n"
             "Entries that are no event are named on standard error (by stream id or line) and skipped;\n"
             "the counts are printed there too. Exit 0: every entry taken; 1: some were skipped.");
         return Ok;
@@ -35,8 +41,9 @@ int cmdCapture(const std::vector<std::string>& argv)
         throw UsageFailure{"unexpected '" + args.positional().front() + "'"};
     const auto stream = args.value("--stream");
     const auto jsonl = args.value("--from-jsonl");
-    if (stream.has_value() == jsonl.has_value())
-        throw UsageFailure{"give one source: --stream KEY or --from-jsonl FILE"};
+    const auto history = args.value("--from-history");
+    if (int(stream.has_value()) + int(jsonl.has_value()) + int(history.has_value()) != 1)
+        throw UsageFailure{"give one source: --stream KEY, --from-jsonl FILE or --from-history DIR"};
 
     idem::CaptureCallbacks callbacks;
     callbacks.problem = [](const idem::CaptureProblem& p) {
@@ -44,7 +51,21 @@ int cmdCapture(const std::vector<std::string>& argv)
     };
     idem::CaptureResult r;
     std::string source;
-    if (stream) {
+    if (history) {
+        for (const char* other : {"--from", "--to", "--count", "--page-size", "--id-field", "--payload-field", "--time-field"})
+            if (args.value(other))
+                throw UsageFailure{std::string(other) + " is not for --from-history"};
+        std::error_code ec;
+        if (!std::filesystem::is_directory(*history, ec))
+            throw UsageFailure{"'" + *history + "' is not a history directory"};
+        std::size_t segments = 0;
+        const auto transitions = idem::HistoryLog::readDirectory(*history, &segments);
+        if (segments == 0)
+            throw UsageFailure{"'" + *history + "' holds no history (no seg-*.idh file)"};
+        r.events = idem::eventsFromHistory(transitions, globalFrom(args).keyNamespace);
+        r.read = transitions.size();
+        source = "transitions of the history in '" + *history + "'";
+    } else if (stream) {
         for (const char* jsonOnly : {"--time-field"})
             if (args.value(jsonOnly))
                 throw UsageFailure{std::string(jsonOnly) + " is for --from-jsonl (a stream entry's time is its id)"};

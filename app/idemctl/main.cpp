@@ -51,8 +51,9 @@ commands:
                         an event log (JSON lines) through idem, directly or via a Redis Stream
   capture --stream KEY [--from ID] [--to ID] [--count N] [--id-field F] [--payload-field F]
   capture --from-jsonl FILE [--id-field A.B] [--payload-field C] [--time-field T]   [--out FILE]
-                        an event log for replay from a Redis Stream (read-only: XRANGE) or
-                        from JSON lines of another shape
+  capture --from-history DIR [--namespace NS] [--out FILE]
+                        an event log for replay from a Redis Stream (read-only: XRANGE), from
+                        JSON lines of another shape, or from the console's recorded history
 
 global options:
   --url URL          redis://[user:password@]host[:port][/db], rediss://... (TLS),

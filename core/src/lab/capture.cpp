@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 namespace idem {
@@ -305,6 +306,32 @@ void writeEventLog(std::ostream& out, const std::vector<ReplayEvent>& events)
         out << "{\"id\":" << nlohmann::json(e.id).dump() << ",\"payload\":" << (e.payload.empty() ? "null" : e.payload)
             << ",\"at_ms\":" << e.atMs << "}\n";
     }
+}
+
+std::vector<ReplayEvent> eventsFromHistory(const std::vector<Transition>& transitions, const std::string& keyNamespace)
+{
+    std::vector<ReplayEvent> out;
+    std::unordered_map<std::string, std::string> owners; // key -> the owner last seen starting it
+    for (const Transition& t : transitions) {
+        if (t.gone() || t.state != RecordState::Started) {
+            if (t.gone())
+                owners.erase(t.key);
+            continue;
+        }
+        auto [at, added] = owners.try_emplace(t.key, t.owner);
+        if (!added && at->second == t.owner)
+            continue; // the same start seen again (a lease renewed)
+        at->second = t.owner;
+        std::string id = idFromKey(t.key, keyNamespace);
+        if (id.empty())
+            id = t.key;
+        const nlohmann::json payload = {{"key", t.key}, {"owner", t.owner}, {"attempt", t.attempt}};
+        constexpr auto replace = nlohmann::json::error_handler_t::replace; // keys are bytes
+        // an id that is not UTF-8 (keys are bytes) with its invalid bytes replaced: the log is JSON
+        out.push_back({nlohmann::json::parse(nlohmann::json(id).dump(-1, ' ', false, replace)).get<std::string>(),
+                       payload.dump(-1, ' ', false, replace), t.atMs});
+    }
+    return out;
 }
 
 std::vector<StreamInfo> listStreams(const ConnectionOptions& connection, std::size_t limit)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "idem/lab/replay.h"
+#include "idem/monitor/history.h"
 #include "idem/redis/options.h"
 
 #include <atomic>
@@ -69,6 +70,12 @@ struct JsonlMapping {
 // Reads JSON lines of another shape through the mapping. Lines that are not JSON objects or lack
 // the id are reported as "line N" and skipped; blank lines are ignored.
 CaptureResult captureJsonl(std::istream& in, const JsonlMapping& mapping, const CaptureCallbacks& callbacks = {});
+
+// The console's history as an event log: each STARTED it saw by a new owner (a first start, a
+// retry, a takeover) is an event with the record's id (the key without "<namespace>:{" and "}")
+// at the time it was seen, so duplicates seen become duplicates replayed. The payload names the
+// key, the owner and the attempt.
+std::vector<ReplayEvent> eventsFromHistory(const std::vector<Transition>& transitions, const std::string& keyNamespace);
 
 // Writes events as an event log, one {"id", "payload", "at_ms"} per line: what parseEventLog reads.
 void writeEventLog(std::ostream& out, const std::vector<ReplayEvent>& events);
