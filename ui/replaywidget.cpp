@@ -151,10 +151,10 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
 
     m_play = new QPushButton(tr("▶ Play"), this);
     m_play->setObjectName(u"play"_s);
-    m_pause = new QPushButton(tr("⏸ Pause"), this);
+    m_pause = new QPushButton(tr("‖ Pause"), this);
     m_pause->setObjectName(u"pause"_s);
     m_pause->setToolTip(tr("No further delivery starts; the replay's clock stands still until Play"));
-    m_step = new QPushButton(tr("⏭ Step"), this);
+    m_step = new QPushButton(tr("⇥ Step"), this);
     m_step->setObjectName(u"step"_s);
     m_step->setToolTip(tr("Paused: the next delivery starts now. Before a replay: start one paused, with one delivery"));
     m_stop = new QPushButton(tr("■ Stop"), this);
