@@ -494,13 +494,21 @@ private:
                     ++m_claimed;
                 const bool kill = i == 0 && m_o.killConsumerAfter >= 0 && acquired >= m_o.killConsumerAfter;
                 ++acquired;
-                // the last consumer standing does not die: someone has to claim what the others left
-                const bool dies = !claimed && (crash || kill) && m_alive.load() > 1;
-                const Handled h = handle(kit.store, kit.executor, kit.redis, ReplayEvent{id, payload, 0}, dies, i, name);
-                if (h == Handled::Died) {
-                    --m_alive;
-                    return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
+                // the last consumer standing does not die: someone has to claim what the others left.
+                // A consumer about to die takes its life first, atomically: consumers that decide at
+                // once must not all go.
+                bool dies = false;
+                if (!claimed && (crash || kill)) {
+                    int alive = m_alive.load();
+                    while (alive > 1 && !m_alive.compare_exchange_weak(alive, alive - 1)) {
+                    }
+                    dies = alive > 1;
                 }
+                const Handled h = handle(kit.store, kit.executor, kit.redis, ReplayEvent{id, payload, 0}, dies, i, name);
+                if (h == Handled::Died)
+                    return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
+                if (dies)
+                    ++m_alive; // someone else held the event: it did not die after all
                 if (h == Handled::Done)
                     c.checked({"XACK", stream, group, msgId});
                 return true;
