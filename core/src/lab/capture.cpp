@@ -1,7 +1,6 @@
 #include "idem/lab/capture.h"
 
 #include "idem/errors.h"
-#include "idem/format/jsonscan.h"
 #include "idem/redis/connection.h"
 #include "idem/redis/reply.h"
 #include "lab/labredis.h"
@@ -78,41 +77,6 @@ bool isUtf8(std::string_view s)
     return true;
 }
 
-// JSON text that can go into a log line as it is: no whitespace outside its strings (so no line
-// break) and shallow. Whether it is JSON at all is json::valid's to say.
-bool compactAndShallow(std::string_view t)
-{
-    constexpr int kFastDepth = 64; // deeper: the library's parser, which knows the exact bound
-    int depth = 0;
-    bool inString = false;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-        const char c = t[i];
-        if (inString) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        switch (c) {
-        case '"': inString = true; break;
-        case '{':
-        case '[':
-            if (++depth > kFastDepth)
-                return false;
-            break;
-        case '}':
-        case ']': --depth; break;
-        case ' ':
-        case '\t':
-        case '\n':
-        case '\r': return false;
-        default: break;
-        }
-    }
-    return true;
-}
-
 std::string base64(std::string_view bytes)
 {
     static constexpr char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -137,9 +101,9 @@ std::string base64(std::string_view bytes)
 // A field's bytes as the payload's JSON text.
 std::string payloadJson(std::string_view value)
 {
-    // most payloads are compact JSON already: kept as written, without a parse and a dump
-    if (!value.empty() && compactAndShallow(value) && isUtf8(value) && json::valid(value))
-        return std::string(value);
+    // always through the library's parse and dump: the text replay reads back from the log
+    // (keys in order, numbers and escapes as the library writes them) - the payload's fingerprint
+    // must not depend on whether the log went through a file
     nlohmann::json j;
     try {
         if (parseBounded(value, j))
