@@ -222,9 +222,10 @@ int main(int argc, char** argv)
             }
             replay->duplicatesBox()->setValue(3);
             replay->crashBox()->setValue(0.1);
+            replay->reorderBox()->setValue(200);
             replay->deliveryBox()->setCurrentIndex(1);
             replay->playButton()->click();
-            QTest::qWait(4000); // under way: progress, events per second, live counts
+            QTest::qWait(4000); // under way: progress, events per second, live counts, the swimlanes
             save(scene);
             QSignalSpy done(replay, &ReplayWidget::finished);
             replay->stopButton()->click();

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 namespace {
 std::vector<idem::ReplayEvent> makeLog(int n)
@@ -155,6 +156,73 @@ private slots:
         const auto s = idem::replay(idemtest::sharedRedis(), log, o);
         QVERIFY(s.cancelled);
         QVERIFY2(t.elapsed() < 2500, qPrintable(QString::number(t.elapsed())));
+    }
+
+    // A gate paused from another thread: nothing is delivered but what each step lets through,
+    // the timeout does not run meanwhile, and the marks name each consumer's moves. Direct and
+    // through a stream (there the gate holds the producer).
+    void pauseAndStep_data()
+    {
+        QTest::addColumn<bool>("viaStream");
+        QTest::newRow("direct") << false;
+        QTest::newRow("stream") << true;
+    }
+    void pauseAndStep()
+    {
+        QFETCH(bool, viaStream);
+        const auto log = makeLog(10);
+        idem::ReplayOptions o;
+        o.speed = 0;
+        o.viaStream = viaStream;
+        o.consumers = 2;
+        o.trace = true;
+        o.timeout = idem::Millis(1500); // shorter than the pause: a paused clock does not time out
+        o.keyNamespace = idemtest::uniqueNamespace("ps");
+        idem::ReplayGate gate;
+        gate.pause();
+        o.gate = &gate;
+        std::mutex m;
+        idem::ReplayProgress last;
+        std::vector<idem::TraceEvent> marks;
+        o.progress = [&](const idem::ReplayProgress& p) {
+            std::lock_guard lock(m);
+            last = p;
+            marks.insert(marks.end(), p.trace.begin(), p.trace.end());
+        };
+        auto executed = [&] {
+            std::lock_guard lock(m);
+            return last.executions;
+        };
+        std::thread stepper([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            gate.step();
+            std::this_thread::sleep_for(std::chrono::milliseconds(700));
+            gate.step();
+            std::this_thread::sleep_for(std::chrono::milliseconds(700));
+            gate.resume();
+        });
+        std::atomic<int> afterOne{-1}, afterTwo{-1};
+        std::thread watcher([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(900));
+            afterOne = executed();
+            std::this_thread::sleep_for(std::chrono::milliseconds(700));
+            afterTwo = executed();
+        });
+        const auto r = idem::replay(idemtest::sharedRedis(), log, o);
+        stepper.join();
+        watcher.join();
+        QCOMPARE(afterOne.load(), 1);
+        QCOMPARE(afterTwo.load(), 2);
+        QVERIFY(!r.timedOut);
+        QCOMPARE(r.executions, 10);
+        QCOMPARE(r.lost, 0);
+        std::lock_guard lock(m);
+        int ran = 0;
+        for (const auto& t : marks) {
+            QVERIFY(t.worker >= 0 && t.worker < 2);
+            ran += t.kind == idem::TraceKind::Executed;
+        }
+        QCOMPARE(ran, 10);
     }
 
     void idemctlReplay()

@@ -3,7 +3,9 @@
 // `idemctl replay --json`, a capture from a stream of the connected server (left as it was), stop,
 // and a replay into the connected server only by choice, after a confirmation, never read-only.
 #include "mainwindow.h"
+#include "replaylanes.h"
 #include "replaywidget.h"
+#include "timelineview.h"
 #include "streampickerdialog.h"
 #include "testsupport.h"
 
@@ -130,6 +132,7 @@ private slots:
         tab->speedBox()->setCurrentIndex(0);          // as fast as possible
         tab->duplicatesBox()->setValue(3);
         tab->crashBox()->setValue(0.2);
+        tab->reorderBox()->setValue(20);
         QSignalSpy done(tab, &ReplayWidget::finished);
         QTest::mouseClick(tab->playButton(), Qt::LeftButton);
         QVERIFY(tab->running());
@@ -148,7 +151,7 @@ private slots:
 
         // the same counts as idemctl replay --json for the same seed
         auto r = idemtest::runIdemctl({u"replay"_s, log, u"--speed"_s, u"0"_s, u"--duplicates"_s, u"3"_s,
-                                       u"--crash-rate"_s, u"0.2"_s, u"--seed"_s, u"1"_s, u"--json"_s},
+                                       u"--crash-rate"_s, u"0.2"_s, u"--reorder"_s, u"20ms"_s, u"--seed"_s, u"1"_s, u"--json"_s},
                                       60000);
         QCOMPARE(r.exitCode, 0);
         const auto cli = QJsonDocument::fromJson(r.out).object();
@@ -161,6 +164,14 @@ private slots:
         for (const auto* key : {"events", "executions", "double_executions", "lost", "via_stream"})
             QCOMPARE(mine.value(QLatin1StringView(key)), cli.value(QLatin1StringView(key)));
         QCOMPARE(mine.value(u"crash_rate"_s).toDouble(), 0.2);
+        QCOMPARE(mine.value(u"reorder_ms"_s).toInt(), 20);
+        // the swimlanes and the ids it wrote, and the lot as a picture
+        QVERIFY(tab->lanes()->timeline()->eventCount() > 0);
+        QCOMPARE(tab->lanes()->keyTable()->rowCount(), 30);
+        const QString png = tmp.filePath(u"result.png"_s);
+        QVERIFY(tab->exportPng(png));
+        QImage picture(png);
+        QVERIFY(!picture.isNull() && picture.width() > 100 && picture.height() > 100);
         QFile cf(csv);
         QVERIFY(cf.open(QIODevice::ReadOnly));
         const auto lines = cf.readAll().split('\n');
@@ -170,8 +181,10 @@ private slots:
         // through a stream group, still on the private server
         tab->deliveryBox()->setCurrentIndex(1);
         tab->duplicatesBox()->setValue(2);
+        QSignalSpy failed(tab, &ReplayWidget::failed);
         QTest::mouseClick(tab->playButton(), Qt::LeftButton);
-        QVERIFY(done.wait(60000));
+        QTRY_VERIFY2_WITH_TIMEOUT(done.count() == 2 || failed.count() > 0, qPrintable(tab->statusLabel()->text()), 70000);
+        QVERIFY2(failed.isEmpty(), qPrintable(tab->statusLabel()->text()));
         QCOMPARE(tab->result()->executions, 30);
         QCOMPARE(tab->result()->doubleExecutions, 0);
         QCOMPARE(tab->result()->lost, 0);
@@ -226,6 +239,60 @@ private slots:
         QVERIFY(tab->statusLabel()->text().contains(u"Stopped"_s));
         QCOMPARE(tab->countLabel(u"lost"_s)->text(), u"—"_s);
         QVERIFY(tab->playButton()->isEnabled());
+    }
+
+    // Step before Play starts a replay paused with one delivery; each step lets one more through,
+    // nothing else moves while paused; Play resumes to the end; Pause holds a paced one, Stop ends it.
+    void pauseAndStep()
+    {
+        MainWindow w(options());
+        ReplayWidget* tab = openTab(w);
+        QVERIFY(tab);
+        QVERIFY(tab->openLog(writeLog(tmp.filePath(u"steps.jsonl"_s), 12, 1)));
+        tab->speedBox()->setCurrentIndex(0); // as fast as possible: only the gate holds it
+        tab->duplicatesBox()->setValue(1);
+        tab->crashBox()->setValue(0);
+        tab->consumersBox()->setValue(2);
+        QVERIFY(!tab->pauseButton()->isEnabled());
+        QVERIFY(tab->stepButton()->isEnabled());
+        QSignalSpy done(tab, &ReplayWidget::finished);
+        QTest::mouseClick(tab->stepButton(), Qt::LeftButton);
+        QVERIFY(tab->running() && tab->paused());
+        QTRY_COMPARE_WITH_TIMEOUT(tab->countLabel(u"executed"_s)->text(), u"1"_s, 10000);
+        QTest::qWait(400);
+        QCOMPARE(tab->countLabel(u"executed"_s)->text(), u"1"_s);
+        QCOMPARE(tab->countLabel(u"deliveries"_s)->text(), u"1"_s);
+        QVERIFY(!tab->pauseButton()->isEnabled());
+        QVERIFY(tab->playButton()->isEnabled());
+        QTest::mouseClick(tab->stepButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(tab->countLabel(u"executed"_s)->text(), u"2"_s, 10000);
+        QTest::qWait(400);
+        QCOMPARE(tab->countLabel(u"executed"_s)->text(), u"2"_s);
+        QCOMPARE(tab->lanes()->keyTable()->rowCount(), 2);
+        QVERIFY(tab->lanes()->timeline()->eventCount() >= 6); // acquired, ran, completed, each
+        QTest::mouseClick(tab->playButton(), Qt::LeftButton); // resume
+        QVERIFY(!tab->paused());
+        QVERIFY(done.wait(30000));
+        QCOMPARE(tab->result()->executions, 12);
+        QCOMPARE(tab->result()->lost, 0);
+        QCOMPARE(tab->lanes()->keyTable()->rowCount(), 12);
+
+        QVERIFY(tab->openLog(writeLog(tmp.filePath(u"paced.jsonl"_s), 200, 100))); // 20 s as logged
+        tab->speedBox()->setCurrentIndex(3);                                         // x1
+        QTest::mouseClick(tab->playButton(), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(tab->countLabel(u"executed"_s)->text().toInt() > 0, 10000);
+        QTest::mouseClick(tab->pauseButton(), Qt::LeftButton);
+        QTest::qWait(300); // what a consumer held finishes and is reported
+        const QString held = tab->countLabel(u"executed"_s)->text();
+        QTest::qWait(1000); // 10 events are due meanwhile as logged
+        QCOMPARE(tab->countLabel(u"executed"_s)->text(), held);
+        QElapsedTimer t;
+        t.start();
+        QTest::mouseClick(tab->stopButton(), Qt::LeftButton);
+        QVERIFY(done.wait(10000));
+        QVERIFY2(t.elapsed() < 3000, qPrintable(QString::number(t.elapsed())));
+        QVERIFY(tab->result()->cancelled);
+        QVERIFY(!tab->paused());
     }
 
     void connectedServerOnlyByChoiceNeverReadOnly()

@@ -40,6 +40,8 @@ void ReplayRunner::run(const ReplayJob& job)
         }
         idem::ReplayOptions o = job.options;
         o.cancel = &m_cancel;
+        o.gate = &m_gate;
+        o.trace = true; // the swimlanes
         const quint64 id = job.id;
         o.progress = [this, id](const idem::ReplayProgress& p) { Q_EMIT progressed(id, p); }; // joined before run() returns
         const idem::ReplayResult r = idem::replay(target, *job.events, o);

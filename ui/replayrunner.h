@@ -49,6 +49,12 @@ public:
     ~ReplayRunner() override;
     // Thread-safe: the running replay starts no further delivery, a capture reads no further page.
     void cancel() { m_cancel = true; }
+    // Thread-safe: pause, resume, let one delivery through while paused (the next replay starts
+    // with the gate as it is: resume() before queueing one that should not start paused).
+    void pause() { m_gate.pause(); }
+    void resume() { m_gate.resume(); }
+    void step() { m_gate.step(); }
+    bool paused() const { return m_gate.paused(); }
 
 public Q_SLOTS:
     void run(const ReplayJob& job);
@@ -66,4 +72,5 @@ Q_SIGNALS:
 private:
     std::unique_ptr<idem::LocalServer> m_server;
     std::atomic<bool> m_cancel{false};
+    idem::ReplayGate m_gate;
 };

@@ -1,5 +1,6 @@
 #include "replaywidget.h"
 
+#include "replaylanes.h"
 #include "streampickerdialog.h"
 #include "theme.h"
 
@@ -103,6 +104,11 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
     m_consumers = spin(1, 64, 3, tr("Consumers taking deliveries at once, each with its own connections"));
     m_consumers->setObjectName(u"consumers"_s);
     m_seed = spin(0, 1'000'000, 1, tr("The same seed gives the same duplicates and crashes"));
+    m_reorder = spin(0, 60'000, 0, tr("Each delivery is shifted by a random 0 to this many ms, so deliveries of "
+                                      "nearby events change places (idemctl replay --reorder)"));
+    m_reorder->setObjectName(u"reorder"_s);
+    m_reorder->setSuffix(tr(" ms"));
+    m_seed->setObjectName(u"seed"_s);
     m_crash = new QDoubleSpinBox(this);
     m_crash->setObjectName(u"crashRate"_s);
     m_crash->setRange(0, 1);
@@ -129,6 +135,7 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
     form->addRow(m_whereNote);
     form->addRow(tr("Speed:"), m_speed);
     form->addRow(tr("Deliveries each:"), m_duplicates);
+    form->addRow(tr("Reorder by up to:"), m_reorder);
     form->addRow(tr("Crash rate:"), m_crash);
     form->addRow(tr("Consumers:"), m_consumers);
     form->addRow(tr("Delivery:"), m_delivery);
@@ -144,16 +151,28 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
 
     m_play = new QPushButton(tr("▶ Play"), this);
     m_play->setObjectName(u"play"_s);
+    m_pause = new QPushButton(tr("‖ Pause"), this);
+    m_pause->setObjectName(u"pause"_s);
+    m_pause->setToolTip(tr("No further delivery starts; the replay's clock stands still until Play"));
+    m_step = new QPushButton(tr("⇥ Step"), this);
+    m_step->setObjectName(u"step"_s);
+    m_step->setToolTip(tr("Paused: the next delivery starts now. Before a replay: start one paused, with one delivery"));
     m_stop = new QPushButton(tr("■ Stop"), this);
     m_stop->setObjectName(u"stop"_s);
-    m_exportJson = new QPushButton(tr("Result as JSON…"), this);
-    m_exportCsv = new QPushButton(tr("as CSV…"), this);
+    m_exportJson = new QPushButton(tr("Result: JSON…"), this);
+    m_exportCsv = new QPushButton(tr("CSV…"), this);
+    m_exportPng = new QPushButton(tr("PNG…"), this);
+    m_exportPng->setObjectName(u"exportPng"_s);
+    m_exportPng->setToolTip(tr("The counts and the swimlanes (or the keys) as shown"));
     auto* bar = new QHBoxLayout;
     bar->addWidget(m_play);
+    bar->addWidget(m_pause);
+    bar->addWidget(m_step);
     bar->addWidget(m_stop);
     bar->addStretch(1);
     bar->addWidget(m_exportJson);
     bar->addWidget(m_exportCsv);
+    bar->addWidget(m_exportPng);
     m_progress = new QProgressBar(this);
     m_progress->setObjectName(u"progress"_s);
     m_progress->setRange(0, 1000);
@@ -195,12 +214,19 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
     m_preview->horizontalHeader()->setStretchLastSection(true);
     m_preview->setWordWrap(false);
 
+    m_lanes = new ReplayLanes(this);
+    m_lanes->tabs()->insertTab(0, m_preview, tr("Event log"));
+    m_lanes->tabs()->setCurrentIndex(0);
+    m_resultView = new QWidget(this);
+    auto* result = new QVBoxLayout(m_resultView);
+    result->setContentsMargins(0, 0, 0, 0);
+    result->addWidget(m_progress);
+    result->addLayout(counts);
+    result->addWidget(m_status);
+    result->addWidget(m_lanes, 1);
     auto* rightSide = new QVBoxLayout;
     rightSide->addLayout(bar);
-    rightSide->addWidget(m_progress);
-    rightSide->addLayout(counts);
-    rightSide->addWidget(m_status);
-    rightSide->addWidget(m_preview, 1);
+    rightSide->addWidget(m_resultView, 1);
     auto* layout = new QHBoxLayout(this);
     layout->addWidget(scroll);
     layout->addLayout(rightSide, 1);
@@ -208,6 +234,8 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
                           scroll->verticalScrollBar()->sizeHint().width());
 
     connect(m_play, &QPushButton::clicked, this, &ReplayWidget::play);
+    connect(m_pause, &QPushButton::clicked, this, &ReplayWidget::pause);
+    connect(m_step, &QPushButton::clicked, this, &ReplayWidget::step);
     connect(m_stop, &QPushButton::clicked, this, &ReplayWidget::stop);
     connect(m_capture, &QPushButton::clicked, this, &ReplayWidget::captureFromStream);
     connect(m_where, &QComboBox::currentIndexChanged, this, &ReplayWidget::updateWhere);
@@ -235,6 +263,12 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
         if (!p.isEmpty() && !exportCsv(p))
             m_status->setText(tr("Could not write %1").arg(p));
     });
+    connect(m_exportPng, &QPushButton::clicked, this, [this] {
+        const QString p = QFileDialog::getSaveFileName(this, tr("Result as PNG"), u"replay-result.png"_s,
+                                                       tr("PNG (*.png)"));
+        if (!p.isEmpty() && !exportPng(p))
+            m_status->setText(tr("Could not write %1").arg(p));
+    });
 
     connect(m_runner, &ReplayRunner::progressed, this, [this](quint64 id, const idem::ReplayProgress& p) {
         if (id == m_job && m_running)
@@ -244,7 +278,7 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
             [this](quint64 id, const idem::ReplayResult& r, const QString& where) {
                 if (id != m_job)
                     return; // a run this view no longer waits for
-                m_running = false;
+                m_running = m_paused = false;
                 m_lastWhere = where;
                 showResult(r);
                 updateButtons();
@@ -280,7 +314,7 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
             return;
         }
         const bool wasRunning = m_running;
-        m_running = m_capturing = false;
+        m_running = m_capturing = m_paused = false;
         m_progress->setFormat(tr("failed"));
         m_status->setText((wasRunning ? tr("The replay could not run: %1") : tr("The capture failed: %1")).arg(message));
         updateButtons();
@@ -339,8 +373,12 @@ void ReplayWidget::updateButtons()
 {
     const bool busy = m_running || m_capturing;
     const bool haveLog = m_events && !m_events->empty();
-    m_play->setEnabled(!busy && haveLog);
+    m_play->setEnabled((!busy && haveLog) || (m_running && m_paused));
+    m_play->setText(m_running && m_paused ? tr("▶ Resume") : tr("▶ Play"));
+    m_pause->setEnabled(m_running && !m_paused);
+    m_step->setEnabled((!busy && haveLog) || (m_running && m_paused));
     m_stop->setEnabled(busy);
+    m_exportPng->setEnabled(!m_capturing && (m_running || m_result.has_value()));
     m_open->setEnabled(!busy);
     m_capture->setEnabled(!busy && m_connected.has_value());
     m_capture->setToolTip(m_connected ? tr("Capture the entries of a Redis Stream of %1 (read-only: XRANGE)")
@@ -349,8 +387,8 @@ void ReplayWidget::updateButtons()
     m_save->setEnabled(!busy && haveLog);
     m_exportJson->setEnabled(!busy && m_result.has_value());
     m_exportCsv->setEnabled(!busy && m_result.has_value());
-    for (QWidget* w : std::initializer_list<QWidget*>{m_where, m_speed, m_duplicates, m_crash, m_consumers, m_delivery,
-                                                      m_seed})
+    for (QWidget* w : std::initializer_list<QWidget*>{m_where, m_speed, m_duplicates, m_reorder, m_crash, m_consumers,
+                                                      m_delivery, m_seed})
         w->setEnabled(!busy);
 }
 
@@ -427,18 +465,54 @@ idem::ReplayOptions ReplayWidget::chosenOptions() const
     idem::ReplayOptions o;
     o.speed = m_speed->currentData().toDouble();
     o.duplicates = m_duplicates->value();
+    o.reorder = idem::Millis(m_reorder->value());
     o.crashRate = m_crash->value();
     o.consumers = m_consumers->value();
     o.viaStream = m_delivery->currentData().toBool();
     o.seed = static_cast<std::uint64_t>(m_seed->value());
     // long enough for the logged pace, and a minute for what comes after
     const double paced = o.speed > 0 && m_events ? static_cast<double>(loggedSpanMs(*m_events)) / o.speed : 0;
-    o.timeout = idem::Millis(static_cast<std::int64_t>(paced) + 60'000);
+    o.timeout = idem::Millis(static_cast<std::int64_t>(paced) + m_reorder->value() + 60'000);
     o.keyNamespace = "replay";
     return o;
 }
 
 void ReplayWidget::play()
+{
+    if (m_running && m_paused) {
+        m_runner->resume();
+        m_paused = false;
+        m_status->setText(tr("Replaying %n event(s) from %1…", nullptr, int(m_events->size())).arg(m_source));
+        updateButtons();
+        return;
+    }
+    start(false);
+}
+
+void ReplayWidget::pause()
+{
+    if (!m_running || m_paused)
+        return;
+    m_runner->pause();
+    m_paused = true;
+    m_status->setText(tr("Paused: no further delivery starts (what a consumer holds finishes). Step lets one through."));
+    updateButtons();
+}
+
+void ReplayWidget::step()
+{
+    if (!m_running) {
+        start(true);
+        if (!m_running)
+            return;
+    } else if (!m_paused) {
+        return;
+    }
+    m_runner->step();
+    m_status->setText(tr("Paused; stepped one delivery."));
+}
+
+void ReplayWidget::start(bool paused)
 {
     if (m_running || m_capturing || !m_events || m_events->empty())
         return;
@@ -469,7 +543,15 @@ void ReplayWidget::play()
     }
     job.id = ++m_job;
     m_lastOptions = job.options;
+    // the gate is set before the job is queued: a pause or a step right after Play is not lost
+    if (paused)
+        m_runner->pause();
+    else
+        m_runner->resume();
     m_running = true;
+    m_paused = paused;
+    m_lanes->start(job.options.consumers);
+    m_lanes->tabs()->setCurrentIndex(1); // the swimlanes
     m_result.reset();
     m_rateClock.start();
     m_rateDeliveries = 0;
@@ -479,7 +561,8 @@ void ReplayWidget::play()
     setCount(u"lost"_s, u"—"_s); // known at the end: "no data" is not 0
     m_progress->setValue(0);
     m_progress->setFormat(tr("starting…"));
-    m_status->setText(tr("Replaying %n event(s) from %1…", nullptr, int(m_events->size())).arg(m_source));
+    m_status->setText(paused ? tr("Paused before the first delivery: Step lets one through, Play goes on.")
+                             : tr("Replaying %n event(s) from %1…", nullptr, int(m_events->size())).arg(m_source));
     updateButtons();
     QMetaObject::invokeMethod(m_runner, [runner = m_runner, job] { runner->run(job); });
 }
@@ -489,6 +572,7 @@ void ReplayWidget::stop()
     if (!m_running && !m_capturing)
         return;
     m_runner->cancel();
+    m_runner->resume(); // a paused replay notices the cancel at once
     m_status->setText(m_running ? tr("Stopping: no further delivery starts…") : tr("Stopping the capture…"));
 }
 
@@ -549,11 +633,13 @@ void ReplayWidget::showProgress(const idem::ReplayProgress& p)
     setCount(u"claimed"_s, QString::number(p.claimed));
     setCount(u"deliveries"_s, QString::number(p.deliveries));
     setCount(u"crashes"_s, QString::number(p.crashes));
+    m_lanes->addMarks(p.trace);
 }
 
 void ReplayWidget::showResult(const idem::ReplayResult& r)
 {
     m_result = r;
+    m_lanes->setNamespace(QString::fromStdString(r.keyNamespace));
     setCount(u"executed"_s, QString::number(r.executions));
     setCount(u"twice"_s, QString::number(r.doubleExecutions), r.doubleExecutions > 0);
     setCount(u"lost"_s, r.cancelled ? u"—"_s : QString::number(r.lost), !r.cancelled && r.lost > 0);
@@ -596,6 +682,7 @@ bool ReplayWidget::exportJson(const QString& path) const
                         {u"via_stream"_s, m_lastOptions.viaStream},
                         {u"speed"_s, m_lastOptions.speed},
                         {u"duplicates"_s, m_lastOptions.duplicates},
+                        {u"reorder_ms"_s, static_cast<qint64>(m_lastOptions.reorder.count())},
                         {u"crash_rate"_s, m_lastOptions.crashRate},
                         {u"consumers"_s, m_lastOptions.consumers},
                         {u"seed"_s, static_cast<qint64>(m_lastOptions.seed)},
@@ -615,8 +702,8 @@ bool ReplayWidget::exportCsv(const QString& path) const
     if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
         return false;
     f.write("events,deliveries,executions,double_executions,lost,crashes,claimed,timed_out,cancelled,seconds,"
-            "via_stream,speed,duplicates,crash_rate,consumers,seed\n");
-    f.write(u"%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16\n"_s.arg(r.events)
+            "via_stream,speed,duplicates,crash_rate,consumers,seed,reorder_ms\n");
+    f.write(u"%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17\n"_s.arg(r.events)
                 .arg(r.deliveries)
                 .arg(r.executions)
                 .arg(r.doubleExecutions)
@@ -632,6 +719,12 @@ bool ReplayWidget::exportCsv(const QString& path) const
                 .arg(m_lastOptions.crashRate)
                 .arg(m_lastOptions.consumers)
                 .arg(m_lastOptions.seed)
+                .arg(m_lastOptions.reorder.count())
                 .toUtf8());
     return true;
+}
+
+bool ReplayWidget::exportPng(const QString& path) const
+{
+    return m_resultView->grab().save(path, "PNG");
 }

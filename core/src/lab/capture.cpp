@@ -7,8 +7,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace idem {
 
@@ -34,14 +38,44 @@ bool parseBounded(std::string_view text, nlohmann::json& out)
     return !tooDeep && !out.is_discarded();
 }
 
-bool isUtf8(const std::string& s)
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), what
+// the JSON library accepts in a string. Hand-written: capture checks every id and payload.
+bool isUtf8(std::string_view s)
 {
-    try {
-        (void)nlohmann::json(s).dump();
-        return true;
-    } catch (const nlohmann::json::exception&) {
-        return false;
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* end = p + s.size();
+    while (p < end) {
+        const unsigned c = *p;
+        if (c < 0x80) {
+            ++p;
+            continue;
+        }
+        int n = 0;
+        unsigned lo = 0x80, hi = 0xBF; // the range of the second byte
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            else if (c == 0xED)
+                hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F;
+        } else
+            return false;
+        if (end - p <= n || p[1] < lo || p[1] > hi)
+            return false;
+        for (int k = 2; k <= n; ++k)
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+        p += n + 1;
     }
+    return true;
 }
 
 std::string base64(std::string_view bytes)
@@ -66,8 +100,11 @@ std::string base64(std::string_view bytes)
 }
 
 // A field's bytes as the payload's JSON text.
-std::string payloadJson(const std::string& value)
+std::string payloadJson(std::string_view value)
 {
+    // always through the library's parse and dump: the text replay reads back from the log
+    // (keys in order, numbers and escapes as the library writes them) - the payload's fingerprint
+    // must not depend on whether the log went through a file
     nlohmann::json j;
     try {
         if (parseBounded(value, j))
@@ -75,7 +112,7 @@ std::string payloadJson(const std::string& value)
     } catch (const nlohmann::json::exception&) {
     }
     if (isUtf8(value))
-        return nlohmann::json(value).dump();
+        return nlohmann::json(std::string(value)).dump();
     return nlohmann::json{{"base64", base64(value)}}.dump();
 }
 
@@ -143,13 +180,20 @@ void report(const CaptureCallbacks& cb, CaptureResult& r, std::string where, std
 bool eventFromEntry(const std::string& entryId, const std::vector<std::pair<std::string, std::string>>& fields,
                     const CaptureOptions& options, ReplayEvent& out, std::string& why)
 {
+    std::vector<std::pair<std::string_view, std::string_view>> views(fields.begin(), fields.end());
+    return eventFromEntry(entryId, views, options, out, why);
+}
+
+bool eventFromEntry(std::string_view entryId, std::span<const std::pair<std::string_view, std::string_view>> fields,
+                    const CaptureOptions& options, ReplayEvent& out, std::string& why)
+{
     std::uint64_t ms = 0, seq = 0;
     if (!parseEntryId(entryId, ms, seq) || ms > static_cast<std::uint64_t>(kMaxAtMs)) {
         why = "the entry id is not a time (ms-seq up to year 9999)";
         return false;
     }
-    const std::string* id = nullptr;
-    const std::string* payload = nullptr;
+    const std::string_view* id = nullptr;
+    const std::string_view* payload = nullptr;
     for (const auto& [name, value] : fields) { // the first of a repeated field, as XRANGE lists them
         if (!id && name == options.idField)
             id = &value;
@@ -172,7 +216,7 @@ bool eventFromEntry(const std::string& entryId, const std::vector<std::pair<std:
         why = "no field \"" + options.payloadField + "\"";
         return false;
     }
-    out.id = *id;
+    out.id = std::string(*id);
     out.payload = payloadJson(*payload);
     out.atMs = static_cast<std::int64_t>(ms);
     return true;
@@ -196,43 +240,114 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
         throw UsageError("capture: no key '" + o.stream + "' on " + connection.describe());
     if (type != "stream")
         throw UsageError("capture: '" + o.stream + "' is a " + type + ", not a stream");
+    // a whole stream: room for all of it at once, not a million events moved as the vector grows
+    std::size_t expected = 0;
+    if (o.from == "-" && o.to == "+") {
+        const auto len = reply::integer(c.checked({"XLEN", o.stream}).get());
+        expected = static_cast<std::size_t>(std::clamp<std::int64_t>(len, 0, 10'000'000));
+        if (o.count > 0)
+            expected = std::min(expected, o.count);
+    }
+
+    // A reader thread fetches the next pages while this one decodes, so the server's time and
+    // ours overlap; it reads at most kAhead pages ahead (read-only: reading ahead changes nothing).
+    constexpr std::size_t kAhead = 2;
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<ReplyPtr> pages;
+    bool fetched = false, stop = false;
+    std::exception_ptr fetchError;
+    std::thread fetcher([&] {
+        try {
+            std::string from = o.from;
+            const std::string page = std::to_string(o.pageSize);
+            std::size_t read = 0;
+            while (o.count == 0 || read < o.count) {
+                const std::size_t want = o.count == 0 ? o.pageSize : std::min(o.pageSize, o.count - read);
+                const std::string n = want == o.pageSize ? page : std::to_string(want);
+                auto reply = c.checked({"XRANGE", o.stream, from, o.to, "COUNT", n});
+                const std::size_t got = reply::arraySize(reply.get());
+                read += got;
+                const std::string last = got ? reply::str(reply::element(reply::element(reply.get(), got - 1), 0)) : "";
+                {
+                    std::unique_lock lock(m);
+                    cv.wait(lock, [&] { return pages.size() < kAhead || stop; });
+                    if (stop)
+                        break;
+                    pages.push_back(std::move(reply));
+                }
+                cv.notify_all();
+                if (got < want || last.empty())
+                    break; // the end of the range (entries trimmed meanwhile are simply not there)
+                std::uint64_t ms = 0, seq = 0;
+                if (!parseEntryId(last, ms, seq))
+                    throw ProtoError("XRANGE answered an entry id that is none: '" + last.substr(0, 64) + "'");
+                if (ms == UINT64_MAX && seq == UINT64_MAX)
+                    break;
+                from = nextEntryId(ms, seq);
+            }
+        } catch (...) {
+            std::lock_guard lock(m);
+            fetchError = std::current_exception();
+        }
+        {
+            std::lock_guard lock(m);
+            fetched = true;
+        }
+        cv.notify_all();
+    });
+    struct Join { // whatever happens here, the reader stops and is joined
+        std::mutex& m;
+        std::condition_variable& cv;
+        bool& stop;
+        std::thread& t;
+        ~Join()
+        {
+            {
+                std::lock_guard lock(m);
+                stop = true;
+            }
+            cv.notify_all();
+            t.join();
+        }
+    } join{m, cv, stop, fetcher};
 
     CaptureResult r;
-    std::string from = o.from;
-    const std::string page = std::to_string(o.pageSize);
-    while (o.count == 0 || r.read < o.count) {
-        const std::size_t want = o.count == 0 ? o.pageSize : std::min(o.pageSize, o.count - r.read);
-        const std::string n = want == o.pageSize ? page : std::to_string(want);
-        auto reply = c.checked({"XRANGE", o.stream, from, o.to, "COUNT", n});
+    r.events.reserve(expected);
+    std::vector<std::pair<std::string_view, std::string_view>> fields;
+    for (;;) {
+        ReplyPtr reply;
+        {
+            std::unique_lock lock(m);
+            cv.wait(lock, [&] { return !pages.empty() || fetched; });
+            if (pages.empty())
+                break;
+            reply = std::move(pages.front());
+            pages.pop_front();
+        }
+        cv.notify_all();
         const std::size_t got = reply::arraySize(reply.get());
-        std::string last;
         for (std::size_t k = 0; k < got; ++k) {
             const redisReply* entry = reply::element(reply.get(), k);
-            const std::string entryId = reply::str(reply::element(entry, 0));
+            const std::string_view entryId = reply::view(reply::element(entry, 0));
             const redisReply* f = reply::element(entry, 1);
-            std::vector<std::pair<std::string, std::string>> fields;
+            fields.clear();
             for (std::size_t i = 0; i + 1 < reply::arraySize(f); i += 2)
-                fields.emplace_back(reply::str(reply::element(f, i)), reply::str(reply::element(f, i + 1)));
+                fields.emplace_back(reply::view(reply::element(f, i)), reply::view(reply::element(f, i + 1)));
             ++r.read;
             ReplayEvent ev;
             std::string why;
             if (eventFromEntry(entryId, fields, o, ev, why))
                 r.events.push_back(std::move(ev));
             else
-                report(callbacks, r, entryId, why);
-            last = entryId;
+                report(callbacks, r, std::string(entryId), why);
         }
         if (callbacks.page && !callbacks.page(r))
             break;
-        if (got < want || last.empty())
-            break; // the end of the range (entries trimmed meanwhile are simply not there)
-        std::uint64_t ms = 0, seq = 0;
-        if (!parseEntryId(last, ms, seq))
-            throw ProtoError("XRANGE answered an entry id that is none: '" + last.substr(0, 64) + "'");
-        if (ms == UINT64_MAX && seq == UINT64_MAX)
-            break;
-        from = nextEntryId(ms, seq);
     }
+    std::lock_guard lock(m);
+    if (fetchError)
+        std::rethrow_exception(fetchError);
     return r;
 }
 

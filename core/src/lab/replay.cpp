@@ -63,6 +63,55 @@ std::vector<ReplayEvent> parseEventLog(std::istream& in)
     return out;
 }
 
+void ReplayGate::pause()
+{
+    std::lock_guard lock(m_mutex);
+    if (!m_paused) {
+        m_paused = true;
+        m_since = Clock::now();
+    }
+}
+
+void ReplayGate::resume()
+{
+    std::lock_guard lock(m_mutex);
+    if (m_paused) {
+        m_total += Clock::now() - m_since;
+        m_paused = false;
+        m_steps = 0;
+    }
+}
+
+void ReplayGate::step()
+{
+    std::lock_guard lock(m_mutex);
+    if (m_paused)
+        ++m_steps;
+}
+
+bool ReplayGate::paused() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_paused;
+}
+
+bool ReplayGate::pass(bool due)
+{
+    std::lock_guard lock(m_mutex);
+    if (!m_paused)
+        return due;
+    if (m_steps == 0)
+        return false;
+    --m_steps;
+    return true;
+}
+
+ReplayGate::Clock::duration ReplayGate::pausedFor() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_total + (m_paused ? Clock::now() - m_since : Clock::duration{});
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -110,6 +159,8 @@ public:
     {
         m_topology = LabTopology::read(m_conn); // on a cluster: each event's keys on their node
         m_start = Clock::now();
+        if (m_o.gate)
+            m_pausedBefore = m_o.gate->pausedFor();
         schedule();
         {
             Reporter reporter(*this);
@@ -147,11 +198,44 @@ public:
 private:
     bool cancelled() const { return m_o.cancel && m_o.cancel->load(); }
 
-    // Sleeps until `t`, in short slices while a cancel can come.
-    void sleepUntil(Clock::time_point t, const std::atomic<bool>& stop) const
+    // The replay's clock: it stands still while the gate is paused.
+    // (a gate can outlive many replays: only what was paused since this one started counts)
+    Clock::duration pausedFor() const
     {
-        while (Clock::now() < t && !stop && !cancelled())
-            std::this_thread::sleep_until(std::min(t, Clock::now() + std::chrono::milliseconds(50)));
+        return m_o.gate ? m_o.gate->pausedFor() - m_pausedBefore : Clock::duration{};
+    }
+    Clock::time_point now() const { return Clock::now() - pausedFor(); }
+
+    // Sleeps until the replay's clock reaches `t` and the gate lets a delivery through, in short
+    // slices while a cancel, a pause or a step can come. False when stopped first.
+    bool waitTurn(Clock::time_point t, const std::atomic<bool>& stop) const
+    {
+        constexpr auto kSlice = std::chrono::milliseconds(20);
+        while (!stop && !cancelled()) {
+            const auto left = t - now();
+            const bool due = left <= Clock::duration{};
+            if (m_o.gate ? m_o.gate->pass(due) : due)
+                return true;
+            std::this_thread::sleep_for(due ? Clock::duration(kSlice) : std::min<Clock::duration>(left, kSlice));
+        }
+        return false;
+    }
+
+    // A swimlane mark (ReplayOptions::trace), on the replay's own time since it started.
+    void mark(int worker, const std::string& id, TraceKind kind, std::int64_t fence = 0)
+    {
+        if (!m_o.trace)
+            return;
+        TraceEvent t;
+        t.worker = worker;
+        t.eventId = id;
+        t.kind = kind;
+        t.fence = fence;
+        t.serverMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - m_start).count();
+        std::lock_guard lock(m_traceMutex);
+        t.seq = m_seq++;
+        if (m_trace.size() < kMaxUnreportedMarks) // a listener that stopped listening costs no memory
+            m_trace.push_back(std::move(t));
     }
 
     ReplayProgress progress()
@@ -170,6 +254,11 @@ private:
             }
         }
         p.seconds = std::chrono::duration<double>(Clock::now() - m_start).count();
+        p.paused = m_o.gate && m_o.gate->paused();
+        {
+            std::lock_guard lock(m_traceMutex);
+            p.trace.swap(m_trace);
+        }
         return p;
     }
 
@@ -241,21 +330,27 @@ private:
     // What every consumer does with one delivery; false when it "died" holding the lease.
     enum class Handled { Done, Retry, Died };
     Handled handle(Store& store, Executor& ex, LabRedis& sink, const ReplayEvent& ev, bool crash,
-                   const std::string& who)
+                   int worker, const std::string& who)
     {
         if (crash) {
             const AcquireResult a = store.acquire(ev.id, "", m_o.lease);
             if (a.status == AcquireStatus::Acquired) {
                 ++m_crashes;
+                mark(worker, ev.id, TraceKind::Acquired);
+                mark(worker, ev.id, TraceKind::Crashed);
                 return Handled::Died; // never completes, never acknowledges
             }
         }
         ExecuteOptions eo;
         eo.lease = m_o.lease;
         const Outcome o = ex.execute(ev.id, ev.payload, [&](const WorkContext& ctx) {
+            mark(worker, ev.id, ctx.takeover ? TraceKind::TakenOver : TraceKind::Acquired, ctx.fence);
             try {
-                if (!labEffect(sink, m_ns, ev.id, ctx.fence, who))
+                if (!labEffect(sink, m_ns, ev.id, ctx.fence, who)) {
+                    mark(worker, ev.id, TraceKind::Fenced, ctx.fence);
                     return WorkResult::failure("fenced", FailPolicy::Release);
+                }
+                mark(worker, ev.id, TraceKind::Executed, ctx.fence);
                 std::lock_guard lock(m_ranMutex);
                 ++m_ran[ev.id];
             } catch (const Error&) {
@@ -266,6 +361,13 @@ private:
             }
             return WorkResult::success("done");
         }, eo);
+        switch (o.kind) {
+        case OutcomeKind::Executed: mark(worker, ev.id, TraceKind::Completed); break;
+        case OutcomeKind::Replayed: mark(worker, ev.id, TraceKind::Replayed); break;
+        case OutcomeKind::InProgress: mark(worker, ev.id, TraceKind::InProgress); break;
+        case OutcomeKind::LeaseLost: mark(worker, ev.id, TraceKind::LeaseLost); break;
+        default: break; // fenced (marked above) or the store away: retried
+        }
         if (o.kind == OutcomeKind::InProgress || o.kind == OutcomeKind::StoreUnavailable)
             return Handled::Retry;
         return Handled::Done;
@@ -285,7 +387,7 @@ private:
                 {
                     std::unique_lock lock(m);
                     for (;;) {
-                        if (Clock::now() > deadline) {
+                        if (now() > deadline) {
                             m_timedOut = true;
                             return;
                         }
@@ -293,8 +395,18 @@ private:
                             return;
                         if (queue.empty() && outstanding == 0)
                             return;
+                        const auto t = now();
                         auto ready = std::find_if(queue.begin(), queue.end(),
-                                                  [](const Delivery& x) { return x.at <= Clock::now(); });
+                                                  [t](const Delivery& x) { return x.at <= t; });
+                        if (m_o.gate && !queue.empty()) { // paused: only a step lets one go, due or not
+                            const bool due = ready != queue.end();
+                            if (!m_o.gate->pass(due))
+                                ready = queue.end();
+                            else if (!due)
+                                ready = std::min_element(queue.begin(), queue.end(), [](const auto& a, const auto& b) {
+                                    return a.at < b.at;
+                                });
+                        }
                         if (ready != queue.end()) {
                             d = *ready;
                             queue.erase(ready);
@@ -307,19 +419,19 @@ private:
                         Clock::time_point until = deadline;
                         for (const auto& x : queue)
                             until = std::min(until, x.at);
-                        if (m_o.cancel) // a cancel is not notified: look again soon
-                            until = std::min(until, Clock::now() + std::chrono::milliseconds(50));
-                        cv.wait_until(lock, until);
+                        if (m_o.cancel || m_o.gate) // a cancel, a pause, a step are not notified: look again soon
+                            until = std::min(until, t + std::chrono::milliseconds(50));
+                        cv.wait_until(lock, until + pausedFor()); // the replay's time to the real one
                     }
                 }
-                const Handled h = handle(kit.store, kit.executor, kit.redis, m_events[d.event], d.crash,
+                const Handled h = handle(kit.store, kit.executor, kit.redis, m_events[d.event], d.crash, i,
                                          "c" + std::to_string(i));
                 std::lock_guard lock(m);
                 --outstanding;
                 if (h != Handled::Done) { // the broker redelivers what was not acknowledged, later
                     d.crash = false;
                     d.redelivery = true;
-                    d.at = Clock::now() + (h == Handled::Died ? m_o.lease + m_o.lease / 2 : m_o.lease / 3);
+                    d.at = now() + (h == Handled::Died ? m_o.lease + m_o.lease / 2 : m_o.lease / 3);
                     queue.push_back(d);
                 }
                 cv.notify_all();
@@ -346,8 +458,7 @@ private:
             LabRedis node(m_conn, m_topology);
             Connection& c = node.at(stream);
             for (std::size_t i = 0; i < m_schedule.size() && !stop && !cancelled(); ++i) {
-                sleepUntil(m_schedule[i].at, stop);
-                if (stop || cancelled())
+                if (!waitTurn(m_schedule[i].at, stop))
                     break;
                 const auto& ev = m_events[m_schedule[i].event];
                 c.checked({"XADD", stream, "*", "id", ev.id, "payload", ev.payload, "crash",
@@ -383,13 +494,21 @@ private:
                     ++m_claimed;
                 const bool kill = i == 0 && m_o.killConsumerAfter >= 0 && acquired >= m_o.killConsumerAfter;
                 ++acquired;
-                // the last consumer standing does not die: someone has to claim what the others left
-                const bool dies = !claimed && (crash || kill) && m_alive.load() > 1;
-                const Handled h = handle(kit.store, kit.executor, kit.redis, ReplayEvent{id, payload, 0}, dies, name);
-                if (h == Handled::Died) {
-                    --m_alive;
-                    return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
+                // the last consumer standing does not die: someone has to claim what the others left.
+                // A consumer about to die takes its life first, atomically: consumers that decide at
+                // once must not all go.
+                bool dies = false;
+                if (!claimed && (crash || kill)) {
+                    int alive = m_alive.load();
+                    while (alive > 1 && !m_alive.compare_exchange_weak(alive, alive - 1)) {
+                    }
+                    dies = alive > 1;
                 }
+                const Handled h = handle(kit.store, kit.executor, kit.redis, ReplayEvent{id, payload, 0}, dies, i, name);
+                if (h == Handled::Died)
+                    return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
+                if (dies)
+                    ++m_alive; // someone else held the event: it did not die after all
                 if (h == Handled::Done)
                     c.checked({"XACK", stream, group, msgId});
                 return true;
@@ -431,7 +550,7 @@ private:
                 }
             });
         // done when everything was produced, read by the group, and acknowledged
-        while (Clock::now() < deadline && !cancelled()) {
+        while (now() < deadline && !cancelled()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
             if (!produced)
                 continue;
@@ -445,7 +564,7 @@ private:
             if (reply::integer(reply::element(pending.get(), 0)) == 0 && lag == 0)
                 break;
         }
-        m_timedOut = !cancelled() && Clock::now() >= deadline;
+        m_timedOut = !cancelled() && now() >= deadline;
         stop = true;
         producer.join();
         for (auto& t : threads)
@@ -463,11 +582,16 @@ private:
     ReplayOptions m_o;
     std::string m_ns;
     Clock::time_point m_start;
+    Clock::duration m_pausedBefore{};
     std::vector<Delivery> m_schedule;
     std::atomic<int> m_deliveries{0}, m_crashes{0}, m_claimed{0}, m_alive{0}, m_produced{0};
     std::mutex m_ranMutex;
     std::unordered_map<std::string, int> m_ran; // side effects that ran, per event id (live counts)
     std::atomic<bool> m_timedOut{false};
+    static constexpr std::size_t kMaxUnreportedMarks = 100'000;
+    std::mutex m_traceMutex;
+    std::vector<TraceEvent> m_trace; // marks not reported yet
+    int m_seq = 0;
 };
 
 } // namespace

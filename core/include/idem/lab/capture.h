@@ -9,7 +9,9 @@
 #include <functional>
 #include <istream>
 #include <ostream>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +56,8 @@ struct CaptureCallbacks {
 // not UTF-8 - an object {"base64": "..."}; at_ms is the time of the entry's id. Returns false with
 // `why` for an entry that is none.
 bool eventFromEntry(const std::string& entryId, const std::vector<std::pair<std::string, std::string>>& fields,
+                    const CaptureOptions& options, ReplayEvent& out, std::string& why);
+bool eventFromEntry(std::string_view entryId, std::span<const std::pair<std::string_view, std::string_view>> fields,
                     const CaptureOptions& options, ReplayEvent& out, std::string& why);
 
 // Reads the stream (on a Redis Cluster, from the node that serves its key). Throws UsageError when

@@ -1,11 +1,15 @@
 #pragma once
 
+#include "idem/lab/racelab.h"
 #include "idem/redis/options.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <istream>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,34 @@ struct ReplayProgress {
     int crashes = 0;
     int claimed = 0;
     double seconds = 0;
+    bool paused = false;
+    // What each consumer did since the previous report (worker = the consumer, serverMs = ms since
+    // the replay started): the swimlanes' marks.
+    std::vector<TraceEvent> trace;
+};
+
+// Pause and step, from any thread. While paused no delivery starts (through a stream: nothing is
+// produced; what is already in the stream is still read and claimed), except one per step(); the
+// replay's clock stands still meanwhile, so its pace and its timeout resume where they were.
+class ReplayGate {
+public:
+    using Clock = std::chrono::steady_clock;
+    void pause();
+    void resume();
+    void step(); // while paused: let the next delivery start now, whenever it was due
+    bool paused() const;
+    // Replay-side: may a delivery start now? A step is used up by the delivery it lets through.
+    // `due`: whether the next delivery's time has come; a step lets it start anyway.
+    bool pass(bool due);
+    // How long the gate has been paused in total (the replay's clock subtracts it).
+    Clock::duration pausedFor() const;
+
+private:
+    mutable std::mutex m_mutex;
+    bool m_paused = false;
+    int m_steps = 0;
+    Clock::time_point m_since;
+    Clock::duration m_total{};
 };
 
 struct ReplayOptions {
@@ -51,6 +83,8 @@ struct ReplayOptions {
     std::function<void(const ReplayProgress&)> progress;
     // When it turns true, no further delivery starts and replay() returns with `cancelled` set.
     const std::atomic<bool>* cancel = nullptr;
+    ReplayGate* gate = nullptr; // pause and step (none: never paused)
+    bool trace = false;         // report each consumer's marks in ReplayProgress::trace
 };
 
 struct ReplayResult {
