@@ -170,9 +170,11 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
     bar->addWidget(m_step);
     bar->addWidget(m_stop);
     bar->addStretch(1);
-    bar->addWidget(m_exportJson);
-    bar->addWidget(m_exportCsv);
-    bar->addWidget(m_exportPng);
+    auto* exports = new QHBoxLayout; // under the result: the control row stays narrow at large fonts
+    exports->addStretch(1);
+    exports->addWidget(m_exportJson);
+    exports->addWidget(m_exportCsv);
+    exports->addWidget(m_exportPng);
     m_progress = new QProgressBar(this);
     m_progress->setObjectName(u"progress"_s);
     m_progress->setRange(0, 1000);
@@ -224,6 +226,7 @@ ReplayWidget::ReplayWidget(QWidget* parent) : QWidget(parent), m_runner(new Repl
     result->addLayout(counts);
     result->addWidget(m_status);
     result->addWidget(m_lanes, 1);
+    result->addLayout(exports);
     auto* rightSide = new QVBoxLayout;
     rightSide->addLayout(bar);
     rightSide->addWidget(m_resultView, 1);

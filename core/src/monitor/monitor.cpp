@@ -240,6 +240,10 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             in.type = "string";
             in.value = reply::str(head);
             in.valueBytes = static_cast<std::int64_t>(in.value.size());
+            // empty: an empty string, or a key that expired between HMGET and GETRANGE (which
+            // answers "" for a key that is gone): TYPE says which
+            if (in.value.empty() && ttl >= 0)
+                second.emplace_back(i, More::Type);
             if (in.value.size() >= m_options.prefixBytes) { // maybe longer: its length and last bytes
                 second.emplace_back(i, More::Length);
                 second.emplace_back(i, More::Tail);
