@@ -273,7 +273,7 @@ private slots:
         if (worker.isEmpty())
             QSKIP("IDEM_PGWORKER is not set (ctest sets it)");
         const std::string id = uniqueId("killed");
-        const QStringList args = {QString::fromStdString(url), QString::fromStdString(id), QStringLiteral("300")};
+        const QStringList args = {QString::fromStdString(url), QString::fromStdString(id), QStringLiteral("3000")};
         QProcess first;
         first.start(worker, args);
         QVERIFY(first.waitForStarted());
@@ -284,13 +284,14 @@ private slots:
         QVERIFY(first.waitForFinished(5000));
         QCOMPARE(first.exitStatus(), QProcess::CrashExit);
 
-        // its lease is still live for a moment: a delivery now is told so
+        // its lease (3 s: a sanitizer build's process start and connect take hundreds of ms) is
+        // still live: a delivery now is told so
         QProcess early;
         early.start(worker, args);
         QVERIFY(early.waitForFinished(20'000));
         QVERIFY2(early.readAllStandardOutput().contains("outcome in_progress"), "the lease was not live");
 
-        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        std::this_thread::sleep_for(std::chrono::milliseconds(3100)); // the lease ran out
         QProcess second;
         second.start(worker, args);
         QVERIFY(second.waitForFinished(20'000));
