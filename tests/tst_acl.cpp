@@ -181,6 +181,32 @@ private Q_SLOTS:
         QVERIFY(admin.inspect("stuck"));
     }
 
+    // A user named in the URL without a password (a nopass user) is that user, never quietly the
+    // default one: a nopass monitor's purge is refused. It used to connect without AUTH, as the
+    // default user, and purged.
+    void nopassUserIsThatUser()
+    {
+        const std::string ns = idemtest::uniqueNamespace("acln"), user = "nopass-" + ns;
+        seed(ns);
+        const auto line = runIdemctl(QStringList{u"--namespace"_s, q(ns), u"acl"_s, u"monitor"_s, u"--user"_s, q(user),
+                                                 u"--nopass"_s});
+        QCOMPARE(line.exitCode, 0);
+        std::vector<std::string> words;
+        for (const QString& w : QString::fromUtf8(line.out).trimmed().split(u' ', Qt::SkipEmptyParts))
+            words.push_back(w.toStdString());
+        std::vector<std::string_view> args(words.begin(), words.end());
+        idem::Connection admin(idemtest::sharedRedis());
+        QVERIFY(!idem::reply::isError(admin.command(args).get()));
+        m_users.push_back(user);
+        const QString url = u"redis://%1@127.0.0.1:%2/0"_s.arg(q(user)).arg(idemtest::sharedRedis().port);
+        QCOMPARE(runIdemctl(g(url, ns) + QStringList{u"stats"_s}).exitCode, 0);
+        const auto purge = runIdemctl(g(url, ns) + QStringList{u"purge"_s, u"done"_s, u"--reason"_s, u"x"_s});
+        QVERIFY2(purge.exitCode == 77, purge.err.constData());
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        QVERIFY(store.inspect("done"));
+    }
+
     void operatorRole()
     {
         const std::string ns = idemtest::uniqueNamespace("aclo"), other = idemtest::uniqueNamespace("aclx"),

@@ -171,19 +171,20 @@ void Connection::connect()
         }
         return r;
     };
-    if (!m_options.password.empty()) {
-        if (m_options.user.empty())
-            handshake({"AUTH", m_options.password}, "authentication");
-        else
-            handshake({"AUTH", m_options.user, m_options.password}, "authentication");
-    }
+    // a named user authenticates as itself even without a password (a nopass user, or a refusal
+    // that says so): never quietly as the default user
+    if (!m_options.user.empty())
+        handshake({"AUTH", m_options.user, m_options.password}, "authentication");
+    else if (!m_options.password.empty())
+        handshake({"AUTH", m_options.password}, "authentication");
     if (m_options.db != 0) {
         const std::string db = std::to_string(m_options.db);
         handshake({"SELECT", db}, "selecting the database");
     }
     if (m_options.readOnly)
         handshake({"READONLY"}, "READONLY (reads from a replica)");
-    if (m_options.password.empty() && m_options.db == 0 && !m_options.viaSentinel() && !m_options.readOnly) {
+    if (m_options.user.empty() && m_options.password.empty() && m_options.db == 0 && !m_options.viaSentinel() &&
+        !m_options.readOnly) {
         // one round trip that finds here, with a clear error, what the first command would: a TLS
         // port hangs up on plaintext, and a TLS 1.3 server refuses a client certificate only
         // after the handshake seemed done
