@@ -239,12 +239,15 @@ private slots:
 
         // a stuck run is force-failed by an operator
         QProcess stuck;
-        // (long enough for the inspect and force-fail processes after it, under a sanitizer too)
-        stuck.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("stuck"), s("--"),
-                                                                  s("sleep"), s("4")});
+        // its work ends only once the test says so (a file appears), however slow the machine
+        const QString go = tmp.filePath(s("stuck-may-end"));
+        stuck.start(idemtest::idemctlPath(),
+                    common + QStringList{s("run"), s("--key"), s("stuck"), s("--"), s("sh"), s("-c"),
+                                         s("while [ ! -e '%1' ]; do sleep 0.05; done").arg(go)});
         QVERIFY(stuck.waitForStarted());
-        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("stuck")}).exitCode == 0, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("stuck")}).exitCode == 0, 10000);
         auto ff = ctl({s("force-fail"), s("stuck"), s("--reason"), s("host died"), s("--terminal")});
+        QFile(go).open(QIODevice::WriteOnly);
         QCOMPARE(ff.exitCode, 0);
         QVERIFY(stuck.waitForFinished(10000));
         QCOMPARE(stuck.exitCode(), 70); // its lease was taken away: the result is not stored
