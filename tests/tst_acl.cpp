@@ -3,6 +3,7 @@
 // what it must not do is refused with words that name the permission and the role that has it.
 #include "idem/engine/store.h"
 #include "idem/monitor/keyspacelistener.h"
+#include "idem/redis/localcluster.h"
 #include "idem/redis/pool.h"
 #include "idem/redis/reply.h"
 #include "testsupport.h"
@@ -10,6 +11,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QtTest>
+
+#include <functional>
 
 using idemtest::runIdemctl;
 using namespace Qt::StringLiterals;
@@ -25,26 +28,11 @@ class TestAcl : public QObject {
 
     std::vector<std::string> m_users;
 
-    // The line `idemctl acl ROLE` prints for `user`, applied to the server as the admin; the URL
-    // that connects as that user.
+    // The line `idemctl acl ROLE` prints for `user`, applied to the shared server as the admin; the
+    // URL that connects as that user.
     QString makeUser(const QString& role, const std::string& user, const std::string& ns, const QStringList& more = {})
     {
-        const auto r = runIdemctl(QStringList{u"--namespace"_s, q(ns), u"acl"_s, role, u"--user"_s, q(user),
-                                              u"--password-stdin"_s} + more,
-                                  30000, QByteArray("pw-") + QByteArray::fromStdString(user) + '\n');
-        if (r.exitCode != 0)
-            qFatal("idemctl acl %s: %s", qPrintable(role), r.err.constData());
-        const QString line = QString::fromUtf8(r.out).trimmed();
-        if (line.contains(u'\n') || line.contains(u"pw-"_s))
-            qFatal("one line, without the password: %s", qPrintable(line));
-        std::vector<std::string> words;
-        for (const QString& w : line.split(u' ', Qt::SkipEmptyParts))
-            words.push_back(w.toStdString());
-        std::vector<std::string_view> args(words.begin(), words.end());
-        idem::Connection admin(idemtest::sharedRedis());
-        const auto reply = admin.command(args);
-        if (idem::reply::isError(reply.get()))
-            qFatal("%s refused: %s", qPrintable(line), std::string(idem::reply::errorText(reply.get())).c_str());
+        applyUser(role, user, ns, {idemtest::sharedRedis()}, more);
         m_users.push_back(user);
         return u"redis://%1:pw-%1@127.0.0.1:%2/0"_s.arg(q(user)).arg(idemtest::sharedRedis().port);
     }
@@ -72,6 +60,68 @@ class TestAcl : public QObject {
     }
 
     static QStringList g(const QString& url, const std::string& ns) { return {u"--url"_s, url, u"--namespace"_s, q(ns)}; }
+
+    // The line `idemctl acl ROLE` prints for `user`, applied as the admin to each of `servers`
+    // (every node of a Cluster, the primary and replicas a Sentinel watches: ACLs are per node).
+    static void applyUser(const QString& role, const std::string& user, const std::string& ns,
+                          const std::vector<idem::ConnectionOptions>& servers, const QStringList& more = {})
+    {
+        const auto r = runIdemctl(QStringList{u"--namespace"_s, q(ns), u"acl"_s, role, u"--user"_s, q(user),
+                                              u"--password-stdin"_s} + more,
+                                  30000, QByteArray("pw-") + QByteArray::fromStdString(user) + '\n');
+        if (r.exitCode != 0)
+            qFatal("idemctl acl %s: %s", qPrintable(role), r.err.constData());
+        const QString line = QString::fromUtf8(r.out).trimmed();
+        if (line.contains(u'\n') || line.contains(u"pw-"_s))
+            qFatal("one line, without the password: %s", qPrintable(line));
+        std::vector<std::string> words;
+        for (const QString& w : line.split(u' ', Qt::SkipEmptyParts))
+            words.push_back(w.toStdString());
+        const std::vector<std::string_view> args(words.begin(), words.end());
+        for (const auto& o : servers) {
+            idem::Connection admin(o);
+            const auto reply = admin.command(args);
+            if (idem::reply::isError(reply.get()))
+                qFatal("ACL SETUSER refused: %s", std::string(idem::reply::errorText(reply.get())).c_str());
+        }
+    }
+
+    // What each role may and may not do at `url(user)`, a Cluster's or a Sentinel's: the service
+    // runs keys spread over the slots, the monitor lists them all and may not purge, the operator
+    // purges one and force-fails in bulk.
+    static void rolesWork(const std::function<QString(const std::string& user)>& url, const std::string& ns,
+                          const std::vector<idem::ConnectionOptions>& servers)
+    {
+        for (const char* role : {"service", "monitor", "operator"})
+            applyUser(QString::fromLatin1(role), std::string(role) + "-" + ns, ns, servers);
+        const QString svc = url("service-" + ns), mon = url("monitor-" + ns), op = url("operator-" + ns);
+        for (int i = 0; i < 6; ++i) { // six ids: on a Cluster, more than one node's slots
+            const auto r = runIdemctl(g(svc, ns) + QStringList{u"run"_s, u"--key"_s, u"job-%1"_s.arg(i), u"--"_s,
+                                                               u"echo"_s, u"ran"_s});
+            QVERIFY2(r.exitCode == 0 && r.out == "ran\n", r.err.constData());
+        }
+        const auto svcList = runIdemctl(g(svc, ns) + QStringList{u"list"_s});
+        QVERIFY2(svcList.exitCode == 77 && svcList.err.contains("the monitor role has it"),
+                 qPrintable(QString::number(svcList.exitCode) + u" "_s + QString::fromUtf8(svcList.out + svcList.err)));
+
+        const auto list = runIdemctl(g(mon, ns) + QStringList{u"list"_s, u"--json"_s});
+        QVERIFY2(list.exitCode == 0, list.err.constData());
+        QCOMPARE(QString::fromUtf8(list.out).count(u"\"id\""_s), 6);
+        const auto monPurge = runIdemctl(g(mon, ns) + QStringList{u"purge"_s, u"job-0"_s, u"--reason"_s, u"x"_s});
+        QVERIFY2(monPurge.exitCode == 77 && monPurge.err.contains("the operator role has it"), monPurge.err.constData());
+
+        const auto purge =
+            runIdemctl(g(op, ns) + QStringList{u"purge"_s, u"job-0"_s, u"--reason"_s, u"redo"_s, u"--by"_s, u"alice"_s});
+        QVERIFY2(purge.exitCode == 0, purge.err.constData());
+        const auto bulk = runIdemctl(g(op, ns) + QStringList{u"purge"_s, u"--state"_s, u"completed"_s, u"--yes"_s,
+                                                             u"--reason"_s, u"bulk"_s, u"--by"_s, u"alice"_s});
+        QVERIFY2(bulk.exitCode == 0, bulk.err.constData());
+        const auto after = runIdemctl(g(mon, ns) + QStringList{u"list"_s, u"--json"_s});
+        QCOMPARE(QString::fromUtf8(after.out).count(u"\"id\""_s), 0);
+        const auto audit = runIdemctl(g(mon, ns) + QStringList{u"audit"_s, u"--by"_s, u"alice"_s, u"--json"_s});
+        QVERIFY2(audit.exitCode == 0 && QJsonDocument::fromJson(audit.out).array().size() >= 6,
+                 qPrintable(QString::fromUtf8(audit.out + audit.err)));
+    }
 
 private Q_SLOTS:
     void cleanupTestCase()
@@ -248,6 +298,34 @@ private Q_SLOTS:
         idem::Store admin(pool, idem::StoreOptions{.keyNamespace = other});
         QVERIFY(admin.inspect("done"));
         QCOMPARE(admin.inspect("stuck")->state, idem::RecordState::Started);
+    }
+
+    // The roles on a whole Cluster: the ACL applied to every node, each role's commands reach the
+    // node serving each key (CLUSTER SLOTS, MOVED, the scan over every primary).
+    void rolesOnACluster()
+    {
+        idem::LocalCluster cluster(3);
+        std::vector<idem::ConnectionOptions> nodes;
+        for (int i = 0; i < cluster.size(); ++i)
+            nodes.push_back(cluster.node(i));
+        const std::string ns = idemtest::uniqueNamespace("aclc");
+        const int port = cluster.node(1).port;
+        rolesWork([&](const std::string& user) { return u"redis://%1:pw-%1@127.0.0.1:%2"_s.arg(q(user)).arg(port); },
+                  ns, nodes);
+    }
+
+    // Through Sentinel: the sentinels answer without the user (theirs to configure), the primary
+    // and its replica carry the roles.
+    void rolesThroughSentinel()
+    {
+        idemtest::LocalSentinelSet set(1);
+        std::vector<idem::ConnectionOptions> nodes;
+        for (int i = 0; i < set.nodes(); ++i)
+            nodes.push_back(set.node(i).connectionOptions());
+        const std::string ns = idemtest::uniqueNamespace("aclq");
+        const std::string sentinels = set.url().substr(std::string("redis-sentinel://").size());
+        rolesWork([&](const std::string& user) { return u"redis-sentinel://%1:pw-%1@%2"_s.arg(q(user), q(sentinels)); },
+                  ns, nodes);
     }
 
     void service()

@@ -1,5 +1,7 @@
 // idemctl end to end against the fixture's redis-server.
+#include "idem/engine/store.h"
 #include "idem/redis/localserver.h"
+#include "idem/redis/pool.h"
 #include "testsupport.h"
 
 #include <QProcess>
@@ -237,12 +239,15 @@ private slots:
 
         // a stuck run is force-failed by an operator
         QProcess stuck;
-        // (long enough for the inspect and force-fail processes after it, under a sanitizer too)
-        stuck.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("stuck"), s("--"),
-                                                                  s("sleep"), s("4")});
+        // its work ends only once the test says so (a file appears), however slow the machine
+        const QString go = tmp.filePath(s("stuck-may-end"));
+        stuck.start(idemtest::idemctlPath(),
+                    common + QStringList{s("run"), s("--key"), s("stuck"), s("--"), s("sh"), s("-c"),
+                                         s("while [ ! -e '%1' ]; do sleep 0.05; done").arg(go)});
         QVERIFY(stuck.waitForStarted());
-        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("stuck")}).exitCode == 0, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("stuck")}).exitCode == 0, 10000);
         auto ff = ctl({s("force-fail"), s("stuck"), s("--reason"), s("host died"), s("--terminal")});
+        QFile(go).open(QIODevice::WriteOnly);
         QCOMPARE(ff.exitCode, 0);
         QVERIFY(stuck.waitForFinished(10000));
         QCOMPARE(stuck.exitCode(), 70); // its lease was taken away: the result is not stored
@@ -272,6 +277,33 @@ private slots:
         auto l = QJsonDocument::fromJson(ctl({s("inspect"), s("alist"), s("--json")}).out).object();
         QCOMPARE(l.value(s("state")).toString(), s("FOREIGN")); // a valid key of something else
         QVERIFY(l.value(s("reason")).toString().contains(s("list")));
+    }
+
+    // A record idem-gateway wrote: its HTTP answer decoded, the JSON body pretty-printed, and in
+    // --json an "http" object beside the stored response
+    void gatewayAnswerDecoded()
+    {
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = common.at(3).toStdString()});
+        const auto a = store.acquire("http-1");
+        QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+        const std::string answer = "{\"gateway\":1,\"method\":\"POST\",\"route\":\"/orders\",\"status\":201,"
+                                   "\"headers\":[[\"Content-Type\",\"application/json\"],[\"Location\",\"/orders/7\"]],"
+                                   "\"body\":\"{\\\"id\\\":7,\\\"ok\\\":true}\"}";
+        QCOMPARE(store.complete(a.ticket, answer).status, idem::OwnerStatus::Ok);
+        const auto text = ctl({s("inspect"), s("http-1")});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains("response   HTTP 201 to POST /orders") &&
+                     text.out.contains("  header   Location: /orders/7") && text.out.contains("  body     JSON, 18 bytes") &&
+                     text.out.contains("\"id\": 7"),
+                 text.out.constData());
+        const auto j = QJsonDocument::fromJson(ctl({s("inspect"), s("http-1"), s("--json")}).out).object();
+        const QJsonObject http = j.value(s("http")).toObject();
+        QCOMPARE(http.value(s("status")).toInt(), 201);
+        QCOMPARE(http.value(s("route")).toString(), s("/orders"));
+        QCOMPARE(http.value(s("body_kind")).toString(), s("JSON"));
+        QCOMPARE(http.value(s("body")).toString(), s("{\"id\":7,\"ok\":true}"));
+        QCOMPARE(j.value(s("response")).toString().toStdString(), answer); // as stored, too
     }
 
     void demo()

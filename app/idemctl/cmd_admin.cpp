@@ -3,6 +3,7 @@
 
 #include "idem/duration.h"
 #include "idem/engine/store.h"
+#include "idem/format/httpanswer.h"
 #include "idem/monitor/scanner.h"
 
 #include <cstdio>
@@ -85,6 +86,43 @@ std::string shown(const std::string& s, std::size_t limit = 2000)
     return out;
 }
 
+// An answer idem-gateway stored: its status, route and kept headers, the body as it reads (JSON
+// pretty-printed, text as text, binary as a hex dump), as the console's inspector shows it.
+void printHttpAnswer(const idem::HttpAnswer& a)
+{
+    std::printf("response   HTTP %d to %s %s (stored by idem-gateway; replayed with Idempotent-Replayed: true)\n",
+                a.status, shown(a.method, 16).c_str(), shown(a.route, 200).c_str());
+    for (const auto& [name, value] : a.headers)
+        std::printf("  header   %s: %s\n", shown(name, 80).c_str(), shown(value, 200).c_str());
+    const std::string* type = a.header("Content-Type");
+    const idem::BodyView body = idem::viewBody(a.body, type ? *type : std::string_view());
+    std::printf("  body     %s, %zu bytes%s\n", std::string(idem::nameOf(body.kind)).c_str(), body.bytes,
+                body.cut ? " (the first part)" : "");
+    std::string line;
+    for (std::size_t i = 0; i <= body.text.size(); ++i)
+        if (i == body.text.size() || body.text[i] == '\n') {
+            if (!line.empty() || i < body.text.size())
+                std::printf("    %s\n", shown(line, 4000).c_str());
+            line.clear();
+        } else {
+            line += body.text[i];
+        }
+}
+
+nlohmann::json httpJson(const idem::HttpAnswer& a)
+{
+    nlohmann::json headers = nlohmann::json::array();
+    for (const auto& [name, value] : a.headers)
+        headers.push_back({name, value});
+    const std::string* type = a.header("Content-Type");
+    const idem::BodyView body = idem::viewBody(a.body, type ? *type : std::string_view(), std::string::npos, 0);
+    nlohmann::json j = {{"method", a.method}, {"route", a.route}, {"status", a.status}, {"headers", headers},
+                        {"body_kind", std::string(idem::nameOf(body.kind))}, {"body_bytes", a.body.size()}};
+    if (body.kind == idem::BodyKind::Json || body.kind == idem::BodyKind::Text)
+        j["body"] = a.body;
+    return j;
+}
+
 nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::string, std::string>>& meta)
 {
     using nlohmann::json;
@@ -102,6 +140,9 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
     j["attempt"] = r.attempt;
     j["fingerprint"] = r.fingerprint;
     j["response"] = r.response ? json(*r.response) : json(nullptr);
+    if (r.response)
+        if (const auto http = idem::decodeHttpAnswer(*r.response))
+            j["http"] = httpJson(*http); // the gateway's answer, decoded
     j["error"] = r.error;
     if (!r.op.empty())
         j["operator"] = {{"action", r.op}, {"by", r.opBy}, {"reason", r.opReason},
@@ -156,8 +197,12 @@ void printRecord(const idem::Record& r, std::int64_t now)
         std::printf("error      %s\n", shown(r.error).c_str());
     if (!r.op.empty())
         std::printf("operator   %s by %s: %s\n", r.op.c_str(), r.opBy.c_str(), r.opReason.c_str());
-    if (r.response)
-        std::printf("response   %s\n", shown(*r.response).c_str());
+    if (r.response) {
+        if (const auto http = idem::decodeHttpAnswer(*r.response))
+            printHttpAnswer(*http);
+        else
+            std::printf("response   %s\n", shown(*r.response).c_str());
+    }
     if (r.format != idem::RecordFormat::Native)
         for (const auto& [k, v] : r.fields) {
             const idem::FieldDoc* doc = idem::fieldDoc(r.format, k);

@@ -5,6 +5,7 @@
 #include "idem/errors.h"
 
 #include <algorithm>
+#include <string_view>
 #include <future>
 #include <thread>
 
@@ -26,6 +27,15 @@ ConnectionOptions optionsAt(const ConnectionOptions& seed, const std::string& ad
     o.sentinel = {};
     o.readOnly = readOnly;
     return o;
+}
+
+// An error reply retrying cannot fix (ACL, credentials): said at once, not waited out as a failover.
+bool refusedForGood(std::string_view error)
+{
+    for (std::string_view prefix : {"NOPERM", "NOAUTH", "WRONGPASS"})
+        if (error.starts_with(prefix))
+            return true;
+    return false;
 }
 
 } // namespace
@@ -250,8 +260,11 @@ ScanStep Scanner::next()
             t.page = t.monitor->scanPage(t.cursor, &t.redirected);
         } catch (const IoError& e) { // the node is gone or failing over: followed below
             t.error = e.what();
-        } catch (const ReplyError& e) { // LOADING, CLUSTERDOWN, a node being reconfigured
-            t.error = e.what();
+        } catch (const ReplyError& e) {
+            if (refusedForGood(e.what())) // a user without the permission: the same on every node, now and later
+                t.fatal = std::current_exception();
+            else // LOADING, CLUSTERDOWN, a node being reconfigured
+                t.error = e.what();
         } catch (...) {
             t.fatal = std::current_exception();
         }
