@@ -342,24 +342,25 @@ private slots:
         sql(old, std::string(idem::sql::v1));
         sql(old, "INSERT INTO idem.migrations (version) VALUES (1)");
         sql(old, "SELECT * FROM idem.acquire('from-v1', lease => '200 ms')");
-        QVERIFY_THROWS_EXCEPTION(idem::ConfigError, idem::PgStore(old).acquire("needs-v2"));
+        QVERIFY_THROWS_EXCEPTION(idem::ConfigError, idem::PgStore(old).acquire("needs-the-newest"));
 
         const QString oldUrl = QString::fromStdString(old);
         const Ctl up = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), oldUrl});
         QVERIFY2(up.exit == 0, qPrintable(up.err));
-        QVERIFY2(up.out.contains(QStringLiteral("upgraded from version 1 to 2")), qPrintable(up.out));
+        QVERIFY2(up.out.contains(QStringLiteral("upgraded from version 1 to %1").arg(idem::kPgSchemaVersion)), qPrintable(up.out));
         const Ctl again = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), oldUrl});
-        QVERIFY2(again.out.contains(QStringLiteral("version 2, nothing to do")), qPrintable(again.out));
+        QVERIFY2(again.out.contains(QStringLiteral("version %1, nothing to do").arg(idem::kPgSchemaVersion)), qPrintable(again.out));
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
         const auto taken = idem::PgStore(old).acquire("from-v1"); // the v1 row, its lease run out
         QCOMPARE(taken.status, AcquireStatus::Acquired);
         QVERIFY(taken.takeover);
         QVERIFY(taken.phase.empty());
 
-        sql(old, "INSERT INTO idem.migrations (version) VALUES (3)");
+        const int later = idem::kPgSchemaVersion + 1;
+        sql(old, "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
         const Ctl newer = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), oldUrl});
         QCOMPARE(newer.exit, 1);
-        QVERIFY2(newer.err.contains(QStringLiteral("version 3, newer than this idem knows (2)")), qPrintable(newer.err));
+        QVERIFY2(newer.err.contains(QStringLiteral("version %1, newer than this idem knows (%2)").arg(later).arg(idem::kPgSchemaVersion)), qPrintable(newer.err));
     }
 };
 

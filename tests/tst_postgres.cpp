@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <thread>
 
 using idem::AcquireStatus;
@@ -511,6 +512,57 @@ private slots:
         QCOMPARE(o.kind, OutcomeKind::StoreUnavailable);
         QVERIFY(!o.workRan);
         QCOMPARE(idem::pgSchemaVersion(pg->url("bare")), 0);
+    }
+
+    // A v2 schema with records in every state upgrades in place: each record answers as before,
+    // fences keep rising, and the constraints still hold.
+    void upgradeKeepsRecords()
+    {
+        sql(url, "CREATE DATABASE upgrade");
+        const std::string db = pg->url("upgrade");
+        QCOMPARE(idem::installPgSchema(db, 2).after, 2);
+        QCOMPARE(idem::pgSchemaVersion(db), 2);
+        idem::PgStoreOptions o;
+        o.lease = idem::Millis(1000);
+        std::optional<idem::PgStore> old(std::in_place, db, o);
+        const auto done = old->acquire("done", "fp");
+        QCOMPARE(old->complete(done.ticket, "receipt").status, OwnerStatus::Ok);
+        const auto stale = old->acquire("stale");
+        QCOMPARE(old->checkpoint(stale.ticket, "charged", "ch_1").status, OwnerStatus::Ok);
+        const auto dead = old->acquire("dead");
+        QCOMPARE(old->fail(dead.ticket, idem::FailPolicy::Terminal, "card declined").status, OwnerStatus::Ok);
+        old.reset(); // its connections hold plans of the old functions
+
+        const idem::PgSchemaChange up = idem::installPgSchema(db);
+        QCOMPARE(up.before, 2);
+        QCOMPARE(up.after, idem::kPgSchemaVersion);
+        idem::PgStore store(db, o);
+        const auto dup = store.acquire("done", "fp");
+        QCOMPARE(dup.status, AcquireStatus::Duplicate);
+        QCOMPARE(dup.response, std::string("receipt"));
+        QCOMPARE(store.acquire("done", "other").status, AcquireStatus::Mismatch);
+        QCOMPARE(store.acquire("dead").status, AcquireStatus::FailedTerminal);
+        QCOMPARE(store.acquire("stale").status, AcquireStatus::InProgress);
+        QTRY_VERIFY_WITH_TIMEOUT(store.inspect("stale")->stale, 5000);
+        const auto taken = store.acquire("stale");
+        QCOMPARE(taken.status, AcquireStatus::Acquired);
+        QVERIFY(taken.takeover);
+        QCOMPARE(taken.ticket.attempt, std::int64_t(2));
+        QVERIFY(taken.ticket.fence > stale.ticket.fence);
+        QCOMPARE(taken.phase, std::string("charged"));
+        QCOMPARE(taken.phaseData, std::string("ch_1"));
+        const auto fresh = store.acquire("fresh");
+        QCOMPARE(fresh.status, AcquireStatus::Acquired);
+        QVERIFY(fresh.ticket.fence > taken.ticket.fence);
+        QCOMPARE(store.complete(fresh.ticket, "ok").status, OwnerStatus::Ok);
+
+        // the table's constraints, now domains, still refuse what they refused
+        QVERIFY_THROWS_EXCEPTION(idem::ReplyError, sql(db, "SELECT * FROM idem.acquire('')"));
+        QVERIFY_THROWS_EXCEPTION(idem::ReplyError,
+                                 sql(db, "UPDATE idem.records SET state = 'DONE' WHERE id = 'done'"));
+        QVERIFY_THROWS_EXCEPTION(idem::ReplyError,
+                                 sql(db, "UPDATE idem.records SET policy = 'sometimes' WHERE id = 'dead'"));
+        QCOMPARE(idem::installPgSchema(db).before, idem::kPgSchemaVersion); // nothing left to do
     }
 
     void idemctlPgInit()
