@@ -5,6 +5,7 @@
 #include "idem/pg/localpostgres.h"
 #include "idem/pg/pgstore.h"
 #include "idem/pg/schema.h"
+#include "pgfixture.h"
 #include "testsupport.h"
 
 #include <libpq-fe.h>
@@ -18,44 +19,14 @@
 #include <thread>
 
 using idem::AcquireStatus;
+using idemtest::Ctl;
+using idemtest::finishIdemctl;
+using idemtest::pgSql;
+using idemtest::startIdemctl;
 
 namespace {
 
-std::string sql(const std::string& conninfo, const std::string& query)
-{
-    std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo.c_str()), &PQfinish);
-    if (PQstatus(c.get()) != CONNECTION_OK)
-        throw idem::IoError(PQerrorMessage(c.get()));
-    std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c.get(), query.c_str()), &PQclear);
-    const ExecStatusType s = PQresultStatus(r.get());
-    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
-        throw idem::ReplyError(query + ": " + PQresultErrorMessage(r.get()));
-    return s == PGRES_TUPLES_OK && PQntuples(r.get()) > 0 ? std::string(PQgetvalue(r.get(), 0, 0)) : std::string();
-}
-
 QString uniqueId(const char* prefix) { return QString::fromStdString(idemtest::uniqueNamespace(prefix)); }
-
-struct Ctl {
-    int exit = -1;
-    QString out, err;
-};
-
-QProcess* startIdemctl(const QStringList& args, QObject* parent)
-{
-    auto* p = new QProcess(parent);
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.remove(QStringLiteral("IDEM_URL"));
-    p->setProcessEnvironment(env);
-    p->start(idemtest::idemctlPath(), args);
-    return p;
-}
-
-Ctl finish(QProcess* p)
-{
-    if (!p->waitForFinished(60'000))
-        qFatal("idemctl did not finish");
-    return {p->exitCode(), QString::fromUtf8(p->readAllStandardOutput()), QString::fromUtf8(p->readAllStandardError())};
-}
 
 } // namespace
 
@@ -70,17 +41,15 @@ class TestPgCtl : public QObject {
     {
         args.prepend(on.isEmpty() ? url : on);
         args.prepend(QStringLiteral("--url"));
-        QObject owner;
-        return finish(startIdemctl(args, &owner));
+        return idemtest::idemctl(args);
     }
 
 private slots:
     void initTestCase()
     {
-        pg = std::make_unique<idem::LocalPostgres>();
+        pg = idemtest::startPostgres();
         url = QString::fromStdString(pg->url());
         socket = QString::fromStdString(pg->socketConninfo());
-        idem::installPgSchema(pg->url());
     }
     void cleanupTestCase() { pg.reset(); }
 
@@ -108,7 +77,7 @@ private slots:
                                           QStringLiteral("echo x >> '%1'; sleep 0.3; echo charged; exit 3").arg(marks)},
                                          &owner));
         for (QProcess* p : procs) {
-            const Ctl c = finish(p);
+            const Ctl c = finishIdemctl(p);
             QVERIFY2(c.exit == 3, qPrintable(c.err));
             QCOMPARE(c.out, QStringLiteral("charged\n"));
         }
@@ -195,7 +164,7 @@ private slots:
         QVERIFY2(ff.exit == 0, qPrintable(ff.err));
         QVERIFY2(ff.out.contains(QStringLiteral("was STARTED, now FAILED retryable")), qPrintable(ff.out));
         QCOMPARE(store.complete(a.ticket, "late").status, idem::OwnerStatus::LeaseLost);
-        QCOMPARE(sql(pg->url(), "SELECT by || ':' || reason FROM idem.operations WHERE id = '" + key.toStdString() +
+        QCOMPARE(pgSql(pg->url(), "SELECT by || ':' || reason FROM idem.operations WHERE id = '" + key.toStdString() +
                                     "' AND op = 'force_fail'"),
                  std::string("ops:stuck"));
 
@@ -217,16 +186,16 @@ private slots:
     // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages
     void listAndStats()
     {
-        sql(pg->url(), "CREATE DATABASE listing");
+        pgSql(pg->url(), "CREATE DATABASE listing");
         const std::string db = pg->url("listing");
         idem::installPgSchema(db);
-        sql(db, "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at, response) "
+        pgSql(db, "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at, response) "
                 "SELECT 'c-' || lpad(n::text, 5, '0'), 'COMPLETED', nextval('idem.fence'), now() + interval '1 h', "
                 "now(), now(), 'r' FROM generate_series(1, 2500) AS n");
         idem::PgStore store(db);
         const auto live = store.acquire("s-live");
         QCOMPARE(live.status, AcquireStatus::Acquired);
-        sql(db, "INSERT INTO idem.records (id, state, token, fence, lease_until, expires_at, created_at, started_at) "
+        pgSql(db, "INSERT INTO idem.records (id, state, token, fence, lease_until, expires_at, created_at, started_at) "
                 "VALUES ('s-stale', 'STARTED', gen_random_uuid(), nextval('idem.fence'), now() - interval '1 s', "
                 "now() + interval '1 h', now(), now()), "
                 "('x-expired', 'COMPLETED', NULL, nextval('idem.fence'), NULL, now() - interval '1 s', now(), now())");
@@ -259,10 +228,10 @@ private slots:
     // pg sweep: expired rows go in batches of --batch, live ones (and a held row) stay
     void sweepInBoundedBatches()
     {
-        sql(pg->url(), "CREATE DATABASE sweeping");
+        pgSql(pg->url(), "CREATE DATABASE sweeping");
         const std::string db = pg->url("sweeping");
         idem::installPgSchema(db);
-        sql(db, "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at) "
+        pgSql(db, "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at) "
                 "SELECT 'old-' || n, 'COMPLETED', nextval('idem.fence'), now() - n * interval '1 s', now(), now() "
                 "FROM generate_series(1, 25) AS n");
         idem::PgStore store(db);
@@ -277,18 +246,18 @@ private slots:
         QVERIFY2(one.out.contains(QStringLiteral("swept 10 expired row(s) in 1 batch(es) of up to 10; more remain")),
                  qPrintable(one.out));
         // the oldest expiry went first
-        QCOMPARE(sql(db, "SELECT count(*) FROM idem.records WHERE id IN ('old-25', 'old-16')"), std::string("0"));
-        QCOMPARE(sql(db, "SELECT count(*) FROM idem.records WHERE id = 'old-15'"), std::string("1"));
+        QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records WHERE id IN ('old-25', 'old-16')"), std::string("0"));
+        QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records WHERE id = 'old-15'"), std::string("1"));
 
         const Ctl rest = idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10")}, dbUrl);
         QVERIFY2(rest.out.contains(QStringLiteral("swept 15 expired row(s) in 2 batch(es)")), qPrintable(rest.out));
-        QCOMPARE(sql(db, "SELECT string_agg(id, ',') FROM idem.records"), std::string("live"));
+        QCOMPARE(pgSql(db, "SELECT string_agg(id, ',') FROM idem.records"), std::string("live"));
         const Ctl none = idemctl(sweep, dbUrl);
         QVERIFY2(none.out.contains(QStringLiteral("swept 0 expired row(s) in 1 batch(es) of up to 1000")),
                  qPrintable(none.out));
 
         // a row another transaction holds is skipped, not waited for
-        sql(db, "UPDATE idem.records SET expires_at = now() - interval '1 s' WHERE id = 'live'");
+        pgSql(db, "UPDATE idem.records SET expires_at = now() - interval '1 s' WHERE id = 'live'");
         std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(db.c_str()), &PQfinish);
         PQclear(PQexec(holder.get(), "BEGIN"));
         PQclear(PQexec(holder.get(), "SELECT * FROM idem.records WHERE id = 'live' FOR UPDATE"));

@@ -1,5 +1,5 @@
 // The PostgreSQL store's leased mode through Executor (the same API as Redis), recovery points
-// (idem.checkpoint) with the worker SIGKILLed, the v1 -> v2 upgrade, `idemctl` on postgresql://
+// (idem.checkpoint) with the worker SIGKILLed, the upgrade from v1, `idemctl` on postgresql://
 // URLs and `idemctl pg sweep`, on a private PostgreSQL server this test starts.
 #include "idem/engine/executor.h"
 #include "idem/errors.h"
@@ -7,6 +7,7 @@
 #include "idem/pg/pgstore.h"
 #include "idem/pg/schema.h"
 #include "idem/redis/localserver.h"
+#include "pgfixture.h"
 #include "testsupport.h"
 
 #include <libpq-fe.h>
@@ -26,50 +27,13 @@ extern const std::string_view v1; // the first migration, embedded in idem::pg
 using idem::AcquireStatus;
 using idem::OutcomeKind;
 using idem::OwnerStatus;
+using idemtest::Ctl;
+using idemtest::pgSql;
+using idemtest::idemctl;
 
 namespace {
 
-std::string sql(const std::string& conninfo, const std::string& query)
-{
-    std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo.c_str()), &PQfinish);
-    if (PQstatus(c.get()) != CONNECTION_OK)
-        throw idem::IoError(PQerrorMessage(c.get()));
-    std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c.get(), query.c_str()), &PQclear);
-    const ExecStatusType s = PQresultStatus(r.get());
-    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
-        throw idem::ReplyError(query + ": " + PQresultErrorMessage(r.get()));
-    return s == PGRES_TUPLES_OK && PQntuples(r.get()) > 0 ? std::string(PQgetvalue(r.get(), 0, 0)) : std::string();
-}
-
 std::string uniqueId(const char* prefix) { return idemtest::uniqueNamespace(prefix); }
-
-struct Ctl {
-    int exit = -1;
-    QString out, err;
-};
-
-QProcess* startIdemctl(const QStringList& args, QObject* parent)
-{
-    auto* p = new QProcess(parent);
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.remove(QStringLiteral("IDEM_URL"));
-    p->setProcessEnvironment(env);
-    p->start(idemtest::idemctlPath(), args);
-    return p;
-}
-
-Ctl finish(QProcess* p)
-{
-    if (!p->waitForFinished(60'000))
-        qFatal("idemctl did not finish");
-    return {p->exitCode(), QString::fromUtf8(p->readAllStandardOutput()), QString::fromUtf8(p->readAllStandardError())};
-}
-
-Ctl idemctl(const QStringList& args)
-{
-    QObject owner;
-    return finish(startIdemctl(args, &owner));
-}
 
 } // namespace
 
@@ -89,9 +53,8 @@ class TestPgExecutor : public QObject {
 private slots:
     void initTestCase()
     {
-        pg = std::make_unique<idem::LocalPostgres>();
+        pg = idemtest::startPostgres();
         url = pg->url();
-        idem::installPgSchema(url);
     }
     void cleanupTestCase() { pg.reset(); }
 
@@ -248,7 +211,7 @@ private slots:
         const auto stale = store->checkpoint(first.ticket, "late", "");
         QCOMPARE(stale.status, OwnerStatus::LeaseLost);
         QCOMPARE(stale.currentState, std::string("COMPLETED"));
-        QCOMPARE(sql(url, "SELECT phase FROM idem.records WHERE id = '" + id + "'"), std::string("shipped"));
+        QCOMPARE(pgSql(url, "SELECT phase FROM idem.records WHERE id = '" + id + "'"), std::string("shipped"));
 
         // a first attempt is told nothing, also when an expired row of its id had a phase
         const std::string fresh = uniqueId("fresh");
@@ -335,31 +298,32 @@ private slots:
     // a v1 schema (as the previous idem installed it, with a row in it) is upgraded in place
     void upgradeFromV1()
     {
-        sql(url, "CREATE DATABASE old");
+        pgSql(url, "CREATE DATABASE old");
         const std::string old = pg->url("old");
-        sql(old, "CREATE SCHEMA idem; CREATE TABLE idem.migrations (version integer PRIMARY KEY, "
+        pgSql(old, "CREATE SCHEMA idem; CREATE TABLE idem.migrations (version integer PRIMARY KEY, "
                  "applied_at timestamptz NOT NULL DEFAULT now())");
-        sql(old, std::string(idem::sql::v1));
-        sql(old, "INSERT INTO idem.migrations (version) VALUES (1)");
-        sql(old, "SELECT * FROM idem.acquire('from-v1', lease => '200 ms')");
-        QVERIFY_THROWS_EXCEPTION(idem::ConfigError, idem::PgStore(old).acquire("needs-v2"));
+        pgSql(old, std::string(idem::sql::v1));
+        pgSql(old, "INSERT INTO idem.migrations (version) VALUES (1)");
+        pgSql(old, "SELECT * FROM idem.acquire('from-v1', lease => '200 ms')");
+        QVERIFY_THROWS_EXCEPTION(idem::ConfigError, idem::PgStore(old).acquire("needs-the-newest"));
 
         const QString oldUrl = QString::fromStdString(old);
         const Ctl up = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), oldUrl});
         QVERIFY2(up.exit == 0, qPrintable(up.err));
-        QVERIFY2(up.out.contains(QStringLiteral("upgraded from version 1 to 2")), qPrintable(up.out));
+        QVERIFY2(up.out.contains(QStringLiteral("upgraded from version 1 to %1").arg(idem::kPgSchemaVersion)), qPrintable(up.out));
         const Ctl again = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), oldUrl});
-        QVERIFY2(again.out.contains(QStringLiteral("version 2, nothing to do")), qPrintable(again.out));
+        QVERIFY2(again.out.contains(QStringLiteral("version %1, nothing to do").arg(idem::kPgSchemaVersion)), qPrintable(again.out));
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
         const auto taken = idem::PgStore(old).acquire("from-v1"); // the v1 row, its lease run out
         QCOMPARE(taken.status, AcquireStatus::Acquired);
         QVERIFY(taken.takeover);
         QVERIFY(taken.phase.empty());
 
-        sql(old, "INSERT INTO idem.migrations (version) VALUES (3)");
+        const int later = idem::kPgSchemaVersion + 1;
+        pgSql(old, "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
         const Ctl newer = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), oldUrl});
         QCOMPARE(newer.exit, 1);
-        QVERIFY2(newer.err.contains(QStringLiteral("version 3, newer than this idem knows (2)")), qPrintable(newer.err));
+        QVERIFY2(newer.err.contains(QStringLiteral("version %1, newer than this idem knows (%2)").arg(later).arg(idem::kPgSchemaVersion)), qPrintable(newer.err));
     }
 };
 

@@ -5,36 +5,27 @@
 #include "idem/pg/localpostgres.h"
 #include "idem/pg/pgstore.h"
 #include "idem/pg/schema.h"
+#include "pgfixture.h"
 #include "testsupport.h"
 
 #include <libpq-fe.h>
 
-#include <QProcess>
 #include <QtTest>
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <thread>
 
 using idem::AcquireStatus;
 using idem::AdminStatus;
 using idem::OutcomeKind;
 using idem::OwnerStatus;
+using idemtest::Ctl;
+using idemtest::pgSql;
+using idemtest::idemctl;
 
 namespace {
-
-// One statement on a connection of its own; the first cell of the first row ("" when none).
-std::string sql(const std::string& conninfo, const std::string& query)
-{
-    std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo.c_str()), &PQfinish);
-    if (PQstatus(c.get()) != CONNECTION_OK)
-        throw idem::IoError(PQerrorMessage(c.get()));
-    std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c.get(), query.c_str()), &PQclear);
-    const ExecStatusType s = PQresultStatus(r.get());
-    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
-        throw idem::ReplyError(query + ": " + PQresultErrorMessage(r.get()));
-    return s == PGRES_TUPLES_OK && PQntuples(r.get()) > 0 ? std::string(PQgetvalue(r.get(), 0, 0)) : std::string();
-}
 
 // A statement of the work, on the transaction's connection; a failure throws.
 void workSql(PGconn* c, const std::string& query)
@@ -45,23 +36,6 @@ void workSql(PGconn* c, const std::string& query)
 }
 
 std::string uniqueId(const char* prefix) { return idemtest::uniqueNamespace(prefix); }
-
-struct Ctl {
-    int exit = -1;
-    QString out, err;
-};
-
-Ctl idemctl(const QStringList& args)
-{
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.remove(QStringLiteral("IDEM_URL"));
-    p.setProcessEnvironment(env);
-    p.start(idemtest::idemctlPath(), args);
-    if (!p.waitForFinished(60'000))
-        qFatal("idemctl did not finish");
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 } // namespace
 
@@ -83,14 +57,14 @@ class TestPostgres : public QObject {
 private slots:
     void initTestCase()
     {
-        pg = std::make_unique<idem::LocalPostgres>();
+        pg = idemtest::startPostgres(false); // installed here, to see what the first install says
         url = pg->url();
         const idem::PgSchemaChange first = idem::installPgSchema(url);
         QCOMPARE(first.before, 0);
         QCOMPARE(first.after, idem::kPgSchemaVersion);
         const idem::PgSchemaChange again = idem::installPgSchema(pg->socketConninfo()); // and over the socket
         QCOMPARE(again.before, idem::kPgSchemaVersion);
-        sql(url, "CREATE TABLE orders (id text PRIMARY KEY, note text)");
+        pgSql(url, "CREATE TABLE orders (id text PRIMARY KEY, note text)");
     }
     void cleanupTestCase()
     {
@@ -273,7 +247,7 @@ private slots:
         QCOMPARE(b.status, AcquireStatus::Acquired);
         QCOMPARE(b.ticket.attempt, std::int64_t(1));
         QVERIFY(b.ticket.fence > a.ticket.fence);
-        QCOMPARE(sql(url, "SELECT by || ' ' || reason || ' ' || fence FROM idem.operations WHERE op = 'purge' "
+        QCOMPARE(pgSql(url, "SELECT by || ' ' || reason || ' ' || fence FROM idem.operations WHERE op = 'purge' "
                           "AND id = '" + id + "'"),
                  "carol rerun " + std::to_string(a.ticket.fence));
     }
@@ -327,7 +301,7 @@ private slots:
         QVERIFY(!again.workRan);
         QCOMPARE(store->execute(id, R"({"amount": 11})", work).kind, OutcomeKind::PayloadMismatch);
         QCOMPARE(runs, 1);
-        QCOMPARE(sql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
     }
 
     // the work's failure: release rolls back everything; retryable and terminal keep the failure
@@ -350,7 +324,7 @@ private slots:
         QCOMPARE(stored.kind, OutcomeKind::Failed);
         QCOMPARE(stored.error, std::string("declined"));
         QVERIFY(!stored.workRan);
-        QCOMPARE(sql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("0"));
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("0"));
 
         // a failed statement aborts the transaction: a failure, whatever the work returned
         const std::string id2 = uniqueId("txf");
@@ -383,7 +357,7 @@ private slots:
             ++runs;
             workSql(ctx.connection, "INSERT INTO orders VALUES ('" + ctx.id + "', 'attempt')");
             // from another connection, waiting until the backend is gone
-            if (kill && sql(url, "SELECT pg_terminate_backend(" + std::to_string(PQbackendPID(ctx.connection)) +
+            if (kill && pgSql(url, "SELECT pg_terminate_backend(" + std::to_string(PQbackendPID(ctx.connection)) +
                                      ", 10000)") != "t")
                 throw std::runtime_error("the backend was not terminated");
             return idem::WorkResult::success("order " + ctx.id);
@@ -392,9 +366,9 @@ private slots:
         QCOMPARE(killed.kind, OutcomeKind::StoreUnavailable);
         QVERIFY(killed.workRan);
         QVERIFY2(killed.error.find("PostgreSQL") != std::string::npos, killed.error.c_str());
-        QCOMPARE(sql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("0"));
-        QCOMPARE(sql(url, "SELECT count(*) FROM idem.records WHERE id = '" + id + "'"), std::string("0"));
-        QCOMPARE(sql(url, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("0"));
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id = '" + id + "'"), std::string("0"));
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                           "WHERE c.relname IN ('records', 'orders') AND l.pid <> pg_backend_pid()"),
                  std::string("0"));
 
@@ -405,7 +379,7 @@ private slots:
         QCOMPARE(redelivered.kind, OutcomeKind::Executed);
         QCOMPARE(store->execute(id, "payload", work, quick).kind, OutcomeKind::Replayed);
         QCOMPARE(runs.load(), 2);
-        QCOMPARE(sql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
     }
 
     // 16 deliveries of one id at once, each its own transaction: one effect, 15 replays
@@ -435,7 +409,7 @@ private slots:
         QCOMPARE(kinds[OutcomeKind::Executed], 1);
         QCOMPARE(kinds[OutcomeKind::Replayed], 15);
         QCOMPARE(runs.load(), 1);
-        QCOMPARE(sql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
     }
 
     // a duplicate that may not wait: lock_timeout, then InProgress, the work not run
@@ -499,7 +473,7 @@ private slots:
 
     void schemaMissingIsAConfigError()
     {
-        sql(url, "CREATE DATABASE bare");
+        pgSql(url, "CREATE DATABASE bare");
         idem::PgStore bare(pg->url("bare"));
         try {
             bare.acquire("x");
@@ -513,9 +487,60 @@ private slots:
         QCOMPARE(idem::pgSchemaVersion(pg->url("bare")), 0);
     }
 
+    // A v2 schema with records in every state upgrades in place: each record answers as before,
+    // fences keep rising, and the constraints still hold.
+    void upgradeKeepsRecords()
+    {
+        pgSql(url, "CREATE DATABASE upgrade");
+        const std::string db = pg->url("upgrade");
+        QCOMPARE(idem::installPgSchema(db, 2).after, 2);
+        QCOMPARE(idem::pgSchemaVersion(db), 2);
+        idem::PgStoreOptions o;
+        o.lease = idem::Millis(1000);
+        std::optional<idem::PgStore> old(std::in_place, db, o);
+        const auto done = old->acquire("done", "fp");
+        QCOMPARE(old->complete(done.ticket, "receipt").status, OwnerStatus::Ok);
+        const auto stale = old->acquire("stale");
+        QCOMPARE(old->checkpoint(stale.ticket, "charged", "ch_1").status, OwnerStatus::Ok);
+        const auto dead = old->acquire("dead");
+        QCOMPARE(old->fail(dead.ticket, idem::FailPolicy::Terminal, "card declined").status, OwnerStatus::Ok);
+        old.reset(); // its connections hold plans of the old functions
+
+        const idem::PgSchemaChange up = idem::installPgSchema(db);
+        QCOMPARE(up.before, 2);
+        QCOMPARE(up.after, idem::kPgSchemaVersion);
+        idem::PgStore store(db, o);
+        const auto dup = store.acquire("done", "fp");
+        QCOMPARE(dup.status, AcquireStatus::Duplicate);
+        QCOMPARE(dup.response, std::string("receipt"));
+        QCOMPARE(store.acquire("done", "other").status, AcquireStatus::Mismatch);
+        QCOMPARE(store.acquire("dead").status, AcquireStatus::FailedTerminal);
+        QCOMPARE(store.acquire("stale").status, AcquireStatus::InProgress);
+        QTRY_VERIFY_WITH_TIMEOUT(store.inspect("stale")->stale, 5000);
+        const auto taken = store.acquire("stale");
+        QCOMPARE(taken.status, AcquireStatus::Acquired);
+        QVERIFY(taken.takeover);
+        QCOMPARE(taken.ticket.attempt, std::int64_t(2));
+        QVERIFY(taken.ticket.fence > stale.ticket.fence);
+        QCOMPARE(taken.phase, std::string("charged"));
+        QCOMPARE(taken.phaseData, std::string("ch_1"));
+        const auto fresh = store.acquire("fresh");
+        QCOMPARE(fresh.status, AcquireStatus::Acquired);
+        QVERIFY(fresh.ticket.fence > taken.ticket.fence);
+        QCOMPARE(store.complete(fresh.ticket, "ok").status, OwnerStatus::Ok);
+
+        // the table's constraints, now domains, still refuse what they refused
+        QVERIFY_THROWS_EXCEPTION(idem::ReplyError, pgSql(db, "SELECT * FROM idem.acquire('')"));
+        QVERIFY_THROWS_EXCEPTION(idem::ReplyError,
+                                 pgSql(db, "UPDATE idem.records SET state = 'DONE' WHERE id = 'done'"));
+        QVERIFY_THROWS_EXCEPTION(idem::ReplyError,
+                                 pgSql(db, "UPDATE idem.records SET policy = 'sometimes' WHERE id = 'dead'"));
+        QCOMPARE(idem::installPgSchema(db).before, idem::kPgSchemaVersion); // nothing left to do
+    }
+
     void idemctlPgInit()
     {
-        sql(url, "CREATE DATABASE ctl");
+        pgSql(url, "CREATE DATABASE ctl");
         const QString ctlUrl = QString::fromStdString(pg->url("ctl"));
         const Ctl first = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), ctlUrl});
         QVERIFY2(first.exit == 0, qPrintable(first.err));
@@ -528,7 +553,7 @@ private slots:
 
         // a newer schema (as a later idem would leave it): refused, nothing changed
         const int later = idem::kPgSchemaVersion + 1;
-        sql(pg->url("ctl"), "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
+        pgSql(pg->url("ctl"), "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
         const Ctl newer = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"), ctlUrl});
         QCOMPARE(newer.exit, 1);
         QVERIFY2(newer.err.contains(QStringLiteral("version %1, newer than this idem knows (%2)")

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include "idem/duration.h"
 #include "idem/errors.h"
 #include "idem/redis/connectionflags.h"
 #include "idem/redis/localserver.h"
@@ -218,6 +219,46 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
 std::string jsonEscape(const std::string& s)
 {
     return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string dumpLine(const nlohmann::json& j)
+{
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string printable(const std::string& s, std::size_t width)
+{
+    std::string out;
+    for (char c : s.substr(0, width))
+        out.push_back(static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+    if (s.size() > width)
+        out.replace(out.size() - 1, 1, "~");
+    return out;
+}
+
+void printListHeader(ListOf what)
+{
+    if (what == ListOf::RedisKeys)
+        std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");
+    else
+        std::printf("%-40s %-10s %-6s %12s  %s\n", "ID", "STATE", "STALE", "TTL", "NOTE");
+}
+
+void printListRow(const idem::Record& r, ListOf what)
+{
+    const bool redis = what == ListOf::RedisKeys;
+    const std::string ttl = redis && r.ttlMs == -1 ? "none!"
+                            : !redis && r.ttlMs < 0 ? "-"
+                                                    : idem::formatDuration(idem::Millis(r.ttlMs));
+    const std::string note = printable(r.stale ? r.staleWhy : r.reason, 60);
+    const std::string id = printable(r.id, 40);
+    const std::string state(idem::nameOf(r.state));
+    if (redis)
+        std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", id.c_str(), state.c_str(),
+                    std::string(idem::nameOf(r.format)).c_str(), r.stale ? "yes" : "", ttl.c_str(), note.c_str());
+    else
+        std::printf("%-40s %-10s %-6s %12s  %s\n", id.c_str(), state.c_str(), r.stale ? "yes" : "", ttl.c_str(),
+                    note.c_str());
 }
 
 } // namespace idemctl

@@ -103,6 +103,15 @@ std::string jsonEscape(const std::string& s);
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> serverNowMs);
 // The names --format takes, "idem, powertools, ...".
 std::string formatNames();
+// One line of JSON; bytes that are not UTF-8 replaced.
+std::string dumpLine(const nlohmann::json& j);
+// At most `width` characters of `s` for a table cell: control characters as '?', a cut one ending in '~'.
+std::string printable(const std::string& s, std::size_t width);
+// `idemctl list`'s table, the same for both stores: Redis keys have a FORMAT column (and -1 for a
+// TTL means none), PostgreSQL rows hold idem's own records (and a TTL below 0 means expired).
+enum class ListOf { RedisKeys, PgRows };
+void printListHeader(ListOf what);
+void printListRow(const idem::Record& r, ListOf what);
 
 int cmdRun(const std::vector<std::string>& argv);
 int cmdInspect(const std::vector<std::string>& argv);

@@ -89,18 +89,6 @@ idem::StateFilter filterFrom(const Args& args)
     return f;
 }
 
-std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
-std::string printable(const std::string& s, std::size_t width)
-{
-    std::string out;
-    for (char c : s.substr(0, width))
-        out.push_back(static_cast<unsigned char>(c) < 0x20 ? '?' : c);
-    if (s.size() > width)
-        out.replace(out.size() - 1, 1, "~");
-    return out;
-}
-
 } // namespace
 
 int cmdList(const std::vector<std::string>& argv)
@@ -132,21 +120,17 @@ int cmdList(const std::vector<std::string>& argv)
     scan.scanner.open(); // a clear error before any output
     const bool json = args.flag("--json");
     if (!json)
-        std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");
+        printListHeader(ListOf::RedisKeys);
     std::size_t n = 0;
     scan.each([&](const idem::Record& r, std::int64_t now, int) {
         if (!idem::matches(r, filter))
             return;
         ++n;
         if (json) {
-            std::printf("%s\n", dump(recordJson(r, now)).c_str());
+            std::printf("%s\n", dumpLine(recordJson(r, now)).c_str());
             return;
         }
-        const std::string ttl = r.ttlMs == -1 ? "none!" : idem::formatDuration(idem::Millis(r.ttlMs));
-        std::string note = r.stale ? r.staleWhy : r.reason;
-        std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", printable(r.id, 40).c_str(),
-                    std::string(idem::nameOf(r.state)).c_str(), std::string(idem::nameOf(r.format)).c_str(),
-                    r.stale ? "yes" : "", ttl.c_str(), printable(note, 60).c_str());
+        printListRow(r, ListOf::RedisKeys);
     }, [](int shard) {
         std::fprintf(stderr, "idemctl: the records of slots from %d are listed again from the start\n", shard);
     });

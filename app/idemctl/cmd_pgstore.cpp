@@ -2,7 +2,6 @@
 // on the PostgreSQL store (schema idem, docs/postgres.md), through its functions.
 #include "cli.h"
 
-#include "idem/duration.h"
 #include "idem/pg/pgstore.h"
 
 #include <cstdio>
@@ -35,18 +34,6 @@ void refuseRedisOnly(const Args& args, std::initializer_list<const char*> option
             throw UsageFailure{std::string(o) + " is for Redis; not with a PostgreSQL URL"};
 }
 
-std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
-std::string printable(const std::string& s, std::size_t width)
-{
-    std::string out;
-    for (char c : s.substr(0, width))
-        out.push_back(static_cast<unsigned char>(c) < 0x20 ? '?' : c);
-    if (s.size() > width)
-        out.replace(out.size() - 1, 1, "~");
-    return out;
-}
-
 // Every row, page by page along the primary key (keyset pagination: no OFFSET, no long snapshot).
 template <typename F> void eachRow(idem::PgStore& store, F&& f)
 {
@@ -72,7 +59,7 @@ int pgInspect(const Args& args)
     const auto rec = store.inspect(id, &now);
     if (!rec) {
         if (args.flag("--json"))
-            std::printf("%s\n", dump(nlohmann::json{{"key", id}, {"id", id}, {"state", nullptr}}).c_str());
+            std::printf("%s\n", dumpLine(nlohmann::json{{"key", id}, {"id", id}, {"state", nullptr}}).c_str());
         else
             std::fprintf(stderr, "idemctl inspect: no record %s\n", id.c_str());
         return NotFound;
@@ -143,20 +130,17 @@ int pgList(const Args& args, idem::StateFilter filter)
     std::size_t n = 0;
     eachRow(store, [&](const idem::Record& r, std::int64_t now) {
         if (!json && !header) { // after the first page answered: an error comes before any output
-            std::printf("%-40s %-10s %-6s %12s  %s\n", "ID", "STATE", "STALE", "TTL", "NOTE");
+            printListHeader(ListOf::PgRows);
             header = true;
         }
         if (!idem::matches(r, filter))
             return;
         ++n;
         if (json) {
-            std::printf("%s\n", dump(recordJson(r, now)).c_str());
+            std::printf("%s\n", dumpLine(recordJson(r, now)).c_str());
             return;
         }
-        std::printf("%-40s %-10s %-6s %12s  %s\n", printable(r.id, 40).c_str(),
-                    std::string(idem::nameOf(r.state)).c_str(), r.stale ? "yes" : "",
-                    r.ttlMs < 0 ? "-" : idem::formatDuration(idem::Millis(r.ttlMs)).c_str(),
-                    printable(r.stale ? r.staleWhy : r.reason, 60).c_str());
+        printListRow(r, ListOf::PgRows);
     });
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);

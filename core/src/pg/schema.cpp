@@ -2,6 +2,7 @@
 
 #include "pg/pgconnection.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace idem {
@@ -9,12 +10,13 @@ namespace idem {
 namespace sql {
 extern const std::string_view v1;
 extern const std::string_view v2;
+extern const std::string_view v3;
 }
 
 namespace {
 
 // sql/v<N>.sql for N = 1..kPgSchemaVersion
-const std::string_view kMigrations[] = {sql::v1, sql::v2};
+const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3};
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 
 int installedVersion(PgConnection& c)
@@ -28,8 +30,10 @@ int installedVersion(PgConnection& c)
 
 } // namespace
 
-PgSchemaChange installPgSchema(const std::string& conninfo)
+PgSchemaChange installPgSchema(const std::string& conninfo, int version)
 {
+    if (version < 1 || version > kPgSchemaVersion)
+        throw UsageError("schema idem has versions 1 to " + std::to_string(kPgSchemaVersion));
     PgConnection c(conninfo, 10);
     c.exec("BEGIN");
     // one installer at a time; the key is arbitrary but fixed ("idem" in ASCII)
@@ -46,7 +50,7 @@ PgSchemaChange installPgSchema(const std::string& conninfo)
     c.exec("CREATE SCHEMA IF NOT EXISTS idem");
     c.exec("CREATE TABLE IF NOT EXISTS idem.migrations (version integer PRIMARY KEY, "
            "applied_at timestamptz NOT NULL DEFAULT now())");
-    for (int v = change.before + 1; v <= kPgSchemaVersion; ++v) {
+    for (int v = change.before + 1; v <= version; ++v) {
         const std::string source(kMigrations[v - 1]);
         PgResultPtr r(PQexec(c.get(), source.c_str()), &PQclear);
         if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK)
@@ -54,7 +58,7 @@ PgSchemaChange installPgSchema(const std::string& conninfo)
         c.exec("INSERT INTO idem.migrations (version) VALUES (" + std::to_string(v) + ")");
     }
     c.exec("COMMIT");
-    change.after = kPgSchemaVersion;
+    change.after = std::max(change.before, version);
     return change;
 }
 
