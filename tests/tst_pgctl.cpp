@@ -10,12 +10,14 @@
 
 #include <libpq-fe.h>
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <thread>
 
 using idem::AcquireStatus;
@@ -27,6 +29,14 @@ using idemtest::startIdemctl;
 namespace {
 
 QString uniqueId(const char* prefix) { return QString::fromStdString(idemtest::uniqueNamespace(prefix)); }
+
+// A table name of this test's own (letters, digits and '_')
+std::string uniqueTable(const char* prefix)
+{
+    std::string name = idemtest::uniqueNamespace(prefix);
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+}
 
 } // namespace
 
@@ -226,6 +236,107 @@ private slots:
     }
 
     // pg sweep: expired rows go in batches of --batch, live ones (and a held row) stay
+    // --table: a hand-written seed-style table and Brandur Leach's Stripe-style one, read as the
+    // format profiles read other libraries' Redis records, and never written to
+    void tablesOthersWrite()
+    {
+        const std::string seed = uniqueTable("seed");
+        const std::string u = url.toStdString();
+        pgSql(u, "CREATE TABLE " + seed + " (key text PRIMARY KEY, status text NOT NULL, response bytea, "
+                 "locked_at timestamptz, created_at timestamptz NOT NULL DEFAULT now()); "
+                 "INSERT INTO " + seed + " (key, status, response, locked_at) VALUES "
+                 "('a-live', 'STARTED', NULL, now()), "
+                 "('b-old', 'PROCESSING', NULL, now() - interval '2 hours'), "
+                 "('c-done', 'COMPLETED', '\\x6f6b00ff'::bytea, NULL), "
+                 "('d-failed', 'FAILED', NULL, NULL), "
+                 "('e-odd', 'ON_HOLD', NULL, now())");
+        // more rows than one page (1000): the pages walk the key
+        pgSql(u, "INSERT INTO " + seed + " (key, status, response) SELECT 'z-' || lpad(n::text, 5, '0'), 'COMPLETED', "
+                 "'r' FROM generate_series(1, 1500) AS n");
+        const QString t = QString::fromStdString(seed);
+
+        const Ctl list = idemctl({QStringLiteral("list"), QStringLiteral("--table"), t, QStringLiteral("--json")});
+        QVERIFY2(list.exit == 0, qPrintable(list.err));
+        QMap<QString, QJsonObject> rows;
+        for (const QString& line : list.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+            const QJsonObject o = QJsonDocument::fromJson(line.toUtf8()).object();
+            rows.insert(o.value(QStringLiteral("id")).toString(), o);
+        }
+        QCOMPARE(rows.size(), 1505);
+        QCOMPARE(rows[QStringLiteral("a-live")].value(QStringLiteral("state")).toString(), QStringLiteral("STARTED"));
+        QCOMPARE(rows[QStringLiteral("a-live")].value(QStringLiteral("stale")).toBool(), false);
+        QCOMPARE(rows[QStringLiteral("b-old")].value(QStringLiteral("stale")).toBool(), true); // 2 h > 15 m
+        QCOMPARE(rows[QStringLiteral("c-done")].value(QStringLiteral("state")).toString(), QStringLiteral("COMPLETED"));
+        QCOMPARE(rows[QStringLiteral("d-failed")].value(QStringLiteral("state")).toString(), QStringLiteral("FAILED"));
+        QCOMPARE(rows[QStringLiteral("e-odd")].value(QStringLiteral("state")).toString(), QStringLiteral("MALFORMED"));
+        QCOMPARE(rows[QStringLiteral("c-done")].value(QStringLiteral("format")).toString(), QStringLiteral("sql-table"));
+
+        // --stale-after moves the window; stats counts what list shows
+        const Ctl stats = idemctl({QStringLiteral("stats"), QStringLiteral("--table"), t, QStringLiteral("--stale-after"),
+                                   QStringLiteral("3h"), QStringLiteral("--json")});
+        QVERIFY2(stats.exit == 0, qPrintable(stats.err));
+        const QJsonObject st = QJsonDocument::fromJson(stats.out.toUtf8()).object();
+        QCOMPARE(st.value(QStringLiteral("total")).toInt(), 1505);
+        QCOMPARE(st.value(QStringLiteral("started")).toInt(), 2);
+        QCOMPARE(st.value(QStringLiteral("stale")).toInt(), 0);
+        QCOMPARE(st.value(QStringLiteral("malformed")).toInt(), 1);
+
+        // the stored bytes come back as they are; a binary response is not mangled
+        const Ctl one = idemctl({QStringLiteral("inspect"), QStringLiteral("c-done"), QStringLiteral("--table"), t,
+                                 QStringLiteral("--json")});
+        QVERIFY2(one.exit == 0, qPrintable(one.err));
+        const QJsonArray found = QJsonDocument::fromJson(one.out.toUtf8()).array();
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found[0].toObject().value(QStringLiteral("table")).toString(), t);
+        const Ctl text = idemctl({QStringLiteral("inspect"), QStringLiteral("b-old"), QStringLiteral("--table"), t});
+        QVERIFY2(text.exit == 0 && text.out.contains(QStringLiteral("read-only")) && text.out.contains(QStringLiteral("STALE")),
+                 qPrintable(text.out));
+        QCOMPARE(idemctl({QStringLiteral("inspect"), QStringLiteral("nope"), QStringLiteral("--table"), t}).exit, 66);
+
+        // never written: purge and force-fail refuse in words, the row is untouched
+        for (const char* command : {"purge", "force-fail"}) {
+            const Ctl refused = idemctl({QString::fromLatin1(command), QStringLiteral("b-old"), QStringLiteral("--table"), t});
+            QVERIFY2(refused.exit == 64 && refused.err.contains(QStringLiteral("never changes them")), qPrintable(refused.err));
+        }
+        QCOMPARE(pgSql(u, "SELECT status FROM " + seed + " WHERE key = 'b-old'"), std::string("PROCESSING"));
+
+        // Brandur Leach's table: keys unique per user, a bigserial primary key, recovery points
+        const std::string brandur = uniqueTable("stripe");
+        pgSql(u, "CREATE TABLE " + brandur + " (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), "
+                 "idempotency_key text NOT NULL, last_run_at timestamptz NOT NULL DEFAULT now(), locked_at timestamptz "
+                 "DEFAULT now(), request_method text NOT NULL DEFAULT 'POST', request_path text NOT NULL DEFAULT '/rides', "
+                 "response_code int, response_body jsonb, recovery_point text NOT NULL, user_id bigint NOT NULL, "
+                 "UNIQUE (user_id, idempotency_key)); "
+                 "INSERT INTO " + brandur + " (idempotency_key, recovery_point, user_id, locked_at, response_code, "
+                 "response_body) VALUES ('k1', 'started', 7, now(), NULL, NULL), ('k1', 'ride_created', 8, NULL, NULL, "
+                 "NULL), ('k2', 'finished', 7, NULL, 201, '{\"id\": 1}')");
+        const QString b = QString::fromStdString(brandur);
+        const Ctl k1 = idemctl({QStringLiteral("inspect"), QStringLiteral("k1"), QStringLiteral("--table"), b,
+                                QStringLiteral("--json")});
+        QVERIFY2(k1.exit == 0, qPrintable(k1.err));
+        const QJsonArray users = QJsonDocument::fromJson(k1.out.toUtf8()).array();
+        QCOMPARE(users.size(), 2); // one per user
+        QCOMPARE(users[0].toObject().value(QStringLiteral("id")).toString(), QStringLiteral("user_id=7 k1"));
+        QCOMPARE(users[0].toObject().value(QStringLiteral("stale")).toBool(), false);
+        QCOMPARE(users[1].toObject().value(QStringLiteral("stale")).toBool(), true); // unlocked: a retry resumes it
+        const Ctl bl = idemctl({QStringLiteral("stats"), QStringLiteral("--table"), b, QStringLiteral("--json")});
+        const QJsonObject bs = QJsonDocument::fromJson(bl.out.toUtf8()).object();
+        QCOMPARE(bs.value(QStringLiteral("completed")).toInt(), 1);
+        QCOMPARE(bs.value(QStringLiteral("started")).toInt(), 2);
+
+        // what is not a table of idempotency keys, or not there, is said in one line
+        pgSql(u, "CREATE TABLE IF NOT EXISTS plain_things (key text PRIMARY KEY, colour text)");
+        for (const char* missing : {"plain_things", "no_such_table"}) {
+            const Ctl bad = idemctl({QStringLiteral("list"), QStringLiteral("--table"), QString::fromLatin1(missing)});
+            QVERIFY2(bad.exit != 0 && !bad.err.trimmed().contains(QLatin1Char('\n')) &&
+                         bad.err.contains(QString::fromLatin1(missing)),
+                     qPrintable(bad.err));
+        }
+        const Ctl redis = idemtest::idemctl({QStringLiteral("--url"), QStringLiteral("redis://127.0.0.1:1"),
+                                             QStringLiteral("list"), QStringLiteral("--table"), t});
+        QVERIFY2(redis.exit == 64 && redis.err.contains(QStringLiteral("postgresql://")), qPrintable(redis.err));
+    }
+
     void sweepInBoundedBatches()
     {
         pgSql(pg->url(), "CREATE DATABASE sweeping");

@@ -54,7 +54,7 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_format->addItem(tr("Each key's own (detected)"), QString());
     for (int f = 0; f < idem::kRecordFormats; ++f) {
         const auto format = static_cast<idem::RecordFormat>(f);
-        if (format != idem::RecordFormat::Unknown)
+        if (idem::isRedisFormat(format))
             m_format->addItem(QString::fromUtf8(idem::libraryOf(format).data()),
                               QString::fromUtf8(idem::nameOf(format).data()));
     }

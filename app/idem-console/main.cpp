@@ -128,7 +128,7 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
     options.connection.pattern = parser.value(pattern);
     options.connection.format = parser.value(format);
     if (const auto f = idem::formatFromString(options.connection.format.toStdString());
-        parser.isSet(format) && (!f || *f == idem::RecordFormat::Unknown)) {
+        parser.isSet(format) && (!f || !idem::isRedisFormat(*f))) {
         std::fprintf(stderr, "idem-console: --format must be idem, powertools, powertools-python, node-idempotency, "
                              "express-idempotency, idempotent-request, camel, json or plain\n");
         return 64;

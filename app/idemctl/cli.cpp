@@ -122,7 +122,7 @@ Global globalFrom(const Args& args)
         throw UsageFailure{"--namespace must be non-empty and free of '{' and '}'"};
     if (auto f = args.value("--format")) {
         g.format = idem::formatFromString(*f);
-        if (!g.format || *g.format == idem::RecordFormat::Unknown)
+        if (!g.format || !idem::isRedisFormat(*g.format))
             throw UsageFailure{"--format must be one of " + formatNames()};
     }
     return g;
@@ -149,7 +149,7 @@ std::string formatNames()
 {
     std::string out;
     for (int f = 0; f < idem::kRecordFormats; ++f)
-        if (static_cast<idem::RecordFormat>(f) != idem::RecordFormat::Unknown)
+        if (idem::isRedisFormat(static_cast<idem::RecordFormat>(f)))
             out += (out.empty() ? "" : ", ") + std::string(idem::nameOf(static_cast<idem::RecordFormat>(f)));
     return out;
 }

@@ -146,6 +146,9 @@ int pgForceFail(const Args& args);
 int pgPurge(const Args& args);
 int pgList(const Args& args, idem::StateFilter filter);
 int pgStats(const Args& args);
+// --table (a PostgreSQL table another program writes): only with a postgresql:// URL, never written
+void refuseTableWithoutPostgres(const Args& args);
+void refuseTableWrite(const Args& args, const char* command);
 // What inspect prints of a record, as text and as JSON (cmd_admin.cpp)
 void printRecord(const idem::Record& r, std::int64_t serverNowMs);
 nlohmann::json inspectJson(const idem::Record& r);

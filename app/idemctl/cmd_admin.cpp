@@ -213,16 +213,20 @@ void printRecord(const idem::Record& r, std::int64_t now)
 
 int cmdInspect(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--key"}, {"--json"});
+    Args args(argv, {"--key", "--table", "--stale-after"}, {"--json"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl inspect ID [--json]\n       idemctl inspect --key KEY [--json]\n\n"
                   "Shows the record of ID (or any KEY), whichever library wrote it, what its library\n"
                   "means by it, its TTL and, for idem's records, the meta key's fencing counter and last\n"
-                  "operator action. Exit 66 when there is no record.");
+                  "operator action. Exit 66 when there is no record. With a postgresql:// URL and\n"
+                  "--table [SCHEMA.]NAME: the rows of a table another program writes whose key is KEY.");
         return Ok;
     }
+    refuseTableWithoutPostgres(args);
     if (postgresGiven(args))
         return pgInspect(args);
+    if (args.value("--stale-after"))
+        throw UsageFailure{"--stale-after goes with --table"};
     Session s(args);
     const Target t = oneTarget(args, s, "inspect");
     idem::DecodeOptions o = s.decodeOptions();
@@ -268,7 +272,7 @@ int cmdInspect(const std::vector<std::string>& argv)
 
 int cmdForceFail(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key"}, {"--terminal"});
+    Args args(argv, {"--reason", "--by", "--key", "--table"}, {"--terminal"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
                   "       idemctl force-fail --key KEY [--reason R]\n\nMarks a STARTED "
@@ -280,6 +284,7 @@ int cmdForceFail(const std::vector<std::string>& argv)
                   "writes its fields into it, and --terminal is refused (those libraries keep no failure).");
         return Ok;
     }
+    refuseTableWrite(args, "force-fail");
     if (postgresGiven(args))
         return pgForceFail(args);
     Session s(args);
@@ -346,7 +351,7 @@ bool purgesMany(const std::vector<std::string>& argv)
 
 int cmdPurge(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key"}, {});
+    Args args(argv, {"--reason", "--by", "--key", "--table"}, {});
     if (args.flag("--help")) {
         std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n"
                   "       idemctl purge --key KEY [--reason R] [--by WHO]\n"
@@ -362,6 +367,7 @@ int cmdPurge(const std::vector<std::string>& argv)
                   "it would remove, with each key's library and state.");
         return Ok;
     }
+    refuseTableWrite(args, "purge");
     if (postgresGiven(args))
         return pgPurge(args);
     Session s(args);

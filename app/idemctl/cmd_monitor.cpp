@@ -93,7 +93,7 @@ idem::StateFilter filterFrom(const Args& args)
 
 int cmdList(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from"},
+    Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from", "--table"},
               {"--json", "--stale"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl list [--state S] [--stale] [--pattern GLOB] [--count N] [--stale-after DUR]\n"
@@ -108,11 +108,14 @@ int cmdList(const std::vector<std::string>& argv)
                   "owner, fence, attempt. --stale-after: when a record with no lease counts as stale\n"
                   "(default 15m). --writer-ttl: the TTL node-idempotency or express-idempotency give their\n"
                   "records (their age is that minus the TTL left; without it their age is unknown and\n"
-                  "they are never stale).");
+                  "they are never stale). With a postgresql:// URL: the rows of schema idem, or with\n"
+                  "--table [SCHEMA.]NAME those of a table another program writes (read-only; its columns\n"
+                  "found by name: key, status, response, locked_at, ... - docs/postgres.md).");
         return Ok;
     }
     if (!args.positional().empty())
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
+    refuseTableWithoutPostgres(args);
     const auto filter = filterFrom(args);
     if (postgresGiven(args))
         return pgList(args, filter);
@@ -141,7 +144,7 @@ int cmdList(const std::vector<std::string>& argv)
 
 int cmdStats(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from"}, {"--json"});
+    Args args(argv, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from", "--table"}, {"--json"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl stats [--pattern GLOB] [--read-from primary|replica] [--json]\n\nCounts the records by state: total, "
                   "started (stale and no-lease ones included), stale,\nblocked (no lease: only the TTL ends "
@@ -151,6 +154,7 @@ int cmdStats(const std::vector<std::string>& argv)
     }
     if (!args.positional().empty())
         throw UsageFailure{"unexpected argument '" + args.positional().front() + "'"};
+    refuseTableWithoutPostgres(args);
     if (postgresGiven(args))
         return pgStats(args);
     Scan scan(args, globalFrom(args));

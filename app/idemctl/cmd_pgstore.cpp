@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "idem/pg/pgstore.h"
+#include "idem/pg/pgtable.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -48,11 +49,79 @@ template <typename F> void eachRow(idem::PgStore& store, F&& f)
     }
 }
 
+// --table: a table another program writes, read-only (idem/pg/pgtable.h)
+template <typename F> void eachTableRow(idem::PgTable& table, F&& f)
+{
+    std::string after;
+    for (bool first = true;; first = false) {
+        idem::PgTable::Page p = table.page(after, 1000, first);
+        for (const auto& r : p.records)
+            f(r, p.serverNowMs);
+        if (p.done)
+            return;
+        after = p.lastRowKey;
+    }
+}
+
+std::int64_t staleAfterMs(const Args& args)
+{
+    const auto d = args.value("--stale-after");
+    return d ? idem::parseDuration(*d).count() : 15 * 60'000;
+}
+
+int tableInspect(const Args& args, const std::string& url, const std::string& table)
+{
+    if (args.positional().size() != 1 || args.positional().front().empty())
+        throw UsageFailure{"give exactly one key: idemctl inspect KEY --table " + table};
+    idem::PgTable t(url, table, staleAfterMs(args));
+    std::int64_t now = 0;
+    const auto rows = t.inspect(args.positional().front(), &now);
+    if (rows.empty()) {
+        std::fprintf(stderr, "idemctl inspect: no row of %s has %s '%s'\n", table.c_str(), t.layout().key.c_str(),
+                     args.positional().front().c_str());
+        return NotFound;
+    }
+    if (args.flag("--json")) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const auto& r : rows) {
+            nlohmann::json j = inspectJson(r);
+            j.erase("meta");
+            j["table"] = table;
+            all.push_back(std::move(j));
+        }
+        std::printf("%s\n", all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return Ok;
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (i)
+            std::printf("\n");
+        std::printf("table      %s (read-only: idem never writes to a table it did not make)\n", table.c_str());
+        printRecord(rows[i], now);
+    }
+    return Ok;
+}
+
 } // namespace
+
+void refuseTableWithoutPostgres(const Args& args)
+{
+    if (args.value("--table") && !postgresGiven(args))
+        throw UsageFailure{"--table names a PostgreSQL table: give a postgresql:// URL (--url or IDEM_URL)"};
+}
+
+void refuseTableWrite(const Args& args, const char* command)
+{
+    if (const auto t = args.value("--table"))
+        throw UsageFailure{std::string("idemctl ") + command + " does not write to '" + *t +
+                           "': idem reads tables other programs write and never changes them (their program "
+                           "knows how its keys are released; docs/postgres.md)"};
+}
 
 int pgInspect(const Args& args)
 {
     const Global g = globalFrom(args);
+    if (const auto table = args.value("--table"))
+        return tableInspect(args, g.url, *table);
     const std::string id = oneId(args, "inspect");
     idem::PgStore store(g.url);
     std::int64_t now = 0;
@@ -122,13 +191,15 @@ int pgPurge(const Args& args)
 
 int pgList(const Args& args, idem::StateFilter filter)
 {
-    refuseRedisOnly(args, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from"});
+    const auto table = args.value("--table");
+    refuseRedisOnly(args, {"--pattern", "--count", "--writer-ttl", "--read-from"});
+    if (!table)
+        refuseRedisOnly(args, {"--stale-after"});
     const Global g = globalFrom(args);
-    idem::PgStore store(g.url);
     const bool json = args.flag("--json");
     bool header = false;
     std::size_t n = 0;
-    eachRow(store, [&](const idem::Record& r, std::int64_t now) {
+    const auto each = [&](const idem::Record& r, std::int64_t now) {
         if (!json && !header) { // after the first page answered: an error comes before any output
             printListHeader(ListOf::PgRows);
             header = true;
@@ -141,7 +212,14 @@ int pgList(const Args& args, idem::StateFilter filter)
             return;
         }
         printListRow(r, ListOf::PgRows);
-    });
+    };
+    if (table) {
+        idem::PgTable t(g.url, *table, staleAfterMs(args));
+        eachTableRow(t, each);
+    } else {
+        idem::PgStore store(g.url);
+        eachRow(store, each);
+    }
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
     return Ok;
@@ -149,11 +227,30 @@ int pgList(const Args& args, idem::StateFilter filter)
 
 int pgStats(const Args& args)
 {
-    refuseRedisOnly(args, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from"});
+    const auto table = args.value("--table");
+    refuseRedisOnly(args, {"--pattern", "--count", "--writer-ttl", "--read-from"});
+    if (!table)
+        refuseRedisOnly(args, {"--stale-after"});
     const Global g = globalFrom(args);
-    idem::PgStore store(g.url);
     idem::Stats s;
-    eachRow(store, [&](const idem::Record& r, std::int64_t) { s.add(r); });
+    const auto add = [&](const idem::Record& r, std::int64_t) { s.add(r); };
+    if (table) {
+        idem::PgTable t(g.url, *table, staleAfterMs(args));
+        eachTableRow(t, add);
+        if (args.flag("--json")) {
+            const nlohmann::json j = {{"total", s.total},         {"started", s.started},   {"stale", s.stale},
+                                      {"completed", s.completed}, {"failed", s.failed},     {"malformed", s.malformed},
+                                      {"unknown", s.unknown},     {"table", *table}};
+            std::printf("%s\n", j.dump().c_str());
+        } else {
+            std::printf("total      %zu\nstarted    %zu (stale %zu)\ncompleted  %zu\nfailed     %zu\nmalformed  %zu\n"
+                        "unknown    %zu\n",
+                        s.total, s.started, s.stale, s.completed, s.failed, s.malformed, s.unknown);
+        }
+        return Ok;
+    }
+    idem::PgStore store(g.url);
+    eachRow(store, add);
     if (args.flag("--json")) {
         const nlohmann::json j = {{"total", s.total},         {"started", s.started}, {"stale", s.stale},
                                   {"completed", s.completed}, {"failed", s.failed},   {"expired", s.expired}};

@@ -235,7 +235,7 @@ std::string companionKey(std::string_view key)
 const std::vector<FieldDoc>& fieldDocs(RecordFormat f)
 {
     static const std::vector<FieldDoc> none;
-    if (f == RecordFormat::Unknown)
+    if (!isRedisFormat(f)) // a table's columns are its own (PgTableLayout)
         return none;
     return *profileOf(f).docs;
 }

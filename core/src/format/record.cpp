@@ -21,6 +21,7 @@ constexpr std::array<FormatName, kRecordFormats> kFormats = {{
     {RecordFormat::Camel, "camel", "Apache Camel idempotent repository"},
     {RecordFormat::StatusJson, "json", "a JSON record with a status field"},
     {RecordFormat::Plain, "plain", "a plain status word"},
+    {RecordFormat::SqlTable, "sql-table", "a PostgreSQL table another program writes"},
     {RecordFormat::Unknown, "unknown", "no known library"},
 }};
 } // namespace
@@ -37,6 +38,8 @@ std::optional<RecordFormat> formatFromString(std::string_view name)
         return RecordFormat::Native;
     return std::nullopt;
 }
+
+bool isRedisFormat(RecordFormat f) { return f != RecordFormat::SqlTable && f != RecordFormat::Unknown; }
 
 std::string_view nameOf(RecordState s)
 {

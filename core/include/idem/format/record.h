@@ -22,6 +22,7 @@ enum class RecordFormat : std::uint8_t {
     Camel,              // Apache Camel's Redis idempotent repositories (message ids)
     StatusJson,         // hand-written records: JSON (or a hash) with a "status" field
     Plain,              // a plain status word ("PROCESSING", "COMPLETED")
+    SqlTable,           // a row of a PostgreSQL table another program writes (idem/pg/pgtable.h)
     Unknown,
 };
 inline constexpr int kRecordFormats = static_cast<int>(RecordFormat::Unknown) + 1;
@@ -37,6 +38,8 @@ inline constexpr int kRecordStates = static_cast<int>(RecordState::Unknown) + 1;
 std::string_view nameOf(RecordFormat f);  // "idem", "powertools", ...
 std::string_view libraryOf(RecordFormat f); // "AWS Powertools for Lambda (TypeScript)", ...
 std::optional<RecordFormat> formatFromString(std::string_view name);
+// A profile of Redis records (what --format may name): not SqlTable, not Unknown.
+bool isRedisFormat(RecordFormat f);
 std::string_view nameOf(RecordState s);   // "STARTED", ...
 // Not a record: malformed, foreign or unknown. Bulk actions never take these by state alone.
 bool notARecord(RecordState s);

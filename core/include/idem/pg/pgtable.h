@@ -1,0 +1,73 @@
+#pragma once
+
+#include "idem/format/record.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+// A table of idempotency keys another program writes, read the way the format profiles read other
+// libraries' Redis records: a hand-written `idempotency_keys (key, status, response, locked_at,
+// created_at)`, or Brandur Leach's Stripe-style one (idempotency_key, recovery_point, locked_at,
+// response_code, response_body, ...). Its columns are found by name (docs/postgres.md); nothing
+// is ever written to it.
+struct PgTableLayout {
+    std::string table;        // as given: name or schema.name
+    std::string rowKey;       // the single-column primary key the pages walk (else `key`)
+    std::string key;          // key, idempotency_key or id: what an operator names a row by
+    std::string scope;        // user_id, when keys are unique per user (Brandur's)
+    std::string status;       // status or state (STARTED ... COMPLETED, FAILED), or
+    std::string recoveryPoint; // recovery_point ('finished' when done)
+    std::string response;     // response or response_body
+    std::string responseCode; // response_code
+    std::string lockedAt;     // locked_at: who holds it since when (NULL: nobody)
+    std::string createdAt, finishedAt; // created_at; completed_at, finished_at, updated_at or last_run_at
+    std::string error;        // error
+    std::vector<std::string> columns; // every column, in table order
+};
+
+// What a row read as text holds: one cell per layout column name (NULL: nullopt), times as epoch
+// milliseconds. decodeTableRow() is pure: what it makes of a row is tested without a server.
+struct PgTableRow {
+    std::vector<std::pair<std::string, std::optional<std::string>>> cells; // every column, as text
+    std::optional<std::string> response;                                   // the bytes
+    std::optional<std::int64_t> lockedAtMs, createdAtMs, finishedAtMs;
+};
+// STARTED while locked (stale once locked longer than `staleAfterMs`, or when nobody holds the
+// lock: the next request takes it over); COMPLETED with its response; FAILED; MALFORMED when the
+// status is a word this reader does not know (never guessed).
+Record decodeTableRow(const PgTableLayout& layout, const PgTableRow& row, std::int64_t nowMs,
+                      std::int64_t staleAfterMs);
+
+// Reads such a table page by page along its key (keyset pagination, never OFFSET). Throws
+// ConfigError when the table does not exist or has no key column, IoError when PostgreSQL is away.
+class PgTable {
+public:
+    PgTable(const std::string& conninfo, const std::string& table, std::int64_t staleAfterMs = 15 * 60'000);
+    ~PgTable();
+    PgTable(const PgTable&) = delete;
+    PgTable& operator=(const PgTable&) = delete;
+
+    const PgTableLayout& layout() const;
+
+    struct Page {
+        std::vector<Record> records;
+        std::string lastRowKey; // where the next page starts
+        bool done = false;
+        std::int64_t serverNowMs = 0;
+    };
+    Page page(const std::string& afterRowKey, std::size_t limit, bool first);
+    // The rows whose key column is `key` (more than one when keys are unique per user).
+    std::vector<Record> inspect(const std::string& key, std::int64_t* serverNowMs = nullptr);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace idem
