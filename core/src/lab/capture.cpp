@@ -261,6 +261,8 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
     std::mutex m;
     std::condition_variable cv;
     std::deque<ReplyPtr> pages;
+    std::vector<ReplyPtr> used; // decoded pages, freed by the reader: a reply's memory goes back
+                                // to the thread (and malloc arena) that made it, as the bare loop's does
     bool fetched = false, stop = false;
     std::exception_ptr fetchError;
     std::thread fetcher([&] {
@@ -271,6 +273,13 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
             while (o.count == 0 || read < o.count) {
                 const std::size_t want = o.count == 0 ? o.pageSize : std::min(o.pageSize, o.count - read);
                 const std::string n = want == o.pageSize ? page : std::to_string(want);
+                {
+                    std::vector<ReplyPtr> drop;
+                    {
+                        std::lock_guard lock(m);
+                        drop.swap(used);
+                    }
+                } // freed here, outside the lock
                 auto reply = c.checked({"XRANGE", o.stream, from, o.to, "COUNT", n});
                 const std::size_t got = reply::arraySize(reply.get());
                 read += got;
@@ -347,6 +356,10 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
                 r.events.push_back(std::move(ev));
             else
                 report(callbacks, r, std::string(entryId), why);
+        }
+        {
+            std::lock_guard lock(m);
+            used.push_back(std::move(reply));
         }
         if (callbacks.page && !callbacks.page(r))
             break;
