@@ -421,6 +421,68 @@ private Q_SLOTS:
         QCOMPARE(show(2500).size(), 2); // and back again
     }
 
+    // A jump that changes most keys comes whole (fresh) from the recorder and is swapped in with
+    // one reset; a small step comes as changes. Either way the model equals stateAt.
+    void farJumpIsSwappedWhole()
+    {
+        QTemporaryDir dir(tmp.path() + u"/far-XXXXXX"_s);
+        HistoryRecorder recorder;
+        recorder.open(dir.path(), u"ns"_s);
+        const auto rowsAt = [](int keys, idem::RecordState state, int from = 0) {
+            QVector<KeyRow> rows;
+            for (int i = from; i < from + keys; ++i) {
+                KeyRow r;
+                r.key = "ns:{" + QByteArray::number(i) + '}';
+                r.type = KeyRow::Type::Hash;
+                r.format = idem::RecordFormat::Native;
+                r.state = state;
+                r.attempt = 1;
+                r.guard = "owner-" + QByteArray::number(i);
+                rows.push_back(r);
+            }
+            return rows;
+        };
+        recorder.observe(rowsAt(2000, idem::RecordState::Started), {}, 1000, 1, true);
+        recorder.observe(rowsAt(2000, idem::RecordState::Completed), {}, 2000, 2, true);
+        recorder.observe(rowsAt(1, idem::RecordState::Started, 5000), {}, 3000, 3, true);
+        recorder.flush();
+
+        KeyTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        QSignalSpy ready(&recorder, &HistoryRecorder::snapshotReady);
+        const auto rewind = [&](qint64 at, bool fresh) {
+            recorder.requestSnapshot(at, 1, fresh);
+            QCOMPARE(ready.size(), 1);
+            const auto args = ready.takeFirst();
+            const auto rows = args.at(1).value<QVector<KeyRow>>();
+            if (args.at(4).toBool())
+                model.replaceSnapshot(rows, at);
+            else
+                model.applySnapshotChanges(rows, args.at(2).toStringList(), at);
+            const auto expected = recorder.index().stateAt(at);
+            QCOMPARE(model.rowCount(), static_cast<int>(expected.size()));
+            for (const idem::HistoryEntry* e : expected) {
+                const QString key = QString::fromStdString(recorder.index().keyName(e->key));
+                const int r = model.rowOfKey(key);
+                QVERIFY2(r >= 0, qPrintable(key));
+                QCOMPARE(model.row(r).state, static_cast<idem::RecordState>(e->state));
+            }
+        };
+        rewind(1500, true); // the first rewind: whole
+        QCOMPARE(reset.size(), 1);
+        QCOMPARE(model.row(0).state, idem::RecordState::Started);
+        rewind(2500, false); // 2000 of 2000 keys changed: sent whole all the same, one reset
+        QCOMPARE(reset.size(), 2);
+        QCOMPARE(model.stats().completed, 2000);
+        rewind(3500, false); // one key came: a change, no reset
+        QCOMPARE(reset.size(), 2);
+        QCOMPARE(model.rowCount(), 2001);
+        rewind(1500, false); // back again, far: whole
+        QCOMPARE(reset.size(), 3);
+        QCOMPARE(model.stats().started, 2000);
+    }
+
     // Playing forward applies only the changes since the last moment shown; jumping back starts
     // over: either way the model holds exactly the state at the moment (checked against stateAt)
     void cursorMatchesStateAt()

@@ -37,8 +37,8 @@ HistoryController::HistoryController(KeyTableModel* live, KeyFilterProxy* proxy,
                         request();
                     return;
                 }
-                if (fresh)
-                    m_past->showSnapshot(rows, atMs);
+                if (fresh) // the whole state (a first or a far jump): swapped in with one reset
+                    m_past->replaceSnapshot(rows, atMs);
                 else
                     m_past->applySnapshotChanges(rows, gone, atMs);
                 m_pastValid = true;

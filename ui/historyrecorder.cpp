@@ -240,12 +240,27 @@ void HistoryRecorder::requestSnapshot(qint64 atMs, quint64 ticket, bool fresh)
         m_cursor = {};
     QVector<KeyRow> rows;
     QStringList gone;
-    for (const std::uint32_t k : m_index.seek(m_cursor, atMs)) {
-        const idem::HistoryEntry* e = m_index.bySequence(m_cursor.last[k]);
-        if (!e || (e->flags & idem::Transition::Gone))
-            gone << qs(m_index.keyName(k));
-        else
-            rows.push_back(rowOf(m_index, *e));
+    const std::vector<std::uint32_t> changed = m_index.seek(m_cursor, atMs);
+    // A jump that changes a quarter of the keys or more is sent whole, to be swapped in with one
+    // model reset: merging tens of thousands of changed rows is what would stall the GUI thread.
+    constexpr std::size_t kWholeAbove = 1000;
+    if (!fresh && changed.size() > kWholeAbove && changed.size() * 4 >= m_cursor.last.size())
+        fresh = true;
+    if (fresh) {
+        rows.reserve(static_cast<qsizetype>(m_cursor.last.size()));
+        for (const std::int64_t sequence : m_cursor.last) {
+            const idem::HistoryEntry* e = sequence < 0 ? nullptr : m_index.bySequence(sequence);
+            if (e && !(e->flags & idem::Transition::Gone))
+                rows.push_back(rowOf(m_index, *e));
+        }
+    } else {
+        for (const std::uint32_t k : changed) {
+            const idem::HistoryEntry* e = m_index.bySequence(m_cursor.last[k]);
+            if (!e || (e->flags & idem::Transition::Gone))
+                gone << qs(m_index.keyName(k));
+            else
+                rows.push_back(rowOf(m_index, *e));
+        }
     }
     Q_EMIT snapshotReady(atMs, rows, gone, ticket, fresh, clock.elapsed());
 }

@@ -503,6 +503,31 @@ void KeyTableModel::showSnapshot(const QVector<KeyRow>& rows, qint64 atMs)
     finishGeneration(m_snapshots);
 }
 
+void KeyTableModel::replaceSnapshot(QVector<KeyRow> rows, qint64 atMs)
+{
+    ++m_snapshots;
+    m_pinnedAtMs = atMs;
+    beginResetModel();
+    setServerNow(atMs);
+    m_rows = std::move(rows);
+    const auto n = static_cast<std::size_t>(m_rows.size());
+    m_order.resize(n);
+    std::iota(m_order.begin(), m_order.end(), 0);
+    m_pos = m_order;
+    m_moved.assign(n, 0);
+    m_free.clear();
+    m_index.clear();
+    m_index.reserve(m_rows.size());
+    for (qsizetype i = 0; i < m_rows.size(); ++i) {
+        KeyRow& r = m_rows[i];
+        r.seenInGeneration = static_cast<quint32>(m_snapshots);
+        m_index.insert(r.key, static_cast<int>(i));
+    }
+    m_sortedRows = 0; // sorted again as after any change (needsSort)
+    m_movedRows = 0;
+    endResetModel();
+}
+
 void KeyTableModel::applySnapshotChanges(const QVector<KeyRow>& rows, const QStringList& gone, qint64 atMs)
 {
     m_pinnedAtMs = atMs;

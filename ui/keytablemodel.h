@@ -57,6 +57,10 @@ public:
     // that changed emit dataChanged, new ones are inserted, missing ones removed), with the clock
     // standing at `atMs` so that leases, TTLs and staleness are those of that moment.
     void showSnapshot(const QVector<KeyRow>& rows, qint64 atMs);
+    // The same in one step, for a jump that changes much of the table: the rows replace what is
+    // shown with one model reset (a proxy and the views rebuild once, instead of a merge of every
+    // changed row). `rows` holds each key once (what HistoryRecorder builds off the GUI thread).
+    void replaceSnapshot(QVector<KeyRow> rows, qint64 atMs);
     // The same, as changes to what is shown: these rows changed or came, these keys went.
     void applySnapshotChanges(const QVector<KeyRow>& rows, const QStringList& gone, qint64 atMs);
 

@@ -9,6 +9,7 @@
 #include "format/time.h"
 #include "idem/errors.h"
 #include "idem/lab/capture.h"
+#include "lab/canonicaljson.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,18 @@ void roundTrips(const ReplayEvent& ev)
     FUZZ_CHECK(back[0].payload == ev.payload, back[0].payload.substr(0, 200));
     FUZZ_CHECK(back[0].atMs == ev.atMs);
 }
+// capture's fast path writes exactly the library's text, or leaves the value to the library
+void sameAsLibrary(std::string_view text)
+{
+    std::string fast = "x";
+    if (!lab::appendCanonicalJson(text, fast)) {
+        FUZZ_CHECK(fast == "x");
+        return;
+    }
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    FUZZ_CHECK(!j.is_discarded(), std::string(text.substr(0, 200)));
+    FUZZ_CHECK(fast.substr(1) == j.dump(), fast.substr(0, 200));
+}
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -52,6 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         while (!in.empty()) {
             std::string name(in.section());
             fields.emplace_back(std::move(name), std::string(in.section()));
+            sameAsLibrary(fields.back().second);
         }
         ReplayEvent ev;
         std::string why;

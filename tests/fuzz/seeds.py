@@ -192,6 +192,21 @@ def captures():
     # one level short of what replay takes, and one past it: a line holds the payload
     entry("entry-deep-255", b"1-0", [b"id", b"d", b"payload", b"[" * 255 + b"]" * 255])
     entry("entry-deep-256", b"1-0", [b"id", b"d", b"payload", b"[" * 256 + b"]" * 256])
+    # capture's fast path (copied through) against the library's text: key order, spaces, escapes,
+    # numbers at the edges of int64/uint64, floats, -0, repeated keys, \u escapes, UTF-8
+    for i, text in enumerate([
+            b'{"order":7,"amount_cents":259,"currency":"EUR","customer":"c-7"}',
+            b' { "b" : [ 1 , {"z":null,"a":true} ], "a" : "x\\n\\"y" } ',
+            b'[18446744073709551615,-9223372036854775808,18446744073709551616,-9223372036854775809]',
+            b'[1.5,1e3,-0,0,-1,01]',
+            b'{"a":1,"a":2}',
+            b'{"b":1,"a":2,"b":3}',
+            b'["\\u00e9","\\/","\\u0001","\xc3\xa9\xf0\x9f\x98\x80","\x7f"]',
+            b'{"\xc3\xa9":1,"z":2,"\\n":3}',
+            b'"plain" x',
+            b"[" * 64 + b"]" * 64,
+            b"[" * 65 + b"]" * 65]):
+        entry("entry-fast-%d" % i, b"1-0", [b"id", b"f", b"payload", text])
 
     def lines(name, id_path, payload_path, time_path, text):
         put("capture", name, b"\x01" + sep.join([id_path, payload_path, time_path, text]))

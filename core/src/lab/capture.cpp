@@ -3,6 +3,7 @@
 #include "idem/errors.h"
 #include "idem/redis/connection.h"
 #include "idem/redis/reply.h"
+#include "lab/canonicaljson.h"
 #include "lab/labredis.h"
 
 #include <algorithm>
@@ -104,7 +105,12 @@ std::string payloadJson(std::string_view value)
 {
     // always through the library's parse and dump: the text replay reads back from the log
     // (keys in order, numbers and escapes as the library writes them) - the payload's fingerprint
-    // must not depend on whether the log went through a file
+    // must not depend on whether the log went through a file. Most payloads take the scanner's
+    // path, which writes that same text without building a tree (capture's cost is this line).
+    std::string fast;
+    fast.reserve(value.size());
+    if (lab::appendCanonicalJson(value, fast))
+        return fast;
     nlohmann::json j;
     try {
         if (parseBounded(value, j))
@@ -255,6 +261,8 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
     std::mutex m;
     std::condition_variable cv;
     std::deque<ReplyPtr> pages;
+    std::vector<ReplyPtr> used; // decoded pages, freed by the reader: a reply's memory goes back
+                                // to the thread (and malloc arena) that made it, as the bare loop's does
     bool fetched = false, stop = false;
     std::exception_ptr fetchError;
     std::thread fetcher([&] {
@@ -265,6 +273,13 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
             while (o.count == 0 || read < o.count) {
                 const std::size_t want = o.count == 0 ? o.pageSize : std::min(o.pageSize, o.count - read);
                 const std::string n = want == o.pageSize ? page : std::to_string(want);
+                {
+                    std::vector<ReplyPtr> drop;
+                    {
+                        std::lock_guard lock(m);
+                        drop.swap(used);
+                    }
+                } // freed here, outside the lock
                 auto reply = c.checked({"XRANGE", o.stream, from, o.to, "COUNT", n});
                 const std::size_t got = reply::arraySize(reply.get());
                 read += got;
@@ -342,6 +357,10 @@ CaptureResult captureStream(const ConnectionOptions& connection, const CaptureOp
             else
                 report(callbacks, r, std::string(entryId), why);
         }
+        {
+            std::lock_guard lock(m);
+            used.push_back(std::move(reply));
+        }
         if (callbacks.page && !callbacks.page(r))
             break;
     }
@@ -416,11 +435,36 @@ CaptureResult captureJsonl(std::istream& in, const JsonlMapping& m, const Captur
 
 void writeEventLog(std::ostream& out, const std::vector<ReplayEvent>& events)
 {
+    // written in chunks of about a megabyte, not line by line through the stream
+    constexpr std::size_t kChunk = 1 << 20;
+    std::string buf;
+    buf.reserve(kChunk + 4096);
     for (const ReplayEvent& e : events) {
-        // the payload is JSON text already: written as it is, the rest escaped by the library
-        out << "{\"id\":" << nlohmann::json(e.id).dump() << ",\"payload\":" << (e.payload.empty() ? "null" : e.payload)
-            << ",\"at_ms\":" << e.atMs << "}\n";
+        buf += "{\"id\":";
+        // an id of plain text as it is; anything to escape (or not UTF-8) through the library
+        const bool plain = isUtf8(e.id) && std::none_of(e.id.begin(), e.id.end(), [](char c) {
+                               return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
+                           });
+        if (plain) {
+            buf += '"';
+            buf += e.id;
+            buf += '"';
+        } else {
+            buf += nlohmann::json(e.id).dump();
+        }
+        // the payload is JSON text already: written as it is
+        buf += ",\"payload\":";
+        buf += e.payload.empty() ? std::string_view("null") : std::string_view(e.payload);
+        buf += ",\"at_ms\":";
+        char num[24];
+        buf.append(num, std::to_chars(num, num + sizeof num, e.atMs).ptr);
+        buf += "}\n";
+        if (buf.size() >= kChunk) {
+            out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+            buf.clear();
+        }
     }
+    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
 std::vector<ReplayEvent> eventsFromHistory(const std::vector<Transition>& transitions, const std::string& keyNamespace)
