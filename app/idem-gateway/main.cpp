@@ -24,6 +24,10 @@ QString hostPort(const QHostAddress& h, quint16 port)
 
 int main(int argc, char** argv)
 {
+    // Qt's own event dispatcher, not GLib's: it writes its eventfd once per wake-up where GLib's
+    // writes it for every event posted (each store answer), a system call each on a busy gateway
+    if (!qEnvironmentVariableIsSet("QT_NO_GLIB"))
+        qputenv("QT_NO_GLIB", "1");
     QCoreApplication app(argc, argv);
     QCoreApplication::setOrganizationName(u"idem"_s);
     QCoreApplication::setApplicationName(u"idem-gateway"_s);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace idem::gateway {
 
@@ -21,12 +22,18 @@ public:
     {
         std::lock_guard lock(m_mutex);
         m_context = nullptr;
+        m_pending.clear();
     }
+    // Answers that arrive while earlier ones wait for the gateway's thread join them: one queued
+    // call (one wake-up of that thread) runs them all, in the order they came.
     void post(std::function<void()> f)
     {
         std::lock_guard lock(m_mutex);
-        if (m_context)
-            QMetaObject::invokeMethod(m_context, std::move(f), Qt::QueuedConnection);
+        if (!m_context)
+            return;
+        m_pending.push_back(std::move(f));
+        if (m_pending.size() == 1)
+            QMetaObject::invokeMethod(m_context, [self = shared_from_this()] { self->drain(); }, Qt::QueuedConnection);
     }
     template <typename T> StoreCallback<T> bind(std::function<void(const T&, std::exception_ptr)> f)
     {
@@ -36,8 +43,20 @@ public:
     }
 
 private:
+    void drain()
+    {
+        std::vector<std::function<void()>> batch;
+        {
+            std::lock_guard lock(m_mutex);
+            batch.swap(m_pending);
+        }
+        for (auto& f : batch)
+            f();
+    }
+
     std::mutex m_mutex;
     QObject* m_context;
+    std::vector<std::function<void()>> m_pending;
 };
 
 } // namespace idem::gateway
