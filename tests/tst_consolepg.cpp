@@ -69,6 +69,20 @@ private slots:
             got = watch.take();
         }
         QVERIFY(got.everything); // 200 ids of 100+ bytes: more than a payload holds
+
+        // no watcher renewed in 30 s: the triggers send nothing (NOTIFY serialises commits)
+        idemtest::pgSql(pg->url(), "UPDATE idem.watchers SET seen_at = now() - interval '31 seconds'");
+        idemtest::pgSql(pg->url(), "SELECT outcome FROM idem.acquire('n-unwatched')");
+        QThread::msleep(200);
+        QVERIFY(watch.take().ids.empty());
+        idemtest::pgSql(pg->url(), "UPDATE idem.watchers SET seen_at = now()");
+        idemtest::pgSql(pg->url(), "SELECT outcome FROM idem.acquire('n-watched')");
+        got = {};
+        for (int i = 0; i < 100 && got.ids.empty(); ++i) {
+            QThread::msleep(20);
+            got = watch.take();
+        }
+        QCOMPARE(got.ids, std::vector<std::string>{"n-watched"});
         idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id LIKE 'bulk-%' OR id LIKE 'n-%'");
     }
 
@@ -91,9 +105,9 @@ private slots:
         idem::PgStore store(pg->url());
         const int scansBefore = static_cast<int>(scans.count());
         QCOMPARE(store.acquire("live-1", "", idem::Millis(300)).status, idem::AcquireStatus::Acquired);
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Started, 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Started, 5000);
         QCOMPARE(static_cast<int>(scans.count()), scansBefore); // a notification, not a new snapshot
-        QTRY_VERIFY_WITH_TIMEOUT(w.model()->row(w.model()->rowOfKey(u"live-1"_s)).isStale(QDateTime::currentMSecsSinceEpoch()), 3000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->row(w.model()->rowOfKey(u"live-1"_s)).isStale(QDateTime::currentMSecsSinceEpoch()), 5000);
 
         // the inspector shows the row
         selectKey(w, u"live-1"_s);
@@ -109,7 +123,7 @@ private slots:
         QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
         QCOMPARE(store.inspect("live-1")->state, idem::RecordState::Failed);
         QCOMPARE(store.inspect("live-1")->opReason, std::string("its worker died"));
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Failed, 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Failed, 5000);
         QCOMPARE(w.auditTrail()->entries().size(), 1);
         QCOMPARE(w.auditTrail()->entries().first().why, u"its worker died"_s);
 
@@ -120,7 +134,7 @@ private slots:
         QVERIFY(actions.wait(10000));
         QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
         QVERIFY(!store.inspect("live-1"));
-        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"live-1"_s), -1, 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"live-1"_s), -1, 5000);
 
         // a bulk delete too large to name in a notification: the window reads the table again
         idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id LIKE 'p-%'");

@@ -365,6 +365,7 @@ void ConsoleWorker::beat()
         if (m_scanning)
             return;
         try {
+            m_pgWatch->renewIfDue();
             Q_EMIT heartbeat(m_pgWatch->serverNowMs());
         } catch (const idem::Error& e) {
             pgFailed(e);

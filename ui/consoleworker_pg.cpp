@@ -126,6 +126,7 @@ void ConsoleWorker::pgScanStep()
     if (!m_pg || !m_scanning)
         return;
     try {
+        m_pgWatch->renewIfDue(); // (the heartbeat waits while a scan runs)
         const auto page = m_pg->page(m_pgAfter, static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 10'000)));
         QVector<KeyRow> rows;
         QHash<QString, QStringList> actors;

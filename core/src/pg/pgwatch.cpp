@@ -4,6 +4,11 @@
 #include "pg/pgconnection.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <unistd.h>
 #include <string_view>
 
 namespace idem {
@@ -17,9 +22,42 @@ PgWatch::PgWatch(const std::string& conninfo, int connectTimeoutSeconds)
         "SELECT count(*) FROM pg_trigger WHERE tgname = 'records_notify_update' AND tgrelid = "
         "coalesce(to_regclass('idem.records'), 0)");
     m_notifies = std::string_view(PQgetvalue(r.get(), 0, 0)) != "0";
+    if (!m_notifies)
+        return;
+    std::random_device random;
+    char name[64];
+    std::snprintf(name, sizeof name, "watch-%ld-%08x%08x", static_cast<long>(::getpid()), random(), random());
+    m_name = name;
+    m_conn->exec("DELETE FROM idem.watchers WHERE seen_at < now() - interval '1 hour'"); // ones that died
+    renew();
 }
 
-PgWatch::~PgWatch() = default;
+PgWatch::~PgWatch()
+{
+    if (m_name.empty() || !m_conn->healthy())
+        return;
+    try {
+        m_conn->exec("DELETE FROM idem.watchers WHERE name = '" + m_name + "'");
+    } catch (const Error&) {
+        // its row ages out in 30 s
+    }
+}
+
+void PgWatch::renew()
+{
+    m_conn->exec("INSERT INTO idem.watchers (name, seen_at) VALUES ('" + m_name +
+                 "', now()) ON CONFLICT (name) DO UPDATE SET seen_at = now()");
+    m_renewedAt = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void PgWatch::renewIfDue()
+{
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (!m_name.empty() && now - m_renewedAt >= 10'000)
+        renew();
+}
 
 int PgWatch::socket() const { return PQsocket(m_conn->get()); }
 

@@ -12,7 +12,10 @@ class PgConnection;
 // What a watcher of a PostgreSQL store (the console) needs beside PgStore's page(), read() and
 // actions: a dedicated connection that LISTENs on channel idem_records (schema v4's triggers
 // notify it with the ids each statement changed), whose socket the caller polls in its own event
-// loop, and the server's clock. Not thread-safe: one thread owns it.
+// loop, and the server's clock. The triggers notify only while a watcher's row in idem.watchers
+// is younger than 30 s (NOTIFY serialises commits): it is written on connecting, renewed by
+// renewIfDue() (call it every few seconds; it writes every 10 s) and deleted on destruction.
+// Not thread-safe: one thread owns it.
 class PgWatch {
 public:
     // Connects and LISTENs. Throws as PgStore does (IoError unreachable, ConfigError refused).
@@ -41,12 +44,16 @@ public:
     std::vector<Operation> operations(int limit);
 
     std::int64_t serverNowMs();     // one round trip
+    void renewIfDue();              // this watcher's row in idem.watchers, every 10 s
     std::int64_t estimatedRows();   // the planner's estimate (pg_class.reltuples), 0 when unknown
     std::string describe() const;   // "host:port/db" of the connection, never the password
 
 private:
     std::unique_ptr<PgConnection> m_conn;
     bool m_notifies = false;
+    std::string m_name; // this watcher's row in idem.watchers
+    std::int64_t m_renewedAt = 0; // steady clock, ms
+    void renew();
 };
 
 } // namespace idem
