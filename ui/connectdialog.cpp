@@ -33,7 +33,8 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_url->setObjectName(u"url"_s);
     m_url->setToolTip(tr("redis://[user:password@]host[:port][/db], rediss://… (TLS), unix:///path.sock, "
                          "redis-sentinel://[user:password@]host1[:port1],host2[:port2][/db]#PRIMARY or "
-                         "rediss-sentinel://… (TLS to the data nodes)"));
+                         "rediss-sentinel://… (TLS to the data nodes); a PostgreSQL store: postgresql://[user[:password]@]host[:port]/db "
+                         "or libpq's key=value pairs (host=… dbname=…)"));
     m_url->setMinimumWidth(std::min(360, fontMetrics().averageCharWidth() * 40));
     m_user = new QLineEdit(this);
     m_user->setObjectName(u"user"_s);

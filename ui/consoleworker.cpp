@@ -10,9 +10,12 @@
 #include "idem/monitor/scanner.h"
 #include "idem/engine/store.h"
 #include "idem/format/record.h"
+#include "idem/pg/pgstore.h"
+#include "idem/pg/pgwatch.h"
 
 #include <QDateTime>
 #include <QLocale>
+#include <QSocketNotifier>
 #include <QUuid>
 
 using namespace Qt::StringLiterals;
@@ -47,6 +50,8 @@ QString when(std::int64_t serverMs, std::int64_t nowMs)
 
 idem::ConnectionOptions connectionOptions(const ConnectionSettings& settings)
 {
+    if (isPostgresUrl(settings.url))
+        throw idem::UsageError("a PostgreSQL store has no Redis connection options");
     idem::ConnectionOptions o = idem::ConnectionOptions::fromUrl(settings.url.trimmed().toStdString());
     if (o.user.empty())
         o.user = settings.user.toStdString();
@@ -199,6 +204,10 @@ void ConsoleWorker::abortIo()
 
 void ConsoleWorker::dropIo()
 {
+    delete m_pgNotifier; // before the connection whose socket it watches
+    m_pgNotifier = nullptr;
+    m_pgWatch.reset();
+    m_pg.reset();
     m_store.reset();
     std::lock_guard lock(m_ioMutex);
     m_pool.reset();
@@ -236,6 +245,10 @@ void ConsoleWorker::close()
 void ConsoleWorker::connectNow()
 {
     stopListeners();
+    if (isPostgresUrl(m_settings.url)) {
+        pgConnectNow();
+        return;
+    }
     idem::ConnectionOptions o;
     try {
         o = connectionOptions(m_settings);
@@ -348,6 +361,17 @@ void ConsoleWorker::refuse(const QString& field, const QString& message)
 
 void ConsoleWorker::beat()
 {
+    if (m_pgWatch && m_link == Link::Connected) {
+        if (m_scanning)
+            return;
+        try {
+            m_pgWatch->renewIfDue();
+            Q_EMIT heartbeat(m_pgWatch->serverNowMs());
+        } catch (const idem::Error& e) {
+            pgFailed(e);
+        }
+        return;
+    }
     if (!m_conn || m_link != Link::Connected)
         return;
     if (m_scanning) // its pages are the news
@@ -454,6 +478,10 @@ void ConsoleWorker::lost(const QString& why)
 
 void ConsoleWorker::rescan()
 {
+    if (m_pg) {
+        pgRescan();
+        return;
+    }
     if (!m_monitor)
         return;
     if (m_scanning) {
@@ -478,6 +506,10 @@ void ConsoleWorker::rescan()
 
 void ConsoleWorker::scanStep()
 {
+    if (m_pg) {
+        pgScanStep();
+        return;
+    }
     if (!m_monitor || !m_scanning)
         return;
     try {
@@ -540,6 +572,10 @@ void ConsoleWorker::noteDirty(const QString& key)
 
 void ConsoleWorker::flushDirty()
 {
+    if (m_pg) {
+        pgFlushDirty();
+        return;
+    }
     if (!m_monitor || m_dirty.isEmpty())
         return;
     std::vector<std::string> keys;
@@ -583,6 +619,10 @@ void ConsoleWorker::flushDirty()
 
 void ConsoleWorker::readAudit()
 {
+    if (m_pg) {
+        pgReadAudit();
+        return;
+    }
     if (!m_store || m_link != Link::Connected) {
         Q_EMIT auditRead({}, 0, u"not connected"_s);
         return;
@@ -649,6 +689,10 @@ void ConsoleWorker::noteGone(const QSet<QString>& gone, std::int64_t serverNowMs
 
 void ConsoleWorker::inspect(const QString& key)
 {
+    if (m_pg) {
+        pgInspect(key);
+        return;
+    }
     if (!m_store) {
         Q_EMIT inspected(key, u"<p>Not connected.</p>"_s);
         return;
@@ -663,89 +707,94 @@ void ConsoleWorker::inspect(const QString& key)
                                       key.toHtmlEscaped(), last.isEmpty() ? QString() : u"<p>%1</p>"_s.arg(last)));
             return;
         }
-        QString out = u"<h3>%1</h3><table cellspacing='0' cellpadding='2'>"_s.arg(html(rec->id));
-        auto row = [&out](const QString& name, const QString& value) {
-            out += u"<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
-        };
-        row(u"key"_s, html(rec->key));
-        QString state = qs(std::string(idem::nameOf(rec->state)));
-        if (rec->stale)
-            state += u" <span style='color:#d35400'>⚠ stale: %1</span>"_s.arg(html(rec->staleWhy));
-        else if (rec->blocked)
-            state += u" <span style='color:#d35400'>no lease: blocked until TTL</span>"_s;
-        row(u"state"_s, state);
-        row(u"written by"_s, qs(std::string(idem::libraryOf(rec->format))) +
-                                 u" <i>(format %1, a %2)</i>"_s.arg(qs(std::string(idem::nameOf(rec->format))),
-                                                                    qs(rec->keyType)));
-        if (!rec->rawStatus.empty())
-            row(u"status as written"_s, html(rec->rawStatus));
-        if (!rec->reason.empty())
-            row(idem::notARecord(rec->state) ? u"why"_s : u"note"_s, html(rec->reason));
-        if (rec->partial)
-            row(u"read"_s, u"the first and last bytes of %1 (the value is not read whole)"_s.arg(
-                               QLocale().formattedDataSize(rec->valueBytes)));
-        row(u"TTL"_s, rec->ttlMs == -1 ? u"<span style='color:#c0392b'>none — this key never expires</span>"_s
-                                       : QString::fromStdString(idem::formatDuration(idem::Millis(rec->ttlMs))));
-        if (rec->createdMs)
-            row(u"created"_s, when(*rec->createdMs, now));
-        if (rec->startedMs && rec->startedMs != rec->createdMs)
-            row(u"started"_s, when(*rec->startedMs, now));
-        if (rec->leaseUntilMs && rec->state == idem::RecordState::Started)
-            row(u"lease until"_s, when(*rec->leaseUntilMs, now));
-        if (rec->expiresMs)
-            row(u"expires"_s, when(*rec->expiresMs, now) + u" <i>(the library's own expiry)</i>"_s);
-        if (rec->finishedMs)
-            row(u"finished"_s, when(*rec->finishedMs, now));
-        if (!rec->owner.empty())
-            row(u"owner"_s, html(rec->owner));
-        if (rec->fence)
-            row(u"fence"_s, QString::number(rec->fence));
-        if (rec->attempt)
-            row(u"attempt"_s, QString::number(rec->attempt));
-        if (!rec->fingerprint.empty())
-            row(u"payload"_s, html(rec->fingerprint));
-        if (rec->state == idem::RecordState::Failed)
-            row(u"failure"_s, rec->terminal ? u"terminal"_s : u"retryable"_s);
-        if (!rec->error.empty())
-            row(u"error"_s, html(rec->error.substr(0, 2000)));
-        if (!rec->op.empty())
-            row(u"operator"_s, html(rec->op + " by " + rec->opBy + ": " + rec->opReason) +
-                                  (rec->opAtMs ? u", "_s + when(*rec->opAtMs, now) : QString()));
-        if (!last.isEmpty())
-            row(u"last action"_s, last);
-        out += u"</table>"_s;
-        if (rec->response)
-            out += storedResponseHtml(*rec->response);
-        out += u"<h4>all fields</h4><table cellspacing='0' cellpadding='1'>"_s;
-        for (const auto& [k, v] : rec->fields) {
-            if (k == "response")
-                continue;
-            // what the field means for the library that wrote it, and a time shown as one
-            QString value = html(v.substr(0, 2000));
-            QString meaning;
-            if (const idem::FieldDoc* doc = idem::fieldDoc(rec->format, k)) {
-                meaning = u"<br><i>%1</i>"_s.arg(qs(std::string(doc->meaning)).toHtmlEscaped());
-                std::optional<std::int64_t> t;
-                switch (doc->time) {
-                case idem::FieldTime::None: break;
-                case idem::FieldTime::Seconds:
-                case idem::FieldTime::Millis:
-                case idem::FieldTime::Any: t = idem::parseTimestampMs(v); break;
-                case idem::FieldTime::Micros: // the milliseconds are all but the last three digits
-                    if (v.size() > 3)
-                        t = idem::parseTimestampMs(v.substr(0, v.size() - 3));
-                    break;
-                }
-                if (t)
-                    value += u" = "_s + when(*t, now);
-            }
-            out += u"<tr><td valign='top'><tt>%1</tt>&nbsp;</td><td><tt>%2</tt>%3</td></tr>"_s.arg(html(k), value, meaning);
-        }
-        out += u"</table>"_s;
-        Q_EMIT inspected(key, out);
+        Q_EMIT inspected(key, recordHtml(*rec, now, last));
     } catch (const idem::Error& e) {
         Q_EMIT inspected(key, u"<p style='color:#c0392b'>%1</p>"_s.arg(qs(e.what()).toHtmlEscaped()));
     }
+}
+
+QString recordHtml(const idem::Record& rec, std::int64_t now, const QString& last)
+{
+    QString out = u"<h3>%1</h3><table cellspacing='0' cellpadding='2'>"_s.arg(html(rec.id));
+    auto row = [&out](const QString& name, const QString& value) {
+        out += u"<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
+    };
+    row(u"key"_s, html(rec.key));
+    QString state = qs(std::string(idem::nameOf(rec.state)));
+    if (rec.stale)
+        state += u" <span style='color:#d35400'>⚠ stale: %1</span>"_s.arg(html(rec.staleWhy));
+    else if (rec.blocked)
+        state += u" <span style='color:#d35400'>no lease: blocked until TTL</span>"_s;
+    row(u"state"_s, state);
+    row(u"written by"_s, qs(std::string(idem::libraryOf(rec.format))) +
+                             u" <i>(format %1, a %2)</i>"_s.arg(qs(std::string(idem::nameOf(rec.format))),
+                                                                qs(rec.keyType)));
+    if (!rec.rawStatus.empty())
+        row(u"status as written"_s, html(rec.rawStatus));
+    if (!rec.reason.empty())
+        row(idem::notARecord(rec.state) ? u"why"_s : u"note"_s, html(rec.reason));
+    if (rec.partial)
+        row(u"read"_s, u"the first and last bytes of %1 (the value is not read whole)"_s.arg(
+                           QLocale().formattedDataSize(rec.valueBytes)));
+    row(u"TTL"_s, rec.ttlMs == -1 ? u"<span style='color:#c0392b'>none — this key never expires</span>"_s
+                                   : QString::fromStdString(idem::formatDuration(idem::Millis(rec.ttlMs))));
+    if (rec.createdMs)
+        row(u"created"_s, when(*rec.createdMs, now));
+    if (rec.startedMs && rec.startedMs != rec.createdMs)
+        row(u"started"_s, when(*rec.startedMs, now));
+    if (rec.leaseUntilMs && rec.state == idem::RecordState::Started)
+        row(u"lease until"_s, when(*rec.leaseUntilMs, now));
+    if (rec.expiresMs)
+        row(u"expires"_s, when(*rec.expiresMs, now) + u" <i>(the library's own expiry)</i>"_s);
+    if (rec.finishedMs)
+        row(u"finished"_s, when(*rec.finishedMs, now));
+    if (!rec.owner.empty())
+        row(u"owner"_s, html(rec.owner));
+    if (rec.fence)
+        row(u"fence"_s, QString::number(rec.fence));
+    if (rec.attempt)
+        row(u"attempt"_s, QString::number(rec.attempt));
+    if (!rec.fingerprint.empty())
+        row(u"payload"_s, html(rec.fingerprint));
+    if (rec.state == idem::RecordState::Failed)
+        row(u"failure"_s, rec.terminal ? u"terminal"_s : u"retryable"_s);
+    if (!rec.error.empty())
+        row(u"error"_s, html(rec.error.substr(0, 2000)));
+    if (!rec.op.empty())
+        row(u"operator"_s, html(rec.op + " by " + rec.opBy + ": " + rec.opReason) +
+                              (rec.opAtMs ? u", "_s + when(*rec.opAtMs, now) : QString()));
+    if (!last.isEmpty())
+        row(u"last action"_s, last);
+    out += u"</table>"_s;
+    if (rec.response)
+        out += storedResponseHtml(*rec.response);
+    out += u"<h4>all fields</h4><table cellspacing='0' cellpadding='1'>"_s;
+    for (const auto& [k, v] : rec.fields) {
+        if (k == "response")
+            continue;
+        // what the field means for the library that wrote it, and a time shown as one
+        QString value = html(v.substr(0, 2000));
+        QString meaning;
+        if (const idem::FieldDoc* doc = idem::fieldDoc(rec.format, k)) {
+            meaning = u"<br><i>%1</i>"_s.arg(qs(std::string(doc->meaning)).toHtmlEscaped());
+            std::optional<std::int64_t> t;
+            switch (doc->time) {
+            case idem::FieldTime::None: break;
+            case idem::FieldTime::Seconds:
+            case idem::FieldTime::Millis:
+            case idem::FieldTime::Any: t = idem::parseTimestampMs(v); break;
+            case idem::FieldTime::Micros: // the milliseconds are all but the last three digits
+                if (v.size() > 3)
+                    t = idem::parseTimestampMs(v.substr(0, v.size() - 3));
+                break;
+            }
+            if (t)
+                value += u" = "_s + when(*t, now);
+        }
+        out += u"<tr><td valign='top'><tt>%1</tt>&nbsp;</td><td><tt>%2</tt>%3</td></tr>"_s.arg(html(k), value, meaning);
+    }
+    out += u"</table>"_s;
+    return out;
 }
 
 ActionResult ConsoleWorker::startAction(const QString& action, const QVector<KeyRow>& rows, bool connected)
@@ -774,6 +823,10 @@ void ConsoleWorker::noteRefusedWrite(const QString& error)
 
 void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who)
 {
+    if (m_pg) {
+        pgAction(u"force-fail"_s, rows, reason, terminal, who);
+        return;
+    }
     ActionResult result = startAction(u"force-fail"_s, rows, m_store != nullptr);
     if (!result.error.isEmpty())
         return;
@@ -820,6 +873,10 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
 
 void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who)
 {
+    if (m_pg) {
+        pgAction(u"purge"_s, rows, reason, false, who);
+        return;
+    }
     ActionResult result = startAction(u"purge"_s, rows, m_monitor != nullptr);
     if (!result.error.isEmpty())
         return;

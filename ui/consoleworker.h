@@ -25,7 +25,11 @@ class KeyspaceListener;
 class Monitor;
 class Scanner;
 class Store;
+class PgStore;
+class PgWatch;
+struct Record;
 } // namespace idem
+class QSocketNotifier;
 
 struct ConnectionSettings {
     QString url;      // redis://[user:password@]host:port/db (a password here wins)
@@ -55,6 +59,15 @@ Q_DECLARE_METATYPE(ConnectionSettings)
 // URL, a Sentinel password without sentinels) throw idem::ConfigError naming the field to change;
 // a URL that cannot be parsed throws idem::UsageError.
 idem::ConnectionOptions connectionOptions(const ConnectionSettings& settings);
+
+// A PostgreSQL store's address as libpq takes it: a postgresql:// (or postgres://) URI, or
+// key=value pairs ("host=... dbname=..."). The console then watches table idem.records.
+bool isPostgresUrl(const QString& url);
+// The URL as shown: a PostgreSQL URI without its password
+QString postgresShown(const QString& url);
+
+// The inspector's view of a record (Redis key or PostgreSQL row); `lastAction` in HTML, may be empty
+QString recordHtml(const idem::Record& rec, std::int64_t nowMs, const QString& lastAction);
 
 struct ActionResult {
     QString action; // "force-fail" or "purge"
@@ -157,6 +170,23 @@ private:
     // an action's result with its name and size; not connected: already answered, with that error
     ActionResult startAction(const QString& action, const QVector<KeyRow>& rows, bool connected);
     void noteRefusedWrite(const QString& error); // NOPERM, READONLY: writeAccess(false)
+
+    // A PostgreSQL store (consoleworker_pg.cpp): pages of idem.records in id order (keyset), the
+    // ids schema v4's triggers NOTIFY re-read, actions through idem.force_fail and idem.purge
+    void pgConnectNow();
+    void pgRescan();
+    void pgScanStep();
+    void pgTake();       // the LISTEN socket is readable
+    void pgFlushDirty(); // the ids noted: read again
+    void pgFailed(const idem::Error& e);
+    void pgInspect(const QString& key);
+    void pgReadAudit(); // table idem.operations
+    void pgAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason, bool terminal,
+                  const QString& who);
+    std::unique_ptr<idem::PgStore> m_pg;
+    std::unique_ptr<idem::PgWatch> m_pgWatch;
+    QSocketNotifier* m_pgNotifier = nullptr;
+    std::string m_pgAfter; // the last id of the page read
 
     ConnectionSettings m_settings;
     std::mutex m_ioMutex; // guards the m_conn and m_pool pointers for abortIo()

@@ -322,7 +322,7 @@ int KeyTableModel::rowOfKey(const QString& key) const
 void KeyTableModel::reserveFor(qint64 expectedRows)
 {
     // growing a hash of a million keys rehashes them all at once: a stall the GUI would feel
-    const qsizetype n = static_cast<qsizetype>(std::min<qint64>(expectedRows, kMaxReserve));
+    const qsizetype n = static_cast<qsizetype>(std::clamp<qint64>(expectedRows, 0, kMaxReserve)); // < 0: unknown
     if (n > m_index.capacity())
         m_index.reserve(n);
     if (n > m_rows.capacity())

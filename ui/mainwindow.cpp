@@ -68,6 +68,8 @@ QString whoAmI()
 
 QString describe(const QString& url)
 {
+    if (isPostgresUrl(url))
+        return postgresShown(url);
     try {
         return QString::fromStdString(idem::ConnectionOptions::fromUrl(url.toStdString()).describe());
     } catch (...) {

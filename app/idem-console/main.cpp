@@ -71,14 +71,15 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription(
-        u"Operator console for idem idempotency stores in Redis. Without --url (or IDEM_URL) it "
+        u"Operator console for idem idempotency stores in Redis or PostgreSQL. Without --url (or IDEM_URL) it "
         "starts a private redis-server with demo traffic and stops it on exit."_s);
     const QCommandLineOption help = parser.addHelpOption();
     const QCommandLineOption version = parser.addVersionOption();
     const QCommandLineOption url(u"url"_s,
                                  u"redis://[user:password@]host[:port][/db], rediss://... (TLS), "
                                  "unix:///path.sock[?db=N], redis-sentinel://[user:pw@]h1[:p1],h2[:p2][/db]#PRIMARY "
-                                 "or rediss-sentinel://... (default: $IDEM_URL, else an embedded demo server)"_s,
+                                 "or rediss-sentinel://...; a PostgreSQL store: postgresql://[user@]host[:port]/db or "
+                                 "\"host=... dbname=...\" (default: $IDEM_URL, else an embedded demo server)"_s,
                                  u"URL"_s);
     const QCommandLineOption tlsCa(u"tls-ca"_s, u"CA bundle that verifies the server (default: the system's)"_s,
                                    u"FILE"_s);

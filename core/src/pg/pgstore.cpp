@@ -56,6 +56,8 @@ const std::vector<Statement>& statements()
         // keyset pagination: one range scan of the primary key per page, however deep
         {"idem_page", "SELECT " IDEM_ROW " FROM idem.records WHERE id > $1 ORDER BY id LIMIT $2::integer",
          {kText, kText}},
+        // the rows a notification named (ids as a text[] literal)
+        {"idem_read", "SELECT " IDEM_ROW " FROM idem.records WHERE id = ANY($1::text[])", {kText}},
     };
     return s;
 }
@@ -432,6 +434,34 @@ PgStore::Page PgStore::page(std::string_view afterId, std::size_t limit)
     }
     p.done = static_cast<std::size_t>(n) < limit;
     return p;
+}
+
+std::vector<Record> PgStore::read(const std::vector<std::string>& ids, std::int64_t* serverNowMs)
+{
+    std::vector<Record> out;
+    if (ids.empty())
+        return out;
+    std::string array = "{";
+    for (const std::string& id : ids) {
+        if (array.size() > 1)
+            array += ',';
+        array += '"';
+        for (const char ch : id) {
+            if (ch == '"' || ch == '\\')
+                array += '\\';
+            array += ch;
+        }
+        array += '"';
+    }
+    array += '}';
+    const PgResultPtr res = call([&](PgConnection& c) { return c.execPrepared("idem_read", {PgParam::text(array)}); });
+    const int n = PQntuples(res.get());
+    out.reserve(static_cast<std::size_t>(n));
+    for (int row = 0; row < n; ++row)
+        out.push_back(recordFrom(res.get(), row));
+    if (serverNowMs && n > 0)
+        *serverNowMs = pgcell::int8(res.get(), 0, 17);
+    return out;
 }
 
 Outcome PgStore::execute(std::string_view id, std::string_view payload, const PgWork& work,

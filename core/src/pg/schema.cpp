@@ -11,12 +11,13 @@ namespace sql {
 extern const std::string_view v1;
 extern const std::string_view v2;
 extern const std::string_view v3;
+extern const std::string_view v4;
 }
 
 namespace {
 
 // sql/v<N>.sql for N = 1..kPgSchemaVersion
-const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3};
+const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3, sql::v4};
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 
 int installedVersion(PgConnection& c)

@@ -96,6 +96,9 @@ public:
         bool done = false;  // fewer than `limit` came: nothing after them
     };
     Page page(std::string_view afterId, std::size_t limit = 1000);
+    // The rows of these ids that exist (in no particular order), one statement: what a watcher
+    // reads again when a notification names them. `serverNowMs` is set when any came back.
+    std::vector<Record> read(const std::vector<std::string>& ids, std::int64_t* serverNowMs = nullptr);
 
     // The transactional mode: acquire, work and complete commit together. A duplicate waits for
     // the transaction that holds the id and then replays its result (or runs, if that one rolled

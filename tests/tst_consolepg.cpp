@@ -1,0 +1,146 @@
+// The console on a PostgreSQL store, offscreen, against a private PostgreSQL (tests/pgfixture.h):
+// the table read in keyset pages, rows that change live through schema v4's NOTIFY (one by one,
+// and a bulk delete too large to name), the inspector, force-fail and purge through the same
+// confirmation and audit as on Redis.
+#include "consoletest.h"
+#include "pgfixture.h"
+
+#include "idem/pg/pgstore.h"
+#include "idem/pg/pgwatch.h"
+
+class TestConsolePg : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<idem::LocalPostgres> pg;
+    QTemporaryDir tmp;
+
+    MainWindow::Options options(int pageRows)
+    {
+        MainWindow::Options o;
+        o.connection.url = QString::fromStdString(pg->url());
+        o.connection.scanCount = pageRows;
+        o.auditPath = tmp.filePath(u"audit.jsonl"_s);
+        return o;
+    }
+    static idem::RecordState stateOf(MainWindow& w, const QString& id)
+    {
+        const int r = w.model()->rowOfKey(id);
+        return r < 0 ? idem::RecordState::Unknown : w.model()->row(r).state;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        pg = idemtest::startPostgres();
+    }
+
+    void urlsAreRecognised()
+    {
+        QVERIFY(isPostgresUrl(u"postgresql://u:secret@db.example:5433/app"_s));
+        QVERIFY(isPostgresUrl(u"postgres://localhost/app"_s));
+        QVERIFY(isPostgresUrl(u"host=/run/postgresql dbname=app"_s));
+        QVERIFY(!isPostgresUrl(u"redis://127.0.0.1:6379/0"_s));
+        QVERIFY(!isPostgresUrl(u"unix:///tmp/redis.sock"_s));
+        QCOMPARE(postgresShown(u"postgresql://u:secret@db.example:5433/app"_s), u"postgresql://u@db.example:5433/app"_s);
+        QVERIFY(!postgresShown(u"host=db password=secret dbname=app"_s).contains(u"secret"_s));
+    }
+
+    // a notification names each statement's ids, or says "too many": never over NOTIFY's limit
+    void notificationsNameTheChangedIds()
+    {
+        idem::PgWatch watch(pg->url());
+        QVERIFY(watch.notifies());
+        idemtest::pgSql(pg->url(), "SELECT outcome FROM idem.acquire('n-\"quoted\"')");
+        idem::PgWatch::Changes got;
+        for (int i = 0; i < 100 && got.ids.empty(); ++i) {
+            QThread::msleep(20);
+            got = watch.take();
+        }
+        QCOMPARE(got.ids, std::vector<std::string>{"n-\"quoted\""});
+        QVERIFY(!got.everything);
+        idemtest::pgSql(pg->url(), "INSERT INTO idem.records (id, state, token, fence, lease_until, expires_at, created_at, "
+                                   "started_at) SELECT 'bulk-' || repeat('x', 100) || g, 'STARTED', gen_random_uuid(), g, "
+                                   "now() + interval '1 minute', now() + interval '1 hour', now(), now() "
+                                   "FROM generate_series(1, 200) g");
+        got = {};
+        for (int i = 0; i < 100 && !got.everything; ++i) {
+            QThread::msleep(20);
+            got = watch.take();
+        }
+        QVERIFY(got.everything); // 200 ids of 100+ bytes: more than a payload holds
+
+        // no watcher renewed in 30 s: the triggers send nothing (NOTIFY serialises commits)
+        idemtest::pgSql(pg->url(), "UPDATE idem.watchers SET seen_at = now() - interval '31 seconds'");
+        idemtest::pgSql(pg->url(), "SELECT outcome FROM idem.acquire('n-unwatched')");
+        QThread::msleep(200);
+        QVERIFY(watch.take().ids.empty());
+        idemtest::pgSql(pg->url(), "UPDATE idem.watchers SET seen_at = now()");
+        idemtest::pgSql(pg->url(), "SELECT outcome FROM idem.acquire('n-watched')");
+        got = {};
+        for (int i = 0; i < 100 && got.ids.empty(); ++i) {
+            QThread::msleep(20);
+            got = watch.take();
+        }
+        QCOMPARE(got.ids, std::vector<std::string>{"n-watched"});
+        idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id LIKE 'bulk-%' OR id LIKE 'n-%'");
+    }
+
+    void snapshotLiveAndActions()
+    {
+        // more rows than one page: the snapshot reads 1200 rows 250 at a time
+        idemtest::pgSql(pg->url(), "SELECT count(*) FROM generate_series(1, 1200) g, "
+                                   "idem.acquire('p-' || lpad(g::text, 5, '0'), interval '10 minutes')");
+        MainWindow w(options(250));
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(scans.last().at(0).value<ScanSummary>().keysSeen, 1200);
+        QCOMPARE(scans.last().at(0).value<ScanSummary>().pages, 5); // 4 full pages and a short one
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 1200, 5000);
+        QVERIFY(w.windowTitle().contains(u"postgresql://"_s));
+
+        // another connection acquires: the row appears without a rescan, STARTED, then stale
+        idem::PgStore store(pg->url());
+        const int scansBefore = static_cast<int>(scans.count());
+        QCOMPARE(store.acquire("live-1", "", idem::Millis(300)).status, idem::AcquireStatus::Acquired);
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Started, 5000);
+        QCOMPARE(static_cast<int>(scans.count()), scansBefore); // a notification, not a new snapshot
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->row(w.model()->rowOfKey(u"live-1"_s)).isStale(QDateTime::currentMSecsSinceEpoch()), 5000);
+
+        // the inspector shows the row
+        selectKey(w, u"live-1"_s);
+        QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(u"stale"_s), 5000);
+        QVERIFY(w.inspector()->toPlainText().contains(u"fence"_s));
+
+        // force-fail through the confirmation: idem.force_fail changed the row, the audit says so
+        selectKey(w, u"live-1"_s);
+        QString summary;
+        answerConfirmation(&summary, u"its worker died"_s);
+        w.forceFailAction()->trigger();
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
+        QCOMPARE(store.inspect("live-1")->state, idem::RecordState::Failed);
+        QCOMPARE(store.inspect("live-1")->opReason, std::string("its worker died"));
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Failed, 5000);
+        QCOMPARE(w.auditTrail()->entries().size(), 1);
+        QCOMPARE(w.auditTrail()->entries().first().why, u"its worker died"_s);
+
+        // purge: the row goes from the table and from the window
+        selectKey(w, u"live-1"_s);
+        answerConfirmation(&summary, u"replay it"_s);
+        w.purgeAction()->trigger();
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
+        QVERIFY(!store.inspect("live-1"));
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"live-1"_s), -1, 5000);
+
+        // a bulk delete too large to name in a notification: the window reads the table again
+        idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id LIKE 'p-%'");
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 0, 5000);
+    }
+};
+
+QTEST_MAIN(TestConsolePg)
+#include "tst_consolepg.moc"

@@ -1,0 +1,286 @@
+// ConsoleWorker on a PostgreSQL store: what differs from Redis. Pages of idem.records come in id
+// order (keyset pagination, never OFFSET); live updates are the ids schema v4's triggers NOTIFY on
+// channel idem_records, read on a dedicated connection whose socket a QSocketNotifier watches in
+// this thread's event loop; force-fail and purge are idem.force_fail and idem.purge.
+#include "consoleworker.h"
+
+#include "logging.h"
+
+#include "idem/errors.h"
+#include "idem/format/record.h"
+#include "idem/pg/pgstore.h"
+#include "idem/pg/pgwatch.h"
+
+#include <QRegularExpression>
+#include <QSocketNotifier>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+constexpr int kPgResyncMs = 60'000; // a full read now and then, as with keyspace notifications
+QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+} // namespace
+
+bool isPostgresUrl(const QString& url)
+{
+    const QString u = url.trimmed();
+    if (u.startsWith(u"postgresql://"_s, Qt::CaseInsensitive) || u.startsWith(u"postgres://"_s, Qt::CaseInsensitive))
+        return true;
+    // libpq's key=value form: no scheme, and a known key first
+    static const QRegularExpression kv(u"^(host|hostaddr|port|dbname|user|service)\\s*="_s);
+    return !u.contains(u"://"_s) && kv.match(u).hasMatch();
+}
+
+QString postgresShown(const QString& url)
+{
+    QString u = url.trimmed();
+    static const QRegularExpression uriPassword(u"^(postgres(?:ql)?://[^:@/]*):[^@/]*@"_s);
+    static const QRegularExpression kvPassword(u"password\\s*=\\s*('[^']*'|\\S+)"_s);
+    u.replace(uriPassword, u"\\1@"_s);
+    u.replace(kvPassword, u"password=…"_s);
+    return u;
+}
+
+void ConsoleWorker::pgConnectNow()
+{
+    const QString shown = postgresShown(m_settings.url);
+    m_link = Link::Connecting;
+    Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(shown));
+    QString where = shown;
+    try {
+        const std::string conninfo = m_settings.url.trimmed().toStdString();
+        idem::PgStoreOptions po;
+        po.connectTimeoutSeconds = 2;
+        po.maxIdleConnections = 1;
+        m_pg = std::make_unique<idem::PgStore>(conninfo, po);
+        m_pgWatch = std::make_unique<idem::PgWatch>(conninfo, 2);
+        where = qs(m_pgWatch->describe());
+        m_pg->page({}, 1); // the schema is there (ConfigError if not)
+    } catch (const idem::Error& e) {
+        pgFailed(e);
+        return;
+    }
+    m_retryDelayMs = 500;
+    m_link = Link::Connected;
+    m_endpoint = where;
+    m_nodeIndex.clear();
+    m_nodeNames.clear();
+    Q_EMIT nodesChanged(m_nodeNames);
+    Q_EMIT linkChanged(m_link, u"connected to %1 (table idem.records)"_s.arg(where));
+    Q_EMIT writeAccess(true, {}); // the functions say no themselves when the role may not
+    m_pgNotifier = new QSocketNotifier(m_pgWatch->socket(), QSocketNotifier::Read, this);
+    connect(m_pgNotifier, &QSocketNotifier::activated, this, &ConsoleWorker::pgTake);
+    const bool live = m_pgWatch->notifies();
+    Q_EMIT liveUpdates(live, live ? u"LISTEN idem_records"_s
+                                  : u"re-reading every %1 s (schema idem older than v4: idemctl pg init adds "
+                                    u"the notifying triggers)"_s.arg(m_settings.rescanIntervalMs / 1000));
+    m_heartbeatTimer->start();
+    m_rescanTimer->start(live ? kPgResyncMs : m_settings.rescanIntervalMs);
+    pgRescan();
+}
+
+void ConsoleWorker::pgFailed(const idem::Error& e)
+{
+    const QString what = qs(e.what());
+    // what retrying cannot fix: said in words, not retried
+    QString field;
+    if (what.contains(u"password authentication failed"_s) || what.contains(u"no password supplied"_s))
+        field = u"password"_s;
+    else if (dynamic_cast<const idem::ConfigError*>(&e) || what.contains(u"does not exist"_s) ||
+             what.contains(u"invalid connection option"_s) || what.contains(u"invalid URI"_s) ||
+             what.contains(u"missing \"=\""_s))
+        field = u"url"_s;
+    if (field.isEmpty()) {
+        lost(what);
+        return;
+    }
+    refuse(field, u"%1 refused the connection settings. Retrying will not change that: correct the %2 in Connect "
+                  u"(Ctrl+O). Why: %3"_s
+                      .arg(postgresShown(m_settings.url), field == u"url"_s ? u"URL"_s : field, what.simplified()));
+}
+
+void ConsoleWorker::pgRescan()
+{
+    if (m_scanning) {
+        m_rescanQueued = true;
+        return;
+    }
+    m_scanning = true;
+    m_rescanQueued = false;
+    ++m_generation;
+    m_summary = ScanSummary{};
+    m_summary.generation = m_generation;
+    m_scanClock.start();
+    m_pgAfter.clear();
+    try {
+        Q_EMIT scanStarted(m_generation, m_pgWatch->estimatedRows());
+    } catch (const idem::Error& e) {
+        pgFailed(e);
+        return;
+    }
+    QTimer::singleShot(0, this, &ConsoleWorker::scanStep);
+}
+
+void ConsoleWorker::pgScanStep()
+{
+    if (!m_pg || !m_scanning)
+        return;
+    try {
+        m_pgWatch->renewIfDue(); // (the heartbeat waits while a scan runs)
+        const auto page = m_pg->page(m_pgAfter, static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 10'000)));
+        QVector<KeyRow> rows;
+        QHash<QString, QStringList> actors;
+        rows.reserve(static_cast<qsizetype>(page.records.size()));
+        for (const auto& r : page.records) {
+            rows.push_back(KeyRow::fromRecord(r, page.serverNowMs, {}));
+            if (!r.opBy.empty())
+                actors.insert(qs(r.key), {qs(r.op), qs(r.opBy)});
+        }
+        m_pgAfter = page.lastId;
+        m_summary.keysSeen += static_cast<qint64>(page.records.size());
+        ++m_summary.pages;
+        if (page.serverNowMs)
+            m_summary.serverNowMs = page.serverNowMs;
+        if (!rows.isEmpty()) {
+            ++m_inFlight;
+            Q_EMIT rowsArrived(rows, page.serverNowMs, m_generation);
+            Q_EMIT observed(rows, actors, page.serverNowMs, m_generation, false);
+        }
+        if (page.done) {
+            m_scanning = false;
+            m_summary.elapsedMs = m_scanClock.elapsed();
+            if (!m_summary.serverNowMs)
+                m_summary.serverNowMs = m_pgWatch->serverNowMs();
+            Q_EMIT scanFinished(m_summary);
+            if (m_rescanQueued)
+                pgRescan();
+            return;
+        }
+        if (m_inFlight >= 4) {
+            m_waitingForGui = true; // batchConsumed() resumes
+            return;
+        }
+        QTimer::singleShot(0, this, &ConsoleWorker::scanStep);
+    } catch (const idem::Error& e) {
+        pgFailed(e);
+    }
+}
+
+void ConsoleWorker::pgTake()
+{
+    if (!m_pgWatch)
+        return;
+    try {
+        const auto changes = m_pgWatch->take();
+        if (changes.everything) {
+            rescan();
+            return;
+        }
+        for (const std::string& id : changes.ids)
+            noteDirty(qs(id));
+    } catch (const idem::Error& e) {
+        pgFailed(e);
+    }
+}
+
+void ConsoleWorker::pgFlushDirty()
+{
+    if (m_dirty.isEmpty())
+        return;
+    QSet<QString> gone = m_dirty;
+    std::vector<std::string> ids;
+    ids.reserve(static_cast<std::size_t>(m_dirty.size()));
+    for (const QString& k : std::as_const(m_dirty))
+        ids.push_back(k.toStdString());
+    m_dirty.clear();
+    try {
+        std::int64_t now = 0;
+        for (std::size_t first = 0; first < ids.size(); first += 1000) {
+            const std::vector<std::string> chunk(ids.begin() + static_cast<long>(first),
+                                                 ids.begin() + static_cast<long>(std::min(ids.size(), first + 1000)));
+            const auto records = m_pg->read(chunk, &now);
+            QVector<KeyRow> rows;
+            QHash<QString, QStringList> actors;
+            for (const auto& r : records) {
+                rows.push_back(KeyRow::fromRecord(r, now, {}));
+                gone.remove(qs(r.key));
+                if (!r.opBy.empty())
+                    actors.insert(qs(r.key), {qs(r.op), qs(r.opBy)});
+            }
+            if (!rows.isEmpty()) {
+                ++m_inFlight;
+                Q_EMIT rowsArrived(rows, now, m_generation);
+                Q_EMIT observed(rows, actors, now, m_generation, true);
+            }
+        }
+        if (!gone.isEmpty()) {
+            if (!now)
+                now = m_pgWatch->serverNowMs();
+            const QStringList keys(gone.begin(), gone.end());
+            Q_EMIT observedGone(keys, {}, now);
+            Q_EMIT rowsGone(keys);
+        }
+    } catch (const idem::Error& e) {
+        pgFailed(e);
+    }
+}
+
+void ConsoleWorker::pgInspect(const QString& key)
+{
+    try {
+        std::int64_t now = 0;
+        const auto rec = m_pg->inspect(key.toStdString(), &now);
+        if (!rec) {
+            Q_EMIT inspected(key, u"<p><b>%1</b> is gone (swept, or purged).</p>"_s.arg(key.toHtmlEscaped()));
+            return;
+        }
+        Q_EMIT inspected(key, recordHtml(*rec, now, {}));
+    } catch (const idem::Error& e) {
+        Q_EMIT inspected(key, u"<p style='color:#c0392b'>%1</p>"_s.arg(qs(e.what()).toHtmlEscaped()));
+    }
+}
+
+void ConsoleWorker::pgReadAudit()
+{
+    if (!m_pgWatch || m_link != Link::Connected) {
+        Q_EMIT auditRead({}, 0, u"not connected"_s);
+        return;
+    }
+    try {
+        QVector<StoreAuditRow> rows;
+        for (const auto& op : m_pgWatch->operations(200))
+            rows.push_back({QString::number(op.atMs), op.atMs, qs(op.op), qs(op.id), qs(op.by), qs(op.reason),
+                            QString(), qs(op.previousState)});
+        Q_EMIT auditRead(rows, m_pgWatch->serverNowMs(), {});
+    } catch (const idem::Error& e) {
+        Q_EMIT auditRead({}, 0, qs(e.what()));
+    }
+}
+
+void ConsoleWorker::pgAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason,
+                             bool terminal, const QString& who)
+{
+    ActionResult result = startAction(action, rows, m_link == Link::Connected);
+    if (!result.error.isEmpty())
+        return;
+    try {
+        for (const KeyRow& row : rows) {
+            const std::string id = row.keyText().toStdString();
+            const auto r = action == u"purge"_s
+                               ? m_pg->purge(id, who.toStdString(), reason.toStdString())
+                               : m_pg->forceFail(id, reason.toStdString(), terminal, who.toStdString());
+            if (r.status == idem::AdminStatus::Ok)
+                ++result.changed;
+            else
+                ++result.skipped;
+        }
+    } catch (const idem::Error& e) {
+        result.error = qs(e.what());
+        if (result.error.contains(u"permission denied"_s))
+            Q_EMIT writeAccess(false, u"the server refused a change: %1"_s.arg(result.error.simplified()));
+    }
+    Q_EMIT actionDone(result);
+    for (const KeyRow& row : rows)
+        m_dirty.insert(row.keyText());
+    pgFlushDirty();
+}
