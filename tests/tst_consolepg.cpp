@@ -1,12 +1,15 @@
 // The console on a PostgreSQL store, offscreen, against a private PostgreSQL (tests/pgfixture.h):
 // the table read in keyset pages, rows that change live through schema v4's NOTIFY (one by one,
 // and a bulk delete too large to name), the inspector, force-fail and purge through the same
-// confirmation and audit as on Redis.
+// confirmation and audit as on Redis; a table another program writes (--table), read on the rescan
+// interval, purged only where its work is over, never otherwise written.
 #include "consoletest.h"
 #include "pgfixture.h"
 
 #include "idem/pg/pgstore.h"
 #include "idem/pg/pgwatch.h"
+
+#include <QLineEdit>
 
 class TestConsolePg : public QObject {
     Q_OBJECT
@@ -139,6 +142,85 @@ private slots:
         // a bulk delete too large to name in a notification: the window reads the table again
         idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id LIKE 'p-%'");
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 0, 5000);
+    }
+
+    void anotherProgramsTable()
+    {
+        const std::string u = pg->url();
+        const auto sql = [&](const std::string& q) { return idemtest::pgSql(u, q); };
+        sql("CREATE TABLE seed_console (key text PRIMARY KEY, status text NOT NULL, response bytea, "
+            "locked_at timestamptz, created_at timestamptz NOT NULL DEFAULT now()); "
+            "INSERT INTO seed_console (key, status, response, locked_at) VALUES "
+            "('a-live', 'STARTED', NULL, now()), ('b-old', 'PROCESSING', NULL, now() - interval '2 hours'), "
+            "('c-done', 'COMPLETED', 'the answer', NULL), ('e-odd', 'ON_HOLD', NULL, now())");
+        MainWindow::Options o = options(100);
+        o.connection.table = u"seed_console"_s;
+        o.connection.rescanIntervalMs = 500;
+        MainWindow w(o);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 4, 10000);
+        QCOMPARE(stateOf(w, u"a-live"_s), idem::RecordState::Started);
+        QCOMPARE(stateOf(w, u"c-done"_s), idem::RecordState::Completed);
+        QCOMPARE(stateOf(w, u"e-odd"_s), idem::RecordState::Malformed); // a word idem does not know: not guessed
+        QVERIFY(w.model()->row(w.model()->rowOfKey(u"b-old"_s)).isStale(QDateTime::currentMSecsSinceEpoch()));
+        QVERIFY2(linkText(w).contains(u"seed_console"_s), qPrintable(linkText(w)));
+        QCOMPARE(w.model()->stats().noTtl, std::size_t(0)); // no expiry kept is not "no TTL": not flagged
+        QVERIFY2(w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text().contains(u"no trigger"_s),
+                 qPrintable(w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text()));
+
+        // the other program writes: the window follows on the rescan interval
+        sql("INSERT INTO seed_console (key, status, response) VALUES ('f-new', 'COMPLETED', 'x')");
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"f-new"_s), idem::RecordState::Completed, 5000);
+        sql("DELETE FROM seed_console WHERE key = 'f-new'");
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"f-new"_s), -1, 5000);
+        selectKey(w, u"c-done"_s);
+        QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(u"the answer"_s), 5000);
+
+        // force-fail: off, and the tooltip says why
+        selectKey(w, u"b-old"_s);
+        QTRY_VERIFY_WITH_TIMEOUT(w.purgeAction()->isEnabled(), 5000);
+        QVERIFY(!w.forceFailAction()->isEnabled());
+        QVERIFY2(w.forceFailAction()->toolTip().contains(u"another program's"_s), qPrintable(w.forceFailAction()->toolTip()));
+        QString summary;
+        const std::string liveBefore = sql("SELECT status || ' ' || locked_at::text FROM seed_console WHERE key = 'a-live'");
+
+        // purge a live lock, selected by hand and confirmed: kept, and the window says why
+        selectKey(w, u"a-live"_s);
+        answerConfirmation(&summary, u"by mistake"_s);
+        w.purgeAction()->trigger();
+        QVERIFY(actions.wait(10000));
+        QVERIFY2(summary.contains(u"seed_console"_s), qPrintable(summary)); // the confirmation names the table
+        const ActionResult kept = actions.last().at(0).value<ActionResult>();
+        QCOMPARE(kept.changed, 0);
+        QCOMPARE(kept.skipped, 1);
+        QVERIFY2(kept.why.contains(u"live lock"_s), qPrintable(kept.why));
+        QCOMPARE(sql("SELECT count(*) FROM seed_console WHERE key = 'a-live'"), std::string("1"));
+
+        // a stale lock: deleted, gone from the window, in the local audit trail
+        selectKey(w, u"b-old"_s);
+        answerConfirmation(&summary, u"its worker died"_s);
+        w.purgeAction()->trigger();
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
+        QCOMPARE(sql("SELECT count(*) FROM seed_console WHERE key = 'b-old'"), std::string("0"));
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"b-old"_s), -1, 5000);
+        QCOMPARE(w.auditTrail()->entries().last().why, u"its worker died"_s);
+        // what it kept, it did not change
+        QCOMPARE(sql("SELECT status || ' ' || locked_at::text FROM seed_console WHERE key = 'a-live'"), liveBefore);
+
+        // a table that is not there: refused, the table field named, no retries
+        MainWindow::Options bad = options(100);
+        bad.connection.table = u"no_such_table"_s;
+        MainWindow w2(bad);
+        QSignalSpy links(&w2, &MainWindow::linkStateChanged);
+        w2.show();
+        QTRY_VERIFY_WITH_TIMEOUT(lastLink(links) == ConsoleWorker::Link::Refused, 10000);
+        QVERIFY2(w2.bannerText().contains(u"no_such_table"_s), qPrintable(w2.bannerText()));
+        QTRY_VERIFY_WITH_TIMEOUT(w2.connectDialog(), 3000);
+        QVERIFY(w2.connectDialog()->fieldWidget(u"table"_s)->property("needsFix").toBool());
+        QCOMPARE(qobject_cast<QLineEdit*>(w2.connectDialog()->fieldWidget(u"table"_s))->text(), u"no_such_table"_s);
+        sql("DROP TABLE seed_console");
     }
 };
 

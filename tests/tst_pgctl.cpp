@@ -293,12 +293,46 @@ private slots:
                  qPrintable(text.out));
         QCOMPARE(idemctl({QStringLiteral("inspect"), QStringLiteral("nope"), QStringLiteral("--table"), t}).exit, 66);
 
-        // never written: purge and force-fail refuse in words, the row is untouched
-        for (const char* command : {"purge", "force-fail"}) {
-            const Ctl refused = idemctl({QString::fromLatin1(command), QStringLiteral("b-old"), QStringLiteral("--table"), t});
-            QVERIFY2(refused.exit == 64 && refused.err.contains(QStringLiteral("never changes them")), qPrintable(refused.err));
-        }
+        // written only as asked, guarded: purge deletes a row whose work is over and keeps a live
+        // lock, a status word it does not know and a row a transaction holds; force-fail refuses
+        const auto purge = [&](const char* key) {
+            return idemctl({QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"), t,
+                            QStringLiteral("--reason"), QStringLiteral("test")});
+        };
+        const auto present = [&](const char* key) {
+            return pgSql(u, "SELECT count(*) FROM " + seed + " WHERE key = '" + key + "'") == "1";
+        };
+        idem::installPgSchema(u); // idem.operations: where the purges are written
+        const Ctl live = purge("a-live");
+        QVERIFY2(live.exit == 1 && live.err.contains(QStringLiteral("live lock")), qPrintable(live.err));
+        const Ctl odd = purge("e-odd");
+        QVERIFY2(odd.exit == 1 && odd.err.contains(QStringLiteral("ON_HOLD")), qPrintable(odd.err));
+        const Ctl ff = idemctl({QStringLiteral("force-fail"), QStringLiteral("b-old"), QStringLiteral("--table"), t});
+        QVERIFY2(ff.exit == 64 && ff.err.contains(QStringLiteral("failure word")), qPrintable(ff.err));
+        QVERIFY(present("a-live") && present("e-odd"));
         QCOMPARE(pgSql(u, "SELECT status FROM " + seed + " WHERE key = 'b-old'"), std::string("PROCESSING"));
+        {
+            // a worker's open transaction holds d-failed: kept, whatever its status says
+            std::unique_ptr<PGconn, decltype(&PQfinish)> worker(PQconnectdb(u.c_str()), &PQfinish);
+            QCOMPARE(PQstatus(worker.get()), CONNECTION_OK);
+            PQclear(PQexec(worker.get(), "BEGIN"));
+            PGresult* held = PQexec(worker.get(), ("SELECT 1 FROM " + seed + " WHERE key = 'd-failed' FOR UPDATE").c_str());
+            QCOMPARE(PQresultStatus(held), PGRES_TUPLES_OK);
+            PQclear(held);
+            const Ctl busy = purge("d-failed");
+            QVERIFY2(busy.exit == 1 && busy.err.contains(QStringLiteral("transaction holds")), qPrintable(busy.err));
+            QVERIFY(present("d-failed"));
+            PQclear(PQexec(worker.get(), "ROLLBACK"));
+        }
+        for (const char* over : {"b-old", "c-done", "d-failed"}) {
+            const Ctl done = purge(over);
+            QVERIFY2(done.exit == 0 && done.out.contains(QStringLiteral("purged")), qPrintable(done.err));
+            QVERIFY(!present(over));
+        }
+        QVERIFY2(purge("b-old").exit == 66, "gone: nothing to purge");
+        // the store's audit trail names the table, the row, what it was and why
+        QCOMPARE(pgSql(u, "SELECT previous_state || '/' || reason FROM idem.operations WHERE id = '" + seed + ": b-old'"),
+                 std::string("stale STARTED/test"));
 
         // Brandur Leach's table: keys unique per user, a bigserial primary key, recovery points
         const std::string brandur = uniqueTable("stripe");
@@ -319,6 +353,10 @@ private slots:
         QCOMPARE(users[0].toObject().value(QStringLiteral("id")).toString(), QStringLiteral("user_id=7 k1"));
         QCOMPARE(users[0].toObject().value(QStringLiteral("stale")).toBool(), false);
         QCOMPARE(users[1].toObject().value(QStringLiteral("stale")).toBool(), true); // unlocked: a retry resumes it
+        // a row of such a table is named with its user; the key alone names none
+        QCOMPARE(idemctl({QStringLiteral("purge"), QStringLiteral("k1"), QStringLiteral("--table"), b}).exit, 64);
+        const Ctl resumed = idemctl({QStringLiteral("purge"), QStringLiteral("user_id=7 k1"), QStringLiteral("--table"), b});
+        QVERIFY2(resumed.exit == 1 && resumed.err.contains(QStringLiteral("live lock")), qPrintable(resumed.err));
         const Ctl bl = idemctl({QStringLiteral("stats"), QStringLiteral("--table"), b, QStringLiteral("--json")});
         const QJsonObject bs = QJsonDocument::fromJson(bl.out.toUtf8()).object();
         QCOMPARE(bs.value(QStringLiteral("completed")).toInt(), 1);

@@ -50,6 +50,12 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_namespace = new QLineEdit(Settings::instance().keyNamespace(), this);
     m_pattern = new QLineEdit(this);
     m_pattern->setPlaceholderText(tr("namespace:*"));
+    m_table = new QLineEdit(this);
+    m_table->setObjectName(u"table"_s);
+    m_table->setPlaceholderText(tr("idem.records"));
+    m_table->setToolTip(tr("PostgreSQL only: a table of idempotency keys another program writes ([schema.]name: "
+                           "seed-style idempotency_keys, Brandur Leach's, ...), read along its key every few seconds. "
+                           "Purge deletes only rows whose work is over; nothing else is written to it."));
     m_format = new QComboBox(this);
     m_format->setObjectName(u"format"_s);
     m_format->addItem(tr("Each key's own (detected)"), QString());
@@ -115,6 +121,7 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     form->addRow(tr("Namespace:"), m_namespace);
     form->addRow(tr("Pattern:"), m_pattern);
     form->addRow(tr("Records written by:"), m_format);
+    form->addRow(tr("Table:"), m_table);
     form->addRow(tr("Read keys from:"), m_readFrom);
     layout->addWidget(tlsGroup);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
@@ -167,6 +174,7 @@ void ConnectDialog::updateEnabled()
     for (QWidget* w : m_tlsBox->findChildren<QWidget*>())
         w->setEnabled(tls); // the group's title stays readable: it says which URLs these are for
     m_sentinelPassword->setEnabled(isSentinelUrl(m_url->currentText()));
+    m_table->setEnabled(isPostgresUrl(m_url->currentText()));
 }
 
 void ConnectDialog::urlChosen(const QString& url)
@@ -200,6 +208,8 @@ ConnectionSettings ConnectDialog::settings() const
     s.pattern = m_pattern->text().trimmed();
     s.format = m_format->currentData().toString();
     s.readFromReplicas = m_readFrom->currentData().toBool();
+    if (isPostgresUrl(s.url))
+        s.table = m_table->text().trimmed();
     if (isTlsUrl(s.url)) { // TLS settings for a TLS URL only: what is greyed out is not used
         s.tlsCa = m_tlsCa->text().trimmed();
         s.tlsCert = m_tlsCert->text().trimmed();
@@ -224,6 +234,7 @@ void ConnectDialog::setSettings(const ConnectionSettings& s)
     if (const int i = m_format->findData(s.format); i >= 0)
         m_format->setCurrentIndex(i);
     m_readFrom->setCurrentIndex(s.readFromReplicas ? 1 : 0);
+    m_table->setText(s.table);
     m_tlsCa->setText(s.tlsCa);
     m_tlsCert->setText(s.tlsCert);
     m_tlsKey->setText(s.tlsKey);
@@ -253,6 +264,8 @@ QWidget* ConnectDialog::fieldWidget(const QString& field) const
         return m_tlsInsecure;
     if (field == u"read-from"_s)
         return m_readFrom;
+    if (field == u"table"_s)
+        return m_table;
     return m_url; // "url", "sentinel" (the name after #), and anything else
 }
 

@@ -42,6 +42,7 @@ private:
     QLineEdit* m_namespace;
     QLineEdit* m_pattern;
     QComboBox* m_format;
+    QLineEdit* m_table;
     QComboBox* m_readFrom;
     bool m_applying = false; // setSettings() from a remembered URL under way
     QLineEdit* m_sentinelPassword;

@@ -11,6 +11,7 @@
 #include "idem/engine/store.h"
 #include "idem/format/record.h"
 #include "idem/pg/pgstore.h"
+#include "idem/pg/pgtable.h"
 #include "idem/pg/pgwatch.h"
 
 #include <QDateTime>
@@ -208,6 +209,7 @@ void ConsoleWorker::dropIo()
     m_pgNotifier = nullptr;
     m_pgWatch.reset();
     m_pg.reset();
+    m_pgTable.reset();
     m_store.reset();
     std::lock_guard lock(m_ioMutex);
     m_pool.reset();
@@ -478,7 +480,7 @@ void ConsoleWorker::lost(const QString& why)
 
 void ConsoleWorker::rescan()
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgRescan();
         return;
     }
@@ -506,7 +508,7 @@ void ConsoleWorker::rescan()
 
 void ConsoleWorker::scanStep()
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgScanStep();
         return;
     }
@@ -572,7 +574,7 @@ void ConsoleWorker::noteDirty(const QString& key)
 
 void ConsoleWorker::flushDirty()
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgFlushDirty();
         return;
     }
@@ -619,7 +621,7 @@ void ConsoleWorker::flushDirty()
 
 void ConsoleWorker::readAudit()
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgReadAudit();
         return;
     }
@@ -689,7 +691,7 @@ void ConsoleWorker::noteGone(const QSet<QString>& gone, std::int64_t serverNowMs
 
 void ConsoleWorker::inspect(const QString& key)
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgInspect(key);
         return;
     }
@@ -823,7 +825,7 @@ void ConsoleWorker::noteRefusedWrite(const QString& error)
 
 void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason, bool terminal, const QString& who)
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgAction(u"force-fail"_s, rows, reason, terminal, who);
         return;
     }
@@ -873,7 +875,7 @@ void ConsoleWorker::forceFail(const QVector<KeyRow>& rows, const QString& reason
 
 void ConsoleWorker::purge(const QVector<KeyRow>& rows, const QString& reason, const QString& who)
 {
-    if (m_pg) {
+    if (onPostgres()) {
         pgAction(u"purge"_s, rows, reason, false, who);
         return;
     }

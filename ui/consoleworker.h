@@ -26,6 +26,7 @@ class Monitor;
 class Scanner;
 class Store;
 class PgStore;
+class PgTable;
 class PgWatch;
 struct Record;
 } // namespace idem
@@ -38,6 +39,7 @@ struct ConnectionSettings {
     QString keyNamespace = QStringLiteral("idempotency");
     QString pattern;  // SCAN MATCH; empty: "<namespace>:*"
     QString format;   // every key read as this library's (idem::formatFromString); empty: each key's own
+    QString table;    // PostgreSQL: a table another program writes ([schema.]name, idem::PgTable), not idem.records
     int rescanIntervalMs = 5000; // when keyspace notifications are unavailable
     int scanCount = 500;
     // TLS, for a rediss:// (or rediss-sentinel://) URL, as idemctl's --tls-* flags; empty: the
@@ -74,6 +76,7 @@ struct ActionResult {
     int requested = 0;
     int changed = 0;
     int skipped = 0; // changed since they were read, or gone
+    QString why;     // why the first key skipped was left as it was, when the store says
     QString error;
     QStringList keys; // the keys it was asked to change
 };
@@ -183,7 +186,12 @@ private:
     void pgReadAudit(); // table idem.operations
     void pgAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason, bool terminal,
                   const QString& who);
+    bool onPostgres() const { return m_pg || m_pgTable; }
+    void pgTableAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason, const QString& who,
+                       ActionResult& result);
     std::unique_ptr<idem::PgStore> m_pg;
+    std::unique_ptr<idem::PgTable> m_pgTable; // --table: another program's table, instead of m_pg
+    bool m_pgFirstPage = true;
     std::unique_ptr<idem::PgWatch> m_pgWatch;
     QSocketNotifier* m_pgNotifier = nullptr;
     std::string m_pgAfter; // the last id of the page read

@@ -2,6 +2,9 @@
 // order (keyset pagination, never OFFSET); live updates are the ids schema v4's triggers NOTIFY on
 // channel idem_records, read on a dedicated connection whose socket a QSocketNotifier watches in
 // this thread's event loop; force-fail and purge are idem.force_fail and idem.purge.
+// With a table (ConnectionSettings::table) the rows are another program's, read by idem::PgTable
+// along the table's key and read again on the rescan interval (idem adds no trigger to a table
+// it did not create); purge is PgTable's guarded delete, force-fail is refused.
 #include "consoleworker.h"
 
 #include "logging.h"
@@ -9,6 +12,7 @@
 #include "idem/errors.h"
 #include "idem/format/record.h"
 #include "idem/pg/pgstore.h"
+#include "idem/pg/pgtable.h"
 #include "idem/pg/pgwatch.h"
 
 #include <QRegularExpression>
@@ -44,18 +48,23 @@ QString postgresShown(const QString& url)
 void ConsoleWorker::pgConnectNow()
 {
     const QString shown = postgresShown(m_settings.url);
+    const QString table = m_settings.table.trimmed();
     m_link = Link::Connecting;
     Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(shown));
     QString where = shown;
     try {
         const std::string conninfo = m_settings.url.trimmed().toStdString();
-        idem::PgStoreOptions po;
-        po.connectTimeoutSeconds = 2;
-        po.maxIdleConnections = 1;
-        m_pg = std::make_unique<idem::PgStore>(conninfo, po);
         m_pgWatch = std::make_unique<idem::PgWatch>(conninfo, 2);
         where = qs(m_pgWatch->describe());
-        m_pg->page({}, 1); // the schema is there (ConfigError if not)
+        if (!table.isEmpty()) {
+            m_pgTable = std::make_unique<idem::PgTable>(conninfo, table.toStdString()); // its columns, or ConfigError
+        } else {
+            idem::PgStoreOptions po;
+            po.connectTimeoutSeconds = 2;
+            po.maxIdleConnections = 1;
+            m_pg = std::make_unique<idem::PgStore>(conninfo, po);
+            m_pg->page({}, 1); // the schema is there (ConfigError if not)
+        }
     } catch (const idem::Error& e) {
         pgFailed(e);
         return;
@@ -66,14 +75,17 @@ void ConsoleWorker::pgConnectNow()
     m_nodeIndex.clear();
     m_nodeNames.clear();
     Q_EMIT nodesChanged(m_nodeNames);
-    Q_EMIT linkChanged(m_link, u"connected to %1 (table idem.records)"_s.arg(where));
+    Q_EMIT linkChanged(m_link, table.isEmpty() ? u"connected to %1 (table idem.records)"_s.arg(where)
+                                               : u"connected to %1 (table %2, another program's)"_s.arg(where, table));
     Q_EMIT writeAccess(true, {}); // the functions say no themselves when the role may not
     m_pgNotifier = new QSocketNotifier(m_pgWatch->socket(), QSocketNotifier::Read, this);
     connect(m_pgNotifier, &QSocketNotifier::activated, this, &ConsoleWorker::pgTake);
-    const bool live = m_pgWatch->notifies();
-    Q_EMIT liveUpdates(live, live ? u"LISTEN idem_records"_s
-                                  : u"re-reading every %1 s (schema idem older than v4: idemctl pg init adds "
-                                    u"the notifying triggers)"_s.arg(m_settings.rescanIntervalMs / 1000));
+    const bool live = m_pg && m_pgWatch->notifies();
+    const QString every = u"re-reading every %1 s"_s.arg(m_settings.rescanIntervalMs / 1000);
+    Q_EMIT liveUpdates(live, live               ? u"LISTEN idem_records"_s
+                             : !table.isEmpty() ? every + u" (idem adds no trigger to a table it did not create)"_s
+                                                : every + u" (schema idem older than v4: idemctl pg init adds the "
+                                                          u"notifying triggers)"_s);
     m_heartbeatTimer->start();
     m_rescanTimer->start(live ? kPgResyncMs : m_settings.rescanIntervalMs);
     pgRescan();
@@ -84,7 +96,10 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
     const QString what = qs(e.what());
     // what retrying cannot fix: said in words, not retried
     QString field;
-    if (what.contains(u"password authentication failed"_s) || what.contains(u"no password supplied"_s))
+    const auto* config = dynamic_cast<const idem::ConfigError*>(&e);
+    if (config && config->field() == "table")
+        field = u"table"_s;
+    else if (what.contains(u"password authentication failed"_s) || what.contains(u"no password supplied"_s))
         field = u"password"_s;
     else if (dynamic_cast<const idem::ConfigError*>(&e) || what.contains(u"does not exist"_s) ||
              what.contains(u"invalid connection option"_s) || what.contains(u"invalid URI"_s) ||
@@ -97,6 +112,7 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
     refuse(field, u"%1 refused the connection settings. Retrying will not change that: correct the %2 in Connect "
                   u"(Ctrl+O). Why: %3"_s
                       .arg(postgresShown(m_settings.url), field == u"url"_s ? u"URL"_s : field, what.simplified()));
+    // (a table that is not there, or not one of idempotency keys, is the table field's to fix)
 }
 
 void ConsoleWorker::pgRescan()
@@ -112,8 +128,9 @@ void ConsoleWorker::pgRescan()
     m_summary.generation = m_generation;
     m_scanClock.start();
     m_pgAfter.clear();
+    m_pgFirstPage = true;
     try {
-        Q_EMIT scanStarted(m_generation, m_pgWatch->estimatedRows());
+        Q_EMIT scanStarted(m_generation, m_pgTable ? 0 : m_pgWatch->estimatedRows());
     } catch (const idem::Error& e) {
         pgFailed(e);
         return;
@@ -123,11 +140,22 @@ void ConsoleWorker::pgRescan()
 
 void ConsoleWorker::pgScanStep()
 {
-    if (!m_pg || !m_scanning)
+    if (!onPostgres() || !m_scanning)
         return;
     try {
         m_pgWatch->renewIfDue(); // (the heartbeat waits while a scan runs)
-        const auto page = m_pg->page(m_pgAfter, static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 10'000)));
+        const auto count = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 10'000));
+        idem::PgStore::Page page;
+        if (m_pgTable) {
+            auto p = m_pgTable->page(m_pgAfter, count, m_pgFirstPage);
+            page.records = std::move(p.records);
+            page.lastId = std::move(p.lastRowKey);
+            page.done = p.done;
+            page.serverNowMs = p.serverNowMs;
+        } else {
+            page = m_pg->page(m_pgAfter, count);
+        }
+        m_pgFirstPage = false;
         QVector<KeyRow> rows;
         QHash<QString, QStringList> actors;
         rows.reserve(static_cast<qsizetype>(page.records.size()));
@@ -172,6 +200,8 @@ void ConsoleWorker::pgTake()
         return;
     try {
         const auto changes = m_pgWatch->take();
+        if (m_pgTable)
+            return; // idem.records' news, not the table's
         if (changes.everything) {
             rescan();
             return;
@@ -198,7 +228,14 @@ void ConsoleWorker::pgFlushDirty()
         for (std::size_t first = 0; first < ids.size(); first += 1000) {
             const std::vector<std::string> chunk(ids.begin() + static_cast<long>(first),
                                                  ids.begin() + static_cast<long>(std::min(ids.size(), first + 1000)));
-            const auto records = m_pg->read(chunk, &now);
+            std::vector<idem::Record> records;
+            if (m_pgTable) { // after an action: a few rows
+                for (const std::string& id : chunk)
+                    for (auto& r : m_pgTable->read(id, &now))
+                        records.push_back(std::move(r));
+            } else {
+                records = m_pg->read(chunk, &now);
+            }
             QVector<KeyRow> rows;
             QHash<QString, QStringList> actors;
             for (const auto& r : records) {
@@ -229,7 +266,13 @@ void ConsoleWorker::pgInspect(const QString& key)
 {
     try {
         std::int64_t now = 0;
-        const auto rec = m_pg->inspect(key.toStdString(), &now);
+        std::optional<idem::Record> rec;
+        if (m_pgTable) {
+            if (auto rows = m_pgTable->read(key.toStdString(), &now); !rows.empty())
+                rec = std::move(rows.front());
+        } else {
+            rec = m_pg->inspect(key.toStdString(), &now);
+        }
         if (!rec) {
             Q_EMIT inspected(key, u"<p><b>%1</b> is gone (swept, or purged).</p>"_s.arg(key.toHtmlEscaped()));
             return;
@@ -263,6 +306,10 @@ void ConsoleWorker::pgAction(const QString& action, const QVector<KeyRow>& rows,
     ActionResult result = startAction(action, rows, m_link == Link::Connected);
     if (!result.error.isEmpty())
         return;
+    if (m_pgTable) {
+        pgTableAction(action, rows, reason, who, result);
+        return;
+    }
     try {
         for (const KeyRow& row : rows) {
             const std::string id = row.keyText().toStdString();
@@ -278,6 +325,34 @@ void ConsoleWorker::pgAction(const QString& action, const QVector<KeyRow>& rows,
         result.error = qs(e.what());
         if (result.error.contains(u"permission denied"_s))
             Q_EMIT writeAccess(false, u"the server refused a change: %1"_s.arg(result.error.simplified()));
+    }
+    Q_EMIT actionDone(result);
+    for (const KeyRow& row : rows)
+        m_dirty.insert(row.keyText());
+    pgFlushDirty();
+}
+
+void ConsoleWorker::pgTableAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason,
+                                  const QString& who, ActionResult& result)
+{
+    if (action != u"purge"_s) {
+        result.error = u"not done: table %1 is another program's, and the word it writes for a failure is its own; "
+                       u"purge the row instead (its next request runs again)"_s.arg(m_settings.table.trimmed());
+        Q_EMIT actionDone(result);
+        return;
+    }
+    try {
+        for (const KeyRow& row : rows) {
+            const auto r = m_pgTable->purge(row.keyText().toStdString(), who.toStdString(), reason.toStdString());
+            if (r.deleted > 0)
+                ++result.changed;
+            else
+                ++result.skipped;
+            if (r.kept > 0 && result.why.isEmpty())
+                result.why = u"%1: %2"_s.arg(row.keyText(), qs(r.why));
+        }
+    } catch (const idem::Error& e) {
+        result.error = qs(e.what());
     }
     Q_EMIT actionDone(result);
     for (const KeyRow& row : rows)

@@ -75,7 +75,7 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
         row.flags |= StaleWhenRead; // stale with nothing to count down to (Powertools without a deadline)
     // (a stale row's note is worked out from its deadline when shown: staleWhy's "expired 1m10s
     // ago" changes at every read, and a row that changes at every scan is re-sorted at every scan)
-    row.expiresAtMs = r.ttlMs >= 0 ? serverNowMs + r.ttlMs : -1;
+    row.expiresAtMs = r.ttlMs >= 0 ? serverNowMs + r.ttlMs : r.format == idem::RecordFormat::SqlTable ? -2 : -1;
     row.createdMs = r.createdMs.value_or(r.startedMs.value_or(0));
     row.fence = r.fence;
     row.attempt = static_cast<qint32>(r.attempt);

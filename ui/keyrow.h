@@ -34,7 +34,9 @@ struct KeyRow {
     qint32 attempt = 0;
     quint32 seenInGeneration = 0;
     quint32 valueBytes = 0;  // strings: the length the guard was read with
-    qint64 expiresAtMs = -1; // server clock; -1: the key has no TTL
+    // server clock; -1: the key has no TTL; -2: the store keeps no expiry idem can read (a table
+    // another program writes: its rows stay until that program deletes them)
+    qint64 expiresAtMs = -1;
     // server clock; 0: none. STARTED turns stale then (its lease, or its start + the in-progress
     // window); COMPLETED turns EXPIRED (its library's own expiry)
     qint64 changesAtMs = 0;
@@ -57,6 +59,7 @@ struct KeyRow {
     QString owner() const { return type == Type::Hash ? QString::fromLatin1(guard) : QString(); }
     bool terminal() const { return flags & Terminal; }
     bool noTtl() const { return expiresAtMs == -1; }
+    bool noExpiryKept() const { return expiresAtMs == -2; }
     bool blocked() const { return flags & Blocked; }
     bool lab() const { return flags & Lab; }
     // Stale goes on the clock: a lease that ends between two scans turns the row stale on time.

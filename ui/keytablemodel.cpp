@@ -119,7 +119,10 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         case Id: return idOf(r);
         case State: return stateName(r, now);
         case Age: return r.createdMs > 0 ? duration(now - r.createdMs) : QString();
-        case Ttl: return r.noTtl() ? u"∞ no TTL"_s : duration(std::max<qint64>(0, r.expiresAtMs - now));
+        case Ttl:
+            return r.noTtl()          ? u"∞ no TTL"_s
+                   : r.noExpiryKept() ? u"—"_s
+                                      : duration(std::max<qint64>(0, r.expiresAtMs - now));
         case Lease:
             if (r.leaseUntilMs <= 0 || r.state != idem::RecordState::Started)
                 return QString();
@@ -174,6 +177,9 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
                                                       : QString()));
         if (index.column() == Ttl && r.noTtl())
             return u"This key has no TTL: it will never expire by itself."_s;
+        if (index.column() == Ttl && r.noExpiryKept())
+            return u"This table keeps no expiry idem can read: the row stays until the program that writes it "
+                   u"deletes it."_s;
         if (index.column() == State)
             return stateName(r, now);
         break;
@@ -368,7 +374,7 @@ qint64 KeyTableModel::numericKey(const KeyRow& r, int column)
     switch (column) {
     case State: return static_cast<qint64>(r.state);
     case Age: return r.createdMs > 0 ? -r.createdMs : L::max(); // unknown last
-    case Ttl: return r.noTtl() ? L::max() : r.expiresAtMs;
+    case Ttl: return r.noTtl() ? L::max() : r.noExpiryKept() ? L::max() - 1 : r.expiresAtMs;
     case Lease: return r.state == idem::RecordState::Started ? r.leaseUntilMs : 0;
     case Attempt: return r.attempt;
     case Fence: return r.fence;

@@ -223,10 +223,11 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     connect(m_worker, &ConsoleWorker::inspected, this, &MainWindow::showInspection);
     connect(m_worker, &ConsoleWorker::actionDone, this, [this](const ActionResult& r) {
         noteAction(r.error.isEmpty() ? tr("%1: %2 of %3 key(s) changed, %4 left as they were")
-                                           .arg(r.action)
-                                           .arg(r.changed)
-                                           .arg(r.requested)
-                                           .arg(r.skipped)
+                                               .arg(r.action)
+                                               .arg(r.changed)
+                                               .arg(r.requested)
+                                               .arg(r.skipped) +
+                                           (r.why.isEmpty() ? QString() : u" ("_s + r.why + u')')
                                      : tr("%1 failed: %2").arg(r.action, r.error));
         Q_EMIT actionCompleted(r);
         reinspect(); // the inspector shows what the action left
@@ -615,6 +616,8 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
 {
     m_options.connection = settings;
     m_server = describe(settings.url);
+    if (!settings.table.isEmpty() && isPostgresUrl(settings.url))
+        m_server += u" table "_s + settings.table; // another program's rows: a view, and a history, of their own
     m_live->clear();
     m_live->thaw();
     m_live->setKeyNamespace(settings.keyNamespace);
@@ -776,6 +779,16 @@ void MainWindow::updateActions()
         a->setEnabled(can);
         a->setToolTip(can ? a->text().remove(u'&') : why);
     }
+    // another program's table: the word it writes for a failure is its own, so idem writes none
+    const QString table = isPostgresUrl(m_options.connection.url) ? m_options.connection.table : QString();
+    const QString noForceFail =
+        tr("Table %1 is another program's: the word it writes for a failure is its own. Purge a row whose work is "
+           "over instead (its next request runs again)").arg(table);
+    if (!table.isEmpty())
+        for (QAction* a : {m_forceFail, m_forceFailAll}) {
+            a->setEnabled(false);
+            a->setToolTip(noForceFail);
+        }
     m_readOnlyAction->setChecked(readOnly);
     m_readOnlyAction->setEnabled(lock.isEmpty()); // --read-only, or a user who may not write: it stays
     m_readOnlyAction->setText(lock.isEmpty() ? tr("&Read-only") : tr("&Read-only (locked)"));
@@ -785,8 +798,9 @@ void MainWindow::updateActions()
     const int r = m_inspector->key().isEmpty() ? -1 : m_model->rowOfKey(m_inspector->key());
     const bool failable = r >= 0 && (m_model->row(r).state == idem::RecordState::Started ||
                                      m_model->row(r).state == idem::RecordState::Failed);
-    m_inspector->setActions(can && failable, can && r >= 0,
-                            !can ? why : tr("Only STARTED and FAILED records can be force-failed"));
+    m_inspector->setActions(can && failable && table.isEmpty(), can && r >= 0,
+                            !can ? why : !table.isEmpty() ? noForceFail
+                                                          : tr("Only STARTED and FAILED records can be force-failed"));
     m_raceLab->setConnectedWritable(live && !readOnly,
                                     readOnly ? why : !live ? tr("not connected") : QString());
     m_replay->setConnectedWritable(live && !readOnly, readOnly ? why : !live ? tr("not connected") : QString());
@@ -837,6 +851,10 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
     }
     if (rows.isEmpty()) {
         noteAction(tr("No keys selected"));
+        return;
+    }
+    if (forceFail && !m_options.connection.table.isEmpty() && isPostgresUrl(m_options.connection.url)) {
+        noteAction(m_forceFail->toolTip()); // (the action is off: a shortcut or the inspector got here)
         return;
     }
     const qint64 now = m_model->serverNowMs();
@@ -1032,8 +1050,12 @@ bool MainWindow::exportTo(const QString& path, QString* error) const
         {"terminal", [](const KeyRow& r) { return QJsonValue(r.terminal()); }},
         {"format", [](const KeyRow& r) { return QJsonValue(QString::fromUtf8(idem::nameOf(r.format).data())); }},
         {"type", [](const KeyRow& r) { return QJsonValue(QString::fromLatin1(r.typeName())); }},
-        {"ttl_ms", [&](const KeyRow& r) { return ms(r.noTtl() ? -1 : std::max<qint64>(0, r.expiresAtMs - now)); }},
-        {"expires_at", [&](const KeyRow& r) { return time(r.noTtl() ? 0 : r.expiresAtMs); }},
+        {"ttl_ms",
+         [&](const KeyRow& r) {
+             return r.noExpiryKept() ? QJsonValue(QJsonValue::Null)
+                                     : ms(r.noTtl() ? -1 : std::max<qint64>(0, r.expiresAtMs - now));
+         }},
+        {"expires_at", [&](const KeyRow& r) { return time(r.expiresAtMs < 0 ? 0 : r.expiresAtMs); }},
         {"created_at", [&](const KeyRow& r) { return time(r.createdMs); }},
         {"age_ms", [&](const KeyRow& r) { return r.createdMs > 0 ? ms(now - r.createdMs) : QJsonValue(QJsonValue::Null); }},
         {"lease_until", [&](const KeyRow& r) {

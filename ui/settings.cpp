@@ -40,6 +40,7 @@ void Settings::rememberConnection(const QString& url, const ConnectionSettings& 
     s.setValue(u"namespace"_s, c.keyNamespace);
     s.setValue(u"pattern"_s, c.pattern);
     s.setValue(u"format"_s, c.format);
+    s.setValue(u"table"_s, c.table);
     s.setValue(u"readFromReplicas"_s, c.readFromReplicas);
     s.setValue(u"tlsCa"_s, c.tlsCa);
     s.setValue(u"tlsCert"_s, c.tlsCert);
@@ -59,6 +60,7 @@ std::optional<ConnectionSettings> Settings::rememberedConnection(const QString& 
     c.keyNamespace = s.value(u"namespace"_s).toString();
     c.pattern = s.value(u"pattern"_s).toString();
     c.format = s.value(u"format"_s).toString();
+    c.table = s.value(u"table"_s).toString();
     c.readFromReplicas = s.value(u"readFromReplicas"_s).toBool();
     c.tlsCa = s.value(u"tlsCa"_s).toString();
     c.tlsCert = s.value(u"tlsCert"_s).toString();

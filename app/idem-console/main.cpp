@@ -100,6 +100,11 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                                     "node-idempotency, express-idempotency, idempotent-request, camel, json, plain "
                                     "(default: each key's own)"_s,
                                     u"NAME"_s);
+    const QCommandLineOption table(u"table"_s,
+                                   u"With a postgresql:// URL: watch this table another program writes (seed-style "
+                                   "idempotency_keys, Brandur Leach's, ...) instead of idem.records; purge is guarded, "
+                                   "nothing else is written"_s,
+                                   u"[SCHEMA.]NAME"_s);
     const QCommandLineOption readFrom(u"read-from"_s,
                                       u"primary (default) or replica: on a Redis Cluster, scan one replica per shard so "
                                       "that watching adds no load to the primaries (actions still go to the primaries)"_s,
@@ -113,7 +118,7 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
                                      "dark colours"_s,
                                      u"NAME"_s, u"system"_s);
     parser.addOptions({url, tlsCa, tlsCert, tlsKey, tlsServerName, tlsInsecure, sentinelPassword, ns, pattern, format,
-                       readFrom, readOnly, noDemo, audit, palette});
+                       table, readFrom, readOnly, noDemo, audit, palette});
     if (!parser.parse(withoutQtGuiOptions(app.arguments()))) {
         std::fprintf(stderr, "idem-console: %s See --help.\n", qPrintable(parser.errorText()));
         return 64;
@@ -132,6 +137,11 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
         parser.isSet(format) && (!f || !idem::isRedisFormat(*f))) {
         std::fprintf(stderr, "idem-console: --format must be idem, powertools, powertools-python, node-idempotency, "
                              "express-idempotency, idempotent-request, camel, json or plain\n");
+        return 64;
+    }
+    options.connection.table = parser.value(table).trimmed();
+    if (parser.isSet(table) && (options.connection.table.isEmpty() || !isPostgresUrl(options.connection.url))) {
+        std::fprintf(stderr, "idem-console: --table names a PostgreSQL table: give it with a postgresql:// --url\n");
         return 64;
     }
     const QString nodes = parser.value(readFrom);

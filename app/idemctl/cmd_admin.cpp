@@ -351,10 +351,11 @@ bool purgesMany(const std::vector<std::string>& argv)
 
 int cmdPurge(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--table"}, {});
+    Args args(argv, {"--reason", "--by", "--key", "--table", "--stale-after"}, {});
     if (args.flag("--help")) {
         std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n"
                   "       idemctl purge --key KEY [--reason R] [--by WHO]\n"
+                  "       idemctl --url postgresql://... purge KEY --table [SCHEMA.]NAME [--stale-after DUR]\n"
                   "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--reason R] [--by WHO]\n\n"
                   "With an ID: deletes its record (any type) so the id can run again; the last fence,\n"
                   "who, when and why are kept in the meta key. With --key: any key, another library's\n"
@@ -364,10 +365,15 @@ int cmdPurge(const std::vector<std::string>& argv)
                   "batches of 500, each only if it is unchanged since it was read (a lock renewed or\n"
                   "completed meanwhile stays). Keys that are not records (--state malformed, foreign,\n"
                   "unknown) and --state no-ttl need --pattern as well. Without --yes it only lists what\n"
-                  "it would remove, with each key's library and state.");
+                  "it would remove, with each key's library and state.\n"
+                  "With --table: deletes the row of a table another program writes whose work is over\n"
+                  "(COMPLETED, FAILED, or a lock older than --stale-after, default 15m); a live lock, a\n"
+                  "row a transaction holds and a status idem does not know are kept (exit 1).");
         return Ok;
     }
-    refuseTableWrite(args, "purge");
+    refuseTableWithoutPostgres(args);
+    if (!args.value("--table") && args.value("--stale-after"))
+        throw UsageFailure{"--stale-after goes with --table"};
     if (postgresGiven(args))
         return pgPurge(args);
     Session s(args);

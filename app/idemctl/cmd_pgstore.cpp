@@ -113,8 +113,8 @@ void refuseTableWrite(const Args& args, const char* command)
 {
     if (const auto t = args.value("--table"))
         throw UsageFailure{std::string("idemctl ") + command + " does not write to '" + *t +
-                           "': idem reads tables other programs write and never changes them (their program "
-                           "knows how its keys are released; docs/postgres.md)"};
+                           "': the failure word of the program that owns it is its own (purge the row instead: "
+                           "its next request runs again; docs/postgres.md)"};
 }
 
 int pgInspect(const Args& args)
@@ -179,6 +179,22 @@ int pgPurge(const Args& args)
     const std::string id = oneId(args, "purge");
     const std::string reason = args.value("--reason").value_or("purged by operator");
     const std::string who = args.value("--by").value_or(whoAmI());
+    if (const auto table = args.value("--table")) { // the guarded delete (idem/pg/pgtable.h)
+        idem::PgTable t(g.url, *table, staleAfterMs(args));
+        const auto r = t.purge(id, who, reason);
+        if (r.deleted == 0 && r.kept == 0) {
+            std::fprintf(stderr, "idemctl purge: no row of %s is %s\n", table->c_str(), id.c_str());
+            return NotFound;
+        }
+        if (r.deleted > 0)
+            std::printf("purged %s from %s (was %s%s)\n", id.c_str(), table->c_str(), r.was.c_str(),
+                        r.audited ? "; written to idem.operations" : "");
+        if (r.kept > 0) {
+            std::fprintf(stderr, "idemctl purge: kept %s in %s: %s\n", id.c_str(), table->c_str(), r.why.c_str());
+            return Refused;
+        }
+        return Ok;
+    }
     idem::PgStore store(g.url);
     const auto r = store.purge(id, who, reason);
     if (r.status == idem::AdminStatus::NotFound) {

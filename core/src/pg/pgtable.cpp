@@ -1,5 +1,6 @@
 // A table of idempotency keys another program writes (idem/pg/pgtable.h): its columns found by
-// name, its rows read as text along its key, decoded into the records every view shows. Read-only.
+// name, its rows read as text along its key, decoded into the records every view shows. Read-only
+// but for purge(), which deletes a row whose work is over and nothing else.
 #include "idem/pg/pgtable.h"
 
 #include "idem/duration.h"
@@ -170,6 +171,23 @@ struct PgTable::Impl {
         return "(extract(epoch FROM " + quoted(column) + ") * 1000)::int8";
     }
 
+    // " WHERE key = $1 [AND scope = $2]" for a Record::id, with its parameters
+    std::string whereId(const std::string& id, std::vector<std::string>& params) const
+    {
+        std::string where = " WHERE " + quoted(layout.key) + "::text = $1";
+        if (layout.scope.empty()) {
+            params = {id};
+            return where;
+        }
+        const std::string prefix = layout.scope + "=";
+        const auto space = id.find(' ', prefix.size());
+        if (!id.starts_with(prefix) || space == std::string::npos)
+            throw UsageError("'" + id + "' names no row of " + layout.table + ": its keys are unique per " +
+                             layout.scope + ", so a row is named '" + layout.scope + "=VALUE KEY'");
+        params = {id.substr(space + 1), id.substr(prefix.size(), space - prefix.size())};
+        return where + " AND coalesce(" + quoted(layout.scope) + "::text, '') = $2";
+    }
+
     std::size_t indexOf(const std::string& column) const
     {
         return static_cast<std::size_t>(
@@ -306,6 +324,72 @@ std::vector<Record> PgTable::inspect(const std::string& key, std::int64_t* serve
                                       m.quoted(m.layout.rowKey) + " LIMIT 100",
                                   {key}, "reading a row of the table");
     return m.records(res.get(), serverNowMs);
+}
+
+std::vector<Record> PgTable::read(const std::string& id, std::int64_t* serverNowMs)
+{
+    Impl& m = *m_impl;
+    std::vector<std::string> params;
+    const std::string where = m.whereId(id, params);
+    const PgResultPtr res = m.run(m.select + where + " ORDER BY " + m.quoted(m.layout.rowKey) + " LIMIT 100", params,
+                                  "reading a row of the table");
+    return m.records(res.get(), serverNowMs);
+}
+
+PgTable::Purged PgTable::purge(const std::string& id, const std::string& who, const std::string& reason)
+{
+    Impl& m = *m_impl;
+    std::vector<std::string> params;
+    const std::string where = m.whereId(id, params);
+    const std::string rowKey = m.quoted(m.layout.rowKey);
+    Purged out;
+    m.conn.exec("BEGIN");
+    try {
+        PgResultPtr res(nullptr, &PQclear);
+        try {
+            res = m.run(m.select + where + " ORDER BY " + rowKey + " LIMIT 100 FOR UPDATE NOWAIT", params,
+                        "locking the row to purge");
+        } catch (const PgError& e) {
+            if (e.sqlstate() != "55P03") // lock_not_available
+                throw;
+            m.conn.exec("ROLLBACK");
+            out.kept = 1;
+            out.why = "a transaction holds the row right now: its work is running";
+            return out;
+        }
+        const std::vector<Record> records = m.records(res.get(), nullptr);
+        const PgResultPtr audit = m.run("SELECT to_regclass('idem.operations') IS NOT NULL", {}, "finding idem.operations");
+        out.audited = pgcell::boolean(audit.get(), 0, 0);
+        const int rowKeyColumn = 5 + static_cast<int>(m.indexOf(m.layout.rowKey));
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            const Record& r = records[i];
+            const bool over = r.state == RecordState::Completed || r.state == RecordState::Failed ||
+                              (r.state == RecordState::Started && r.stale);
+            if (!over) {
+                ++out.kept;
+                if (out.why.empty())
+                    out.why = r.state == RecordState::Started
+                                  ? "a live lock" + (r.blocked ? std::string(" (no locked_at column says when it ends)")
+                                                               : std::string()) + ": its work may be running"
+                                  : r.reason;
+                continue;
+            }
+            m.run("DELETE FROM " + m.from + " WHERE " + rowKey + "::text = $1 RETURNING 1",
+                  {pgcell::text(res.get(), static_cast<int>(i), rowKeyColumn)}, "purging a row");
+            const std::string was = (r.stale ? "stale " : "") + std::string(nameOf(r.state));
+            if (out.deleted++ == 0)
+                out.was = was;
+            if (out.audited)
+                m.run("INSERT INTO idem.operations (at, op, id, previous_state, by, reason) "
+                      "VALUES (clock_timestamp(), 'purge', $1, $2, $3, $4) RETURNING 1",
+                      {m.layout.table + ": " + r.id, was, who, reason}, "writing the purge to idem.operations");
+        }
+        m.conn.exec("COMMIT");
+    } catch (...) {
+        PgResultPtr(PQexec(m.conn.get(), "ROLLBACK"), &PQclear);
+        throw;
+    }
+    return out;
 }
 
 } // namespace idem

@@ -15,7 +15,7 @@ namespace idem {
 // libraries' Redis records: a hand-written `idempotency_keys (key, status, response, locked_at,
 // created_at)`, or Brandur Leach's Stripe-style one (idempotency_key, recovery_point, locked_at,
 // response_code, response_body, ...). Its columns are found by name (docs/postgres.md); nothing
-// is ever written to it.
+// is written to it but what an operator asks for by name: purge(), guarded.
 struct PgTableLayout {
     std::string table;        // as given: name or schema.name
     std::string rowKey;       // the single-column primary key the pages walk (else `key`)
@@ -64,6 +64,26 @@ public:
     Page page(const std::string& afterRowKey, std::size_t limit, bool first);
     // The rows whose key column is `key` (more than one when keys are unique per user).
     std::vector<Record> inspect(const std::string& key, std::int64_t* serverNowMs = nullptr);
+    // The row a Record::id names ("user_id=7 KEY" when keys are unique per user; UsageError when
+    // `id` is not of that form); empty when there is none.
+    std::vector<Record> read(const std::string& id, std::int64_t* serverNowMs = nullptr);
+
+    // Deletes the row `id` names if its work is over: COMPLETED, FAILED, or STARTED with a lock
+    // gone stale (its next request runs again). A live lock, a row some transaction holds right
+    // now, and a status word this reader does not know are kept: deleting them would let a
+    // duplicate run beside the work. The rows are locked (FOR UPDATE NOWAIT), judged as they are
+    // then and deleted in one transaction, so a row that changed since an operator saw it is
+    // judged as it is now. The one write idem makes to a table it did not create, and only when
+    // asked by name. When the database has schema idem, each row deleted is written to
+    // idem.operations in the same transaction (the purge is not done if that is refused).
+    struct Purged {
+        int deleted = 0;
+        int kept = 0;
+        std::string was; // the state of the first row deleted ("COMPLETED", "stale STARTED", ...)
+        std::string why; // why the first row kept was kept
+        bool audited = false; // written to idem.operations
+    };
+    Purged purge(const std::string& id, const std::string& who, const std::string& reason);
 
 private:
     struct Impl;
