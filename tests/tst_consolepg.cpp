@@ -11,6 +11,8 @@
 
 #include <QLineEdit>
 
+#include <csignal>
+
 class TestConsolePg : public QObject {
     Q_OBJECT
 
@@ -221,6 +223,35 @@ private slots:
         QVERIFY(w2.connectDialog()->fieldWidget(u"table"_s)->property("needsFix").toBool());
         QCOMPARE(qobject_cast<QLineEdit*>(w2.connectDialog()->fieldWidget(u"table"_s))->text(), u"no_such_table"_s);
         sql("DROP TABLE seed_console");
+    }
+
+    // Closing the console while PostgreSQL hangs (its backends stopped) and the worker waits on
+    // it: libpq has no timeout of its own, so before the sockets were shut down this waited for ever.
+    void closesAtOnceWhenPostgresHangs()
+    {
+        MainWindow::Options o = options(100);
+        o.connection.rescanIntervalMs = 60000;
+        auto w = std::make_unique<MainWindow>(o);
+        QSignalSpy scans(w.get(), &MainWindow::scanCompleted);
+        w->show();
+        QVERIFY(scans.wait(10000));
+        std::vector<pid_t> stopped;
+        const std::string pids = idemtest::pgSql(pg->url(), "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity "
+                                                            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+        for (const QString& pid : QString::fromStdString(pids).split(u' ', Qt::SkipEmptyParts)) {
+            stopped.push_back(static_cast<pid_t>(pid.toInt()));
+            QCOMPARE(::kill(stopped.back(), SIGSTOP), 0);
+        }
+        QVERIFY(!stopped.empty()); // the console's own connections
+        w->refresh(); // the worker now waits on a backend that does not answer
+        QTest::qWait(300);
+        QElapsedTimer closing;
+        closing.start();
+        w.reset();
+        const qint64 ms = closing.elapsed();
+        for (pid_t pid : stopped)
+            ::kill(pid, SIGCONT);
+        QVERIFY2(ms < 1500, qPrintable(u"closing took %1 ms"_s.arg(ms)));
     }
 };
 

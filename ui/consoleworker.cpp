@@ -201,15 +201,29 @@ void ConsoleWorker::abortIo()
         m_pool->interruptAll();
     if (m_scanner)
         m_scanner->interrupt();
+    // PostgreSQL: libpq waits on a hung server for ever; its sockets are shut down instead
+    if (m_pg)
+        m_pg->interrupt();
+    if (m_pgWatch)
+        m_pgWatch->interrupt();
+    if (m_pgTable)
+        m_pgTable->interrupt();
 }
 
 void ConsoleWorker::dropIo()
 {
     delete m_pgNotifier; // before the connection whose socket it watches
     m_pgNotifier = nullptr;
-    m_pgWatch.reset();
-    m_pg.reset();
-    m_pgTable.reset();
+    std::unique_ptr<idem::PgWatch> watch;
+    std::unique_ptr<idem::PgStore> pg;
+    std::unique_ptr<idem::PgTable> table;
+    {
+        std::lock_guard lock(m_ioMutex); // abortIo() reaches them until here
+        watch = std::move(m_pgWatch);
+        pg = std::move(m_pg);
+        table = std::move(m_pgTable);
+    }
+    watch.reset(); // (says goodbye to the server: outside the lock, as a Redis call would be)
     m_store.reset();
     std::lock_guard lock(m_ioMutex);
     m_pool.reset();

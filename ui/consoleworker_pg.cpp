@@ -54,17 +54,26 @@ void ConsoleWorker::pgConnectNow()
     QString where = shown;
     try {
         const std::string conninfo = m_settings.url.trimmed().toStdString();
-        m_pgWatch = std::make_unique<idem::PgWatch>(conninfo, 2);
-        where = qs(m_pgWatch->describe());
+        auto watch = std::make_unique<idem::PgWatch>(conninfo, 2);
+        where = qs(watch->describe());
+        std::unique_ptr<idem::PgTable> other;
+        std::unique_ptr<idem::PgStore> store;
         if (!table.isEmpty()) {
-            m_pgTable = std::make_unique<idem::PgTable>(conninfo, table.toStdString()); // its columns, or ConfigError
+            other = std::make_unique<idem::PgTable>(conninfo, table.toStdString()); // its columns, or ConfigError
         } else {
             idem::PgStoreOptions po;
             po.connectTimeoutSeconds = 2;
             po.maxIdleConnections = 1;
-            m_pg = std::make_unique<idem::PgStore>(conninfo, po);
-            m_pg->page({}, 1); // the schema is there (ConfigError if not)
+            store = std::make_unique<idem::PgStore>(conninfo, po);
         }
+        {
+            std::lock_guard lock(m_ioMutex); // what abortIo() reaches
+            m_pgWatch = std::move(watch);
+            m_pgTable = std::move(other);
+            m_pg = std::move(store);
+        }
+        if (m_pg)
+            m_pg->page({}, 1); // the schema is there (ConfigError if not)
     } catch (const idem::Error& e) {
         pgFailed(e);
         return;

@@ -1,5 +1,7 @@
 #include "pg/pgconnection.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstring>
 
@@ -66,6 +68,12 @@ PgConnection::PgConnection(const std::string& conninfo, int connectTimeoutSecond
         throw IoError("PostgreSQL unavailable: " + trimmed(PQerrorMessage(m_conn.get())));
     // NOTICEs ("schema idem already exists, skipping") are not for the caller's stderr
     PQsetNoticeProcessor(m_conn.get(), &ignoreNotice, nullptr);
+}
+
+void PgConnection::interrupt()
+{
+    if (const int fd = PQsocket(m_conn.get()); fd >= 0)
+        ::shutdown(fd, SHUT_RDWR);
 }
 
 bool PgConnection::healthy() const

@@ -49,6 +49,10 @@ public:
     PgResultPtr execPrepared(const char* name, const std::vector<PgParam>& params);
     // A command without parameters (BEGIN, COMMIT, SET LOCAL ...), results in text.
     PgResultPtr exec(const std::string& sql);
+    // From another thread, while this one may wait in a call: shuts the socket down, so that
+    // call ends at once with ClosedError (libpq has no client-side timeout of its own to wait
+    // out, and a hung server would keep it forever). The connection is unusable afterwards.
+    void interrupt();
 
 private:
     std::unique_ptr<PGconn, decltype(&PQfinish)> m_conn;

@@ -146,11 +146,21 @@ std::string_view policyWord(FailPolicy p)
 
 class PgStore::Borrowed {
 public:
-    Borrowed(PgStore& store, std::unique_ptr<PgConnection> c) : m_store(store), m_conn(std::move(c)) {}
+    Borrowed(PgStore& store, std::unique_ptr<PgConnection> c) : m_store(store), m_conn(std::move(c))
+    {
+        std::lock_guard lock(m_store.m_mutex);
+        m_store.m_busy.push_back(m_conn.get());
+    }
     Borrowed(Borrowed&&) = default;
     ~Borrowed()
     {
-        if (m_conn && m_conn->healthy())
+        if (!m_conn)
+            return; // moved from
+        {
+            std::lock_guard lock(m_store.m_mutex);
+            std::erase(m_store.m_busy, m_conn.get());
+        }
+        if (m_conn->healthy())
             m_store.giveBack(std::move(m_conn));
     }
     PgConnection* operator->() { return m_conn.get(); }
@@ -170,16 +180,18 @@ PgStore::~PgStore() = default;
 
 PgStore::Borrowed PgStore::connection(bool* reused)
 {
+    std::unique_ptr<PgConnection> idle;
     {
         std::lock_guard lock(m_mutex);
         if (reused)
             *reused = !m_idle.empty();
         if (!m_idle.empty()) {
-            auto c = std::move(m_idle.back());
+            idle = std::move(m_idle.back());
             m_idle.pop_back();
-            return Borrowed(*this, std::move(c));
         }
     }
+    if (idle)
+        return Borrowed(*this, std::move(idle)); // (which takes the lock itself)
     auto c = std::make_unique<PgConnection>(m_conninfo, m_options.connectTimeoutSeconds);
     for (const Statement& s : statements())
         c->prepare(s.name, s.sql, s.types);
@@ -191,6 +203,13 @@ void PgStore::giveBack(std::unique_ptr<PgConnection> c)
     std::lock_guard lock(m_mutex);
     if (m_idle.size() < m_options.maxIdleConnections)
         m_idle.push_back(std::move(c));
+}
+
+void PgStore::interrupt()
+{
+    std::lock_guard lock(m_mutex);
+    for (PgConnection* c : m_busy)
+        c->interrupt();
 }
 
 void PgStore::dropIdle()

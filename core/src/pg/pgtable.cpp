@@ -326,6 +326,8 @@ std::vector<Record> PgTable::inspect(const std::string& key, std::int64_t* serve
     return m.records(res.get(), serverNowMs);
 }
 
+void PgTable::interrupt() { m_impl->conn.interrupt(); }
+
 std::vector<Record> PgTable::read(const std::string& id, std::int64_t* serverNowMs)
 {
     Impl& m = *m_impl;

@@ -32,6 +32,8 @@ PgWatch::PgWatch(const std::string& conninfo, int connectTimeoutSeconds)
     renew();
 }
 
+void PgWatch::interrupt() { m_conn->interrupt(); }
+
 PgWatch::~PgWatch()
 {
     if (m_name.empty() || !m_conn->healthy())

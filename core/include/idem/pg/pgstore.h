@@ -113,6 +113,9 @@ public:
 
     const PgStoreOptions& options() const { return m_options; }
     const std::string& conninfo() const { return m_conninfo; }
+    // Thread-safe: the calls waiting on PostgreSQL now end at once with ClosedError (their
+    // connections are shut down), however hung the server is; later calls connect again.
+    void interrupt();
 
 private:
     class Borrowed; // a connection taken from the idle list, given back unless it broke
@@ -128,6 +131,7 @@ private:
     PgStoreOptions m_options;
     std::mutex m_mutex;
     std::vector<std::unique_ptr<PgConnection>> m_idle;
+    std::vector<PgConnection*> m_busy; // borrowed right now: what interrupt() reaches
 };
 
 } // namespace idem

@@ -84,6 +84,9 @@ public:
         bool audited = false; // written to idem.operations
     };
     Purged purge(const std::string& id, const std::string& who, const std::string& reason);
+    // Thread-safe: a call waiting on the server ends at once with ClosedError (the connection is
+    // done with: make a new PgTable)
+    void interrupt();
 
 private:
     struct Impl;

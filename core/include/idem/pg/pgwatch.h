@@ -47,6 +47,8 @@ public:
     void renewIfDue();              // this watcher's row in idem.watchers, every 10 s
     std::int64_t estimatedRows();   // the planner's estimate (pg_class.reltuples), 0 when unknown
     std::string describe() const;   // "host:port/db" of the connection, never the password
+    // Thread-safe: a call waiting on the server ends at once with ClosedError (PgConnection::interrupt)
+    void interrupt();
 
 private:
     std::unique_ptr<PgConnection> m_conn;
