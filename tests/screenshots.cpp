@@ -255,8 +255,11 @@ int main(int argc, char** argv)
             } else {
                 RewindBar* bar = w.history()->bar();
                 QSignalSpy shown(w.history(), &HistoryController::snapshotShown);
+                QSignalSpy counts(w.history(), &HistoryController::countsShown);
                 bar->rewindTo(bar->firstMs() + (bar->lastMs() - bar->firstMs()) * 2 / 3);
                 shown.wait(5000);
+                if (counts.isEmpty()) // the chart of that moment too
+                    counts.wait(5000);
                 QTest::qWait(300);
                 save(scene);
                 bar->goLive();

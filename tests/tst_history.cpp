@@ -3,6 +3,7 @@
 // without a clean shutdown, a key's timeline in words, and the rewind showing the states of a past
 // moment.
 #include "consoleworker.h"
+#include "countschart.h"
 #include "historycontroller.h"
 #include "historyrecorder.h"
 #include "inspectorpanel.h"
@@ -16,12 +17,14 @@
 #include "idem/lab/capture.h"
 #include "idem/monitor/history.h"
 #include "idem/redis/localserver.h"
+#include "idem/redis/options.h"
 #include "idem/redis/pool.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QToolButton>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -539,6 +542,93 @@ private Q_SLOTS:
         }
     }
 
+    // The chart's counts over a window, walked from the state at its start, equal a count of
+    // stateAt at every step: random transitions of many keys, leases that run out between steps and
+    // on a step, several at one millisecond, a trimmed front, and the rewound table's own counters.
+    void countsOverMatchesStateAt_data()
+    {
+        QTest::addColumn<std::size_t>("keep");
+        QTest::addColumn<qint64>("step");
+        QTest::newRow("whole, 100 ms") << std::size_t(1'000'000) << qint64(100);
+        QTest::newRow("whole, 7 ms") << std::size_t(1'000'000) << qint64(7);
+        QTest::newRow("trimmed, 250 ms") << std::size_t(4000) << qint64(250);
+    }
+    void countsOverMatchesStateAt()
+    {
+        QFETCH(std::size_t, keep);
+        QFETCH(qint64, step);
+        idem::HistoryLimits limits;
+        limits.maxTransitions = keep;
+        idem::HistoryIndex index(limits);
+        std::mt19937 rng(17);
+        const idem::RecordState states[] = {idem::RecordState::Started,   idem::RecordState::Started,
+                                            idem::RecordState::Completed, idem::RecordState::Failed,
+                                            idem::RecordState::Malformed, idem::RecordState::Expired,
+                                            idem::RecordState::Foreign};
+        std::int64_t at = 10'000;
+        for (int i = 0; i < 6000; ++i) {
+            at += static_cast<std::int64_t>(rng() % 12); // often several at one ms
+            auto t = started(at, "ns:{" + std::to_string(rng() % 300) + "}", "o" + std::to_string(rng() % 9));
+            t.state = states[rng() % std::size(states)];
+            // leases from already over to well past the last transition; some with none
+            t.leaseUntilMs = rng() % 5 == 0 ? 0 : at - 2000 + static_cast<std::int64_t>(rng() % 20'000);
+            if (rng() % 9 == 0)
+                t.flags = idem::Transition::Gone;
+            index.add(t);
+        }
+        index.trim();
+        QVERIFY(keep > 6000 || index.firstMs() > 10'000);
+
+        const auto bruteForce = [&](std::int64_t t) {
+            idem::StateCounts c;
+            c.atMs = t;
+            for (const idem::HistoryEntry* e : index.stateAt(t)) {
+                switch (e->state) {
+                case idem::RecordState::Started:
+                    ++(e->leaseUntilMs > 0 && e->leaseUntilMs <= t ? c.stale : c.started);
+                    break;
+                case idem::RecordState::Completed: ++c.completed; break;
+                case idem::RecordState::Failed: ++c.failed; break;
+                case idem::RecordState::Malformed: ++c.malformed; break;
+                default: break;
+                }
+            }
+            return c;
+        };
+        const std::int64_t from = index.firstMs() + (index.lastMs() - index.firstMs()) / 3;
+        const std::int64_t to = index.lastMs() + 25'000; // every lease runs out after the last transition
+        const std::vector<idem::StateCounts> counts = index.countsOver(from, to, step);
+        QCOMPARE(counts.size(), static_cast<std::size_t>((to - from) / step + 1));
+        int staleWithoutTransition = 0; // leases that ran out between two steps with nothing recorded
+        for (std::size_t i = 0; i < counts.size(); ++i) {
+            const std::int64_t t = from + static_cast<std::int64_t>(i) * step;
+            const idem::StateCounts expected = bruteForce(t);
+            QVERIFY2(counts[i] == expected,
+                     qPrintable(u"at %1: started %2/%3 stale %4/%5 completed %6/%7"_s.arg(t)
+                                    .arg(counts[i].started).arg(expected.started)
+                                    .arg(counts[i].stale).arg(expected.stale)
+                                    .arg(counts[i].completed).arg(expected.completed)));
+            if (i > 0 && t - step >= index.lastMs() && counts[i].stale > counts[i - 1].stale)
+                ++staleWithoutTransition;
+        }
+        QVERIFY(staleWithoutTransition > 0);
+
+        // the rewound table counts the same (what the counters show while rewound)
+        KeyTableModel model;
+        for (std::size_t i = 0; i < counts.size(); i += counts.size() / 7) {
+            const std::int64_t t = counts[i].atMs;
+            model.replaceSnapshot(HistoryRecorder::rowsOf(index, index.stateAt(t)), t);
+            const idem::Stats s = model.stats();
+            QCOMPARE(s.started - s.stale, counts[i].started);
+            QCOMPARE(s.stale, counts[i].stale);
+            QCOMPARE(s.completed, counts[i].completed);
+            QCOMPARE(s.failed, counts[i].failed);
+            QCOMPARE(s.malformed, counts[i].malformed);
+        }
+        QVERIFY(index.countsOver(to, from, step).empty());
+        QVERIFY(index.countsOver(from, to, 0).empty());
+    }
+
     // The console end to end: the inspector shows a key's history; the slider rewinds the table
     // (and the counters) to a past moment, actions are off, Live comes back to the live model
     void consoleRewinds()
@@ -601,6 +691,86 @@ private Q_SLOTS:
         QVERIFY(!w.history()->isRewound());
         QCOMPARE(w.proxy()->rowCount(), 3);
         QVERIFY(w.findChild<QLabel*>(u"rewoundBanner"_s)->isHidden());
+    }
+
+    // Rewound further back than the live chart's ten minutes, the chart draws the history's counts
+    // around the moment, and at the moment they are what the counters say; a moment asked for
+    // meanwhile is never drawn over by an older answer; Live brings the live samples back.
+    void consoleChartRewindsFarBack()
+    {
+        const std::string ns = idemtest::uniqueNamespace("hc");
+        const std::string url = idemtest::sharedRedisUrl();
+        const QString server = QString::fromStdString(idem::ConnectionOptions::fromUrl(url).describe());
+        // A history written by an earlier run of the console, 30 to 15 minutes ago: many keys, each
+        // moving between states, with leases that run out on their own.
+        const std::int64_t now = QDateTime::currentMSecsSinceEpoch();
+        const std::int64_t moment = now - 20 * 60'000, other = now - 26 * 60'000;
+        {
+            std::vector<idem::Transition> batch;
+            std::mt19937 rng(23);
+            const idem::RecordState states[] = {idem::RecordState::Started, idem::RecordState::Started,
+                                                idem::RecordState::Completed, idem::RecordState::Failed,
+                                                idem::RecordState::Malformed};
+            for (std::int64_t at = now - 30 * 60'000; at < now - 15 * 60'000; at += 1000 + rng() % 2000) {
+                auto t = started(at, ns + ":{k" + std::to_string(rng() % 50) + "}", "o" + std::to_string(rng() % 7));
+                t.state = states[rng() % std::size(states)];
+                t.leaseUntilMs = at + static_cast<std::int64_t>(rng() % 240'000);
+                if (rng() % 10 == 0)
+                    t.flags = idem::Transition::Gone;
+                batch.push_back(t);
+            }
+            idem::HistoryLog log(HistoryRecorder::directoryFor(server, QString::fromStdString(ns)).toStdString(), {});
+            QVERIFY(log.open().empty());
+            log.append(batch);
+            log.sync();
+        }
+        MainWindow::Options o;
+        o.connection.url = QString::fromStdString(url);
+        o.connection.keyNamespace = QString::fromStdString(ns);
+        o.auditPath = tmp.filePath(u"hc-audit.jsonl"_s);
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        RewindBar* bar = w.history()->bar();
+        QTRY_VERIFY_WITH_TIMEOUT(bar->findChild<QSlider*>(u"rewindSlider"_s)->isEnabled(), 3000);
+        auto* chart = w.findChild<CountsChart*>(u"countsChart"_s);
+        QVERIFY(chart);
+        QVERIFY(!chart->showsPast());
+
+        QSignalSpy counts(w.history(), &HistoryController::countsShown);
+        QSignalSpy shown(w.history(), &HistoryController::snapshotShown);
+        bar->rewindTo(other);
+        QVERIFY(shown.wait(5000));
+        bar->rewindTo(moment); // while the chart's counts of `other` are worked out: the newer one ends up drawn
+        QTRY_VERIFY_WITH_TIMEOUT(!counts.isEmpty() && counts.last().at(0).toLongLong() == moment, 5000);
+        QTest::qWait(300);
+        QCOMPARE(counts.last().at(0).toLongLong(), moment);
+        QVERIFY(chart->showsPast());
+        const qint64 offset = w.liveModel()->serverNowMs() - QDateTime::currentMSecsSinceEpoch();
+        QVERIFY(std::abs(chart->markerMs() - (moment - offset)) < 1000);
+        // the chart's ten minutes before the moment, in 2-second steps, and a little after it
+        QVERIFY2(chart->sampleCount() > 280, qPrintable(QString::number(chart->sampleCount())));
+        QVERIFY(chart->firstSampleMs() <= chart->markerMs() - 9 * 60'000);
+        QCOMPARE(chart->segmentCount(), 1);
+
+        const idem::Stats s = w.model()->stats();
+        QVERIFY2(s.stale > 0 && s.started > s.stale && s.completed > 0 && s.failed > 0 && s.malformed > 0,
+                 s.summary().c_str());
+        QCOMPARE(chart->lastValue(CountsChart::Started), double(s.started - s.stale));
+        QCOMPARE(chart->lastValue(CountsChart::Stale), double(s.stale));
+        QCOMPARE(chart->lastValue(CountsChart::Completed), double(s.completed));
+        QCOMPARE(chart->lastValue(CountsChart::Failed), double(s.failed));
+        QCOMPARE(chart->lastValue(CountsChart::Malformed), double(s.malformed));
+        const auto* stale = w.findChild<QToolButton*>(u"counter-stale"_s);
+        QVERIFY(stale);
+        QCOMPARE(stale->text().section(u'\n', 1), QString::number(s.stale));
+
+        bar->goLive();
+        QVERIFY(!chart->showsPast());
+        QCOMPARE(chart->markerMs(), 0);
+        // the live samples again (the live namespace is empty), the next one within two ticks
+        QTRY_COMPARE_WITH_TIMEOUT(chart->lastValue(CountsChart::Completed), 0.0, 5000);
     }
 };
 

@@ -49,6 +49,27 @@ void CountsChart::setMarker(qint64 localMs)
     update();
 }
 
+void CountsChart::showPast(const std::vector<idem::StateCounts>& counts, qint64 serverMinusLocalMs)
+{
+    m_past.clear();
+    m_past.reserve(static_cast<qsizetype>(counts.size()));
+    for (const idem::StateCounts& c : counts) {
+        Sample x;
+        x.ms = c.atMs - serverMinusLocalMs;
+        x.v = {double(c.started), double(c.stale), double(c.completed), double(c.failed), double(c.malformed)};
+        m_past.push_back(x);
+    }
+    m_showsPast = true;
+    update();
+}
+
+void CountsChart::showLive()
+{
+    m_past.clear();
+    m_showsPast = false;
+    update();
+}
+
 void CountsChart::trim(QVector<Sample>& h, qint64 nowMs)
 {
     qsizetype drop = 0;
@@ -89,7 +110,7 @@ void CountsChart::addOutage(const QDateTime& when)
 int CountsChart::sampleCount() const
 {
     int n = 0;
-    for (const Sample& x : history())
+    for (const Sample& x : shown())
         n += x.outage ? 0 : 1;
     return n;
 }
@@ -98,7 +119,7 @@ int CountsChart::segmentCount() const
 {
     int n = 0;
     bool in = false;
-    for (const Sample& x : history()) {
+    for (const Sample& x : shown()) {
         if (!x.outage && !in)
             ++n;
         in = !x.outage;
@@ -108,11 +129,19 @@ int CountsChart::segmentCount() const
 
 double CountsChart::lastValue(Series s) const
 {
-    const auto h = history();
+    const auto h = shown();
+    // the past runs on a little after the moment: the legend says what the counters say
+    const bool atMarker = m_showsPast && m_markerMs != 0;
     for (auto it = h.crbegin(); it != h.crend(); ++it)
-        if (!it->outage)
+        if (!it->outage && !(atMarker && it->ms > m_markerMs))
             return it->v[static_cast<std::size_t>(s)];
     return -1;
+}
+
+qint64 CountsChart::firstSampleMs() const
+{
+    const auto h = shown();
+    return h.isEmpty() ? 0 : h.first().ms;
 }
 
 QVector<double> CountsChart::niceTicks(double max, int maxTicks)
@@ -146,7 +175,7 @@ void CountsChart::paintEvent(QPaintEvent*)
     p.setRenderHint(QPainter::Antialiasing);
     p.fillRect(rect(), palette().base());
     const QFontMetrics fm = fontMetrics();
-    const auto h = history();
+    const auto h = shown();
     const QColor text = palette().color(QPalette::Text);
     const QColor faint = palette().color(QPalette::PlaceholderText);
     if (sampleCount() == 0) {
@@ -155,7 +184,7 @@ void CountsChart::paintEvent(QPaintEvent*)
         return;
     }
 
-    const qint64 now = std::max(h.last().ms, QDateTime::currentMSecsSinceEpoch());
+    const qint64 now = m_showsPast ? h.last().ms : std::max(h.last().ms, QDateTime::currentMSecsSinceEpoch());
     const qint64 t1 = now, t0 = std::min(h.first().ms, t1 - kMinSpanMs);
     double top = 1;
     for (const Sample& x : h)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "idem/monitor/history.h"
 #include "idem/monitor/monitor.h"
 
 #include <QDateTime>
@@ -26,13 +27,22 @@ public:
     // The moment the table is rewound to (local time, ms; 0: live): a line across the chart, or a
     // note when it is older than the chart's window.
     void setMarker(qint64 localMs);
+    qint64 markerMs() const { return m_markerMs; }
+    // While rewound: the counts the history had around the moment (HistoryRecorder::requestCounts,
+    // server clock; `serverMinusLocalMs` puts them on the chart's local time) instead of the live
+    // samples, which go on being kept for showLive().
+    void showPast(const std::vector<idem::StateCounts>& counts, qint64 serverMinusLocalMs);
+    void showLive();
+    bool showsPast() const { return m_showsPast; }
     // What the empty chart says ("Not connected", "Connecting…").
     void setEmptyText(const QString& text);
 
     // Of the current server: samples with data, and the runs of them between outages.
     int sampleCount() const;
     int segmentCount() const;
-    double lastValue(Series s) const; // the latest sample with data; -1 without one
+    // the latest sample with data (shown past: the one at the marker, as the counters); -1 without one
+    double lastValue(Series s) const;
+    qint64 firstSampleMs() const; // local time; 0 without samples
     // 0 and steps of 1, 2 or 5 times a power of ten, up to the first at or above `max`, at most
     // `maxTicks` + 1 of them
     static QVector<double> niceTicks(double max, int maxTicks);
@@ -50,10 +60,12 @@ private:
         std::array<double, SeriesCount> v{};
     };
     QVector<Sample>& history() { return m_history[m_server]; }
-    const QVector<Sample> history() const { return m_history.value(m_server); }
+    const QVector<Sample> shown() const { return m_showsPast ? m_past : m_history.value(m_server); }
     void trim(QVector<Sample>& h, qint64 nowMs);
 
     QHash<QString, QVector<Sample>> m_history;
+    QVector<Sample> m_past;
+    bool m_showsPast = false;
     QString m_server;
     QString m_emptyText;
     qint64 m_markerMs = 0;

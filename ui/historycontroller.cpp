@@ -45,8 +45,25 @@ HistoryController::HistoryController(KeyTableModel* live, KeyFilterProxy* proxy,
                 show(m_past);
                 m_bar->shown(atMs, elapsedMs);
                 Q_EMIT snapshotShown(atMs);
-                if (m_wantedMs != atMs)
+                if (m_wantedMs != atMs) {
                     request();
+                } else { // the slider rests here: the chart's counts too (not at every step of a drag)
+                    m_countsWantedMs = atMs;
+                    requestCounts();
+                }
+            });
+    // The chart's counts take longer than a step of the table (the whole window from the state
+    // before it): one request at a time as well, and an answer for a moment no longer shown (the
+    // slider moved on, or Live was pressed) is dropped, never drawn over a newer one.
+    connect(m_recorder, &HistoryRecorder::countsReady, this,
+            [this](qint64 atMs, const std::vector<idem::StateCounts>& counts, quint64 epoch) {
+                m_countsInFlight = false;
+                if (epoch != m_epoch || !m_bar->isRewound() || atMs != m_countsWantedMs) {
+                    if (m_bar->isRewound() && m_countsWantedMs != 0)
+                        requestCounts();
+                    return;
+                }
+                Q_EMIT countsShown(atMs, counts);
             });
     connect(m_bar, &RewindBar::moveTo, this, [this](qint64 ms) {
         m_wantedMs = ms;
@@ -55,6 +72,7 @@ HistoryController::HistoryController(KeyTableModel* live, KeyFilterProxy* proxy,
     connect(m_bar, &RewindBar::live, this, [this] {
         ++m_epoch; // an answer still being worked out is not shown
         m_pastValid = false;
+        m_countsWantedMs = 0;
         show(m_live);
     });
     connect(m_bar, &RewindBar::exportRequested, this, [this] {
@@ -81,6 +99,16 @@ void HistoryController::request()
     m_inFlight = true;
     QMetaObject::invokeMethod(m_recorder, [r = m_recorder, ms = m_wantedMs, epoch = m_epoch, fresh = !m_pastValid] {
         r->requestSnapshot(ms, epoch, fresh);
+    });
+}
+
+void HistoryController::requestCounts()
+{
+    if (m_countsInFlight)
+        return;
+    m_countsInFlight = true;
+    QMetaObject::invokeMethod(m_recorder, [r = m_recorder, ms = m_countsWantedMs, epoch = m_epoch] {
+        r->requestCounts(ms, epoch);
     });
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "idem/monitor/history.h"
+
 #include <QObject>
 #include <QPointer>
 #include <QThread>
@@ -14,7 +16,8 @@ class RewindBar;
 // worker, and the rewind: while the RewindBar is away from Live, the key table's proxy shows a
 // model of its own holding the snapshot of the chosen moment (computed on the recorder's thread;
 // only the newest request is shown), and the live model goes on taking the worker's updates, so
-// Live is back at once.
+// Live is back at once. Once the slider rests, the chart's counts around the moment are worked out
+// there too (countsShown), so the whole view is of the past.
 class HistoryController : public QObject {
     Q_OBJECT
 public:
@@ -37,12 +40,15 @@ Q_SIGNALS:
     void timelineReady(const QString& key, const QString& html);
     void shownChanged(KeyTableModel* model); // the table switched between live and rewound
     void snapshotShown(qint64 atMs);
+    // The chart's counts around the moment shown (HistoryRecorder::requestCounts), server clock.
+    void countsShown(qint64 atMs, const std::vector<idem::StateCounts>& counts);
     void exported(const QString& path, qint64 events, const QString& error);
     void failed(const QString& error);
 
 private:
     void show(KeyTableModel* model);
     void request(); // the wanted moment, unless an answer is awaited
+    void requestCounts(); // the same for the chart's counts, at the moment last shown
 
     QThread m_thread;
     HistoryRecorder* m_recorder;
@@ -54,4 +60,6 @@ private:
     qint64 m_wantedMs = 0;   // the moment the bar asks for
     bool m_inFlight = false; // a request is being answered
     bool m_pastValid = false; // m_past holds the recorder's last answer (changes apply to it)
+    qint64 m_countsWantedMs = 0;     // the moment shown, whose counts the chart wants
+    bool m_countsInFlight = false;
 };

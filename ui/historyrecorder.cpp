@@ -14,6 +14,7 @@
 #include <QTimeZone>
 #include <QTimer>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace Qt::StringLiterals;
@@ -263,6 +264,18 @@ void HistoryRecorder::requestSnapshot(qint64 atMs, quint64 ticket, bool fresh)
         }
     }
     Q_EMIT snapshotReady(atMs, rows, gone, ticket, fresh, clock.elapsed());
+}
+
+void HistoryRecorder::requestCounts(qint64 atMs, quint64 ticket)
+{
+    std::vector<idem::StateCounts> counts;
+    if (m_index.size() > 0 && atMs >= m_index.firstMs()) {
+        const qint64 steps =
+            std::clamp<qint64>((atMs - m_index.firstMs()) / kCountsStepMs, 0, kCountsBeforeMs / kCountsStepMs);
+        const qint64 to = std::max<qint64>(atMs, std::min<qint64>(atMs + kCountsAfterMs, m_index.lastMs()));
+        counts = m_index.countsOver(atMs - steps * kCountsStepMs, to, kCountsStepMs);
+    }
+    Q_EMIT countsReady(atMs, counts, ticket);
 }
 
 void HistoryRecorder::exportEventLog(const QString& path, qint64 fromMs, qint64 toMs)

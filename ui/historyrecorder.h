@@ -27,6 +27,10 @@ class HistoryRecorder : public QObject {
     Q_OBJECT
 public:
     static constexpr int kFlushMs = 200;
+    // the chart's counts of a rewound moment (requestCounts): its ten minutes, in steps as live
+    static constexpr qint64 kCountsStepMs = 2'000;
+    static constexpr qint64 kCountsBeforeMs = 600'000;
+    static constexpr qint64 kCountsAfterMs = 30'000;
 
     explicit HistoryRecorder(idem::HistoryLimits limits = {}, QObject* parent = nullptr);
     ~HistoryRecorder() override; // writes what is pending
@@ -55,6 +59,11 @@ public Q_SLOTS:
     // The rows that differ at atMs from the last snapshot sent (all of them when `fresh`): what the
     // rewound table needs to show that moment. Playing forward costs only what happened between.
     void requestSnapshot(qint64 atMs, quint64 ticket, bool fresh);
+    // The chart's counts around a rewound moment: steps of kCountsStepMs ending kCountsAfterMs after
+    // atMs (and never past the history's end), starting up to the chart's ten minutes before it
+    // (never before the history's start: before it there is no data, not zero keys); one step lands
+    // on atMs itself.
+    void requestCounts(qint64 atMs, quint64 ticket);
     // Every STARTED in [fromMs, toMs] as an event of the log `idemctl replay` reads.
     void exportEventLog(const QString& path, qint64 fromMs, qint64 toMs);
 
@@ -65,6 +74,7 @@ Q_SIGNALS:
     void timelineReady(const QString& key, const QString& html);
     void snapshotReady(qint64 atMs, const QVector<KeyRow>& rows, const QStringList& gone, quint64 ticket, bool fresh,
                        qint64 elapsedMs);
+    void countsReady(qint64 atMs, const std::vector<idem::StateCounts>& counts, quint64 ticket);
     void exported(const QString& path, qint64 events, const QString& error);
     void failed(const QString& error); // writing stopped (disk full, permissions): said once
 

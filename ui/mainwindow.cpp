@@ -371,8 +371,10 @@ void MainWindow::buildUi()
     m_history = new HistoryController(m_live, m_proxy, central);
     connect(m_history, &HistoryController::shownChanged, this, [this](KeyTableModel* model) {
         m_model = model;
-        if (model == m_live)
+        if (model == m_live) {
             m_chart->setMarker(0);
+            m_chart->showLive();
+        }
         updateCounters();
         updateActions();
     });
@@ -382,6 +384,13 @@ void MainWindow::buildUi()
         // the chart runs on local time: the server's moment, less the clock offset the table knows
         m_chart->setMarker(atMs - (m_live->serverNowMs() - QDateTime::currentMSecsSinceEpoch()));
     });
+    // the whole view rewinds: the chart draws the history's counts around the moment, the counters' too
+    connect(m_history, &HistoryController::countsShown, this,
+            [this](qint64 atMs, const std::vector<idem::StateCounts>& counts) {
+                const qint64 offset = m_live->serverNowMs() - QDateTime::currentMSecsSinceEpoch();
+                m_chart->showPast(counts, offset);
+                m_chart->setMarker(atMs - offset);
+            });
     connect(m_history, &HistoryController::timelineReady, this, [this](const QString& key, const QString& html) {
         m_inspector->showHistory(key, html);
     });

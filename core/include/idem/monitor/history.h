@@ -110,6 +110,16 @@ private:
     int m_fd = -1;
 };
 
+// How many keys stood in each of the console chart's series at one moment, counted as the rewound
+// key table counts them (KeyTableModel::stats() over HistoryRecorder's rows): `started` leaves out
+// the stale ones, which `stale` counts (STARTED whose lease had run out by atMs); the other states
+// (expired, foreign, unknown) and keys gone by then are in none.
+struct StateCounts {
+    std::int64_t atMs = 0;
+    std::size_t started = 0, stale = 0, completed = 0, failed = 0, malformed = 0;
+    bool operator==(const StateCounts&) const = default;
+};
+
 // Every transition in memory, in time order, for the timeline of a key and the state of every key
 // at a past moment. Bounded like the log (trim()).
 class HistoryIndex {
@@ -144,6 +154,11 @@ public:
     std::vector<std::uint32_t> seek(Cursor& cursor, std::int64_t atMs) const;
     // The transition of a sequence number a cursor holds (null once trimmed away)
     const HistoryEntry* bySequence(std::int64_t sequence) const;
+    // The counts at fromMs, fromMs + stepMs, ... up to toMs (the chart of a rewound moment): the
+    // state at fromMs, then only the transitions and lease deadlines in between, so a window costs
+    // what happened before and in it, not a pass over every key at every step. Empty when
+    // stepMs <= 0 or toMs < fromMs.
+    std::vector<StateCounts> countsOver(std::int64_t fromMs, std::int64_t toMs, std::int64_t stepMs) const;
     // Transitions in [fromMs, toMs], oldest first (the event log export)
     std::vector<Transition> between(std::int64_t fromMs, std::int64_t toMs) const;
     const std::string& keyName(std::uint32_t id) const { return m_keys[id]; }
