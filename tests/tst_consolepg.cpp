@@ -9,6 +9,7 @@
 #include "idem/pg/pgstore.h"
 #include "idem/pg/pgwatch.h"
 
+#include <QFile>
 #include <QLineEdit>
 
 #include <csignal>
@@ -223,6 +224,41 @@ private slots:
         QVERIFY(w2.connectDialog()->fieldWidget(u"table"_s)->property("needsFix").toBool());
         QCOMPARE(qobject_cast<QLineEdit*>(w2.connectDialog()->fieldWidget(u"table"_s))->text(), u"no_such_table"_s);
         sql("DROP TABLE seed_console");
+    }
+
+    // A password PostgreSQL refuses, or none where one is needed: said in words, the password
+    // field named, no retries (retrying cannot fix it)
+    void refusedPasswordStopsRetries()
+    {
+        idemtest::pgSql(pg->url(), "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'guarded') THEN "
+                                   "CREATE ROLE guarded LOGIN PASSWORD 'right'; END IF; END $$");
+        {
+            // this role, and only it, must give a password (the fixture trusts every other one)
+            const std::string hba = pg->dir() + "/data/pg_hba.conf";
+            QFile f(QString::fromStdString(hba));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QByteArray rest = f.readAll();
+            f.close();
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write("host all guarded 127.0.0.1/32 scram-sha-256\n" + rest);
+            f.close();
+            idemtest::pgSql(pg->url(), "SELECT pg_reload_conf()");
+        }
+        for (const QString& credentials : {u"guarded:wrong"_s, u"guarded"_s}) {
+            MainWindow::Options o = options(100);
+            o.connection.url = u"postgresql://%1@127.0.0.1:%2/postgres"_s.arg(credentials).arg(pg->port());
+            MainWindow w(o);
+            QSignalSpy links(&w, &MainWindow::linkStateChanged);
+            w.show();
+            QTRY_VERIFY_WITH_TIMEOUT(lastLink(links) == ConsoleWorker::Link::Refused, 10000);
+            QVERIFY2(w.bannerText().contains(u"password"_s), qPrintable(w.bannerText()));
+            QVERIFY2(!w.bannerText().contains(u"wrong"_s), qPrintable(w.bannerText())); // never the password itself
+            QTRY_VERIFY_WITH_TIMEOUT(w.connectDialog(), 3000);
+            QVERIFY(w.connectDialog()->fieldWidget(u"password"_s)->property("needsFix").toBool());
+            const qsizetype changes = links.size();
+            QTest::qWait(1500); // no retries
+            QCOMPARE(links.size(), changes);
+        }
     }
 
     // Closing the console while PostgreSQL hangs (its backends stopped) and the worker waits on
