@@ -187,8 +187,6 @@ private:
     void pgAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason, bool terminal,
                   const QString& who);
     bool onPostgres() const { return m_pg || m_pgTable; }
-    void pgTableAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason, const QString& who,
-                       ActionResult& result);
     std::unique_ptr<idem::PgStore> m_pg;
     std::unique_ptr<idem::PgTable> m_pgTable; // --table: another program's table, instead of m_pg
     bool m_pgFirstPage = true;

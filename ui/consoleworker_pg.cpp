@@ -106,11 +106,11 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
     // what retrying cannot fix: said in words, not retried
     QString field;
     const auto* config = dynamic_cast<const idem::ConfigError*>(&e);
-    if (config && config->field() == "table")
+    if (config && config->field() == "table") // not there, or not a table of idempotency keys
         field = u"table"_s;
     else if (what.contains(u"password authentication failed"_s) || what.contains(u"no password supplied"_s))
         field = u"password"_s;
-    else if (dynamic_cast<const idem::ConfigError*>(&e) || what.contains(u"does not exist"_s) ||
+    else if (config || what.contains(u"does not exist"_s) ||
              what.contains(u"invalid connection option"_s) || what.contains(u"invalid URI"_s) ||
              what.contains(u"missing \"=\""_s))
         field = u"url"_s;
@@ -121,7 +121,6 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
     refuse(field, u"%1 refused the connection settings. Retrying will not change that: correct the %2 in Connect "
                   u"(Ctrl+O). Why: %3"_s
                       .arg(postgresShown(m_settings.url), field == u"url"_s ? u"URL"_s : field, what.simplified()));
-    // (a table that is not there, or not one of idempotency keys, is the table field's to fix)
 }
 
 void ConsoleWorker::pgRescan()
@@ -315,13 +314,22 @@ void ConsoleWorker::pgAction(const QString& action, const QVector<KeyRow>& rows,
     ActionResult result = startAction(action, rows, m_link == Link::Connected);
     if (!result.error.isEmpty())
         return;
-    if (m_pgTable) {
-        pgTableAction(action, rows, reason, who, result);
+    if (m_pgTable && action != u"purge"_s) {
+        result.error = u"not done: table %1 is another program's, and the word it writes for a failure is its own; "
+                       u"purge the row instead (its next request runs again)"_s.arg(m_settings.table.trimmed());
+        Q_EMIT actionDone(result);
         return;
     }
     try {
         for (const KeyRow& row : rows) {
             const std::string id = row.keyText().toStdString();
+            if (m_pgTable) { // another program's table: PgTable's guarded delete
+                const auto r = m_pgTable->purge(id, who.toStdString(), reason.toStdString());
+                ++(r.deleted > 0 ? result.changed : result.skipped);
+                if (r.kept > 0 && result.why.isEmpty())
+                    result.why = u"%1: %2"_s.arg(row.keyText(), qs(r.why));
+                continue;
+            }
             const auto r = action == u"purge"_s
                                ? m_pg->purge(id, who.toStdString(), reason.toStdString())
                                : m_pg->forceFail(id, reason.toStdString(), terminal, who.toStdString());
@@ -334,34 +342,6 @@ void ConsoleWorker::pgAction(const QString& action, const QVector<KeyRow>& rows,
         result.error = qs(e.what());
         if (result.error.contains(u"permission denied"_s))
             Q_EMIT writeAccess(false, u"the server refused a change: %1"_s.arg(result.error.simplified()));
-    }
-    Q_EMIT actionDone(result);
-    for (const KeyRow& row : rows)
-        m_dirty.insert(row.keyText());
-    pgFlushDirty();
-}
-
-void ConsoleWorker::pgTableAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason,
-                                  const QString& who, ActionResult& result)
-{
-    if (action != u"purge"_s) {
-        result.error = u"not done: table %1 is another program's, and the word it writes for a failure is its own; "
-                       u"purge the row instead (its next request runs again)"_s.arg(m_settings.table.trimmed());
-        Q_EMIT actionDone(result);
-        return;
-    }
-    try {
-        for (const KeyRow& row : rows) {
-            const auto r = m_pgTable->purge(row.keyText().toStdString(), who.toStdString(), reason.toStdString());
-            if (r.deleted > 0)
-                ++result.changed;
-            else
-                ++result.skipped;
-            if (r.kept > 0 && result.why.isEmpty())
-                result.why = u"%1: %2"_s.arg(row.keyText(), qs(r.why));
-        }
-    } catch (const idem::Error& e) {
-        result.error = qs(e.what());
     }
     Q_EMIT actionDone(result);
     for (const KeyRow& row : rows)
