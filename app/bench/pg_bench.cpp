@@ -3,6 +3,9 @@
 //   pair:      idem.acquire + idem.complete of a new id   vs  INSERT ... ON CONFLICT DO NOTHING; UPDATE ... SET status='COMPLETED'
 //   duplicate: idem.acquire of a completed id (answers the stored response) vs the same two statements on an existing key
 //   pair-sql:  idem.acquire + idem.complete run by pgbench itself (the functions' server cost, no idem client)
+//   pipelined: the same pair and duplicate through PgStore's asynchronous calls (what Executor::submit()
+//              uses): C chains in flight, each calling its next when the last answered, over the
+//              store's two pipelined connections
 // Each statement in its own transaction on both sides (pgbench's default, idem's leased mode).
 //   idem-pg-bench [--url postgresql://...] [--clients 1,16] [--seconds 5] [--runs 3]
 // Without --url it starts a private server (idem::LocalPostgres). Not a test: it prints figures.
@@ -15,6 +18,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -43,6 +49,47 @@ void sql(const std::string& conninfo, const std::string& query)
 // `clients` threads each run `op(thread, i)` until `seconds` have passed; answers ops per second.
 // Each thread's first op (its connection opened) runs before the clock starts, as pgbench excludes
 // connection time.
+// `chains` chains of asynchronous steps, each starting its next when the last answered (done(ok)),
+// for `seconds` after a warm-up of half a second; steps per second
+double chained(int chains, int seconds, const std::function<void(long long, std::function<void(bool)>)>& step)
+{
+    std::atomic<bool> counting{false}, stop{false};
+    std::atomic<long long> issued{0}, counted{0};
+    std::atomic<bool> failed{false};
+    std::mutex mutex;
+    std::condition_variable cv;
+    int ended = 0;
+    std::function<void()> next = [&] {
+        if (stop || failed) {
+            std::lock_guard lock(mutex);
+            ++ended;
+            cv.notify_all();
+            return;
+        }
+        step(issued++, [&](bool ok) {
+            if (!ok)
+                failed = true;
+            if (counting)
+                ++counted;
+            next();
+        });
+    };
+    for (int c = 0; c < chains; ++c)
+        next();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    counting = true;
+    const auto start = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    const long long n = counted;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    stop = true;
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return ended == chains; });
+    if (failed)
+        throw idem::Error("a pipelined call did not answer as expected");
+    return static_cast<double>(n) / elapsed;
+}
+
 template <typename Op> double timed(int clients, int seconds, Op op)
 {
     std::atomic<int> ready{0};
@@ -198,6 +245,28 @@ int main(int argc, char** argv)
                         throw idem::Error("not a duplicate: " + id);
                 });
                 std::printf("%-8d %-10s %12.0f %12.0f %6.2fx\n", c, "duplicate", pbDup, idemDup, idemDup / pbDup);
+                const double pipePair = chained(c, seconds, [&](long long i, std::function<void(bool)> done) {
+                    const std::string id = "bench-p-" + std::to_string(pid) + "-" + std::to_string(run) + "-" +
+                                           std::to_string(c) + "-" + std::to_string(i);
+                    store.acquireAsync(id, "", o.lease, [&store, done](idem::AcquireResult a, std::exception_ptr e) {
+                        if (e || a.status != idem::AcquireStatus::Acquired)
+                            return done(false);
+                        store.completeAsync(a.ticket, "ok", std::nullopt,
+                                            [done](idem::OwnerResult r, std::exception_ptr e2) {
+                                                done(!e2 && r.status == idem::OwnerStatus::Ok);
+                                            });
+                    });
+                });
+                std::printf("%-8d %-10s %12.0f %12.0f %6.2fx   (pipelined, %d in flight)\n", c, "pair", pbPair,
+                            pipePair, pipePair / pbPair, c);
+                const double pipeDup = chained(c, seconds, [&](long long i, std::function<void(bool)> done) {
+                    const std::string id = "bench-dup-" + std::to_string((i * 7919) % 10000 + 1);
+                    store.acquireAsync(id, "", o.lease, [done](idem::AcquireResult a, std::exception_ptr e) {
+                        done(!e && a.status == idem::AcquireStatus::Duplicate);
+                    });
+                });
+                std::printf("%-8d %-10s %12.0f %12.0f %6.2fx   (pipelined, %d in flight)\n", c, "duplicate", pbDup,
+                            pipeDup, pipeDup / pbDup, c);
                 std::fflush(stdout);
             }
         sql(url, "DELETE FROM idem.records WHERE id LIKE 'bench-%'; DROP TABLE idempotency_keys");

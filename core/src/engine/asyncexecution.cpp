@@ -1,5 +1,6 @@
 // Executor::submit(): execute()'s steps as callbacks. Acquire and storing the result go through the
-// AsyncStore; the work runs where ExecuteOptions::runOn says; retries of storing wait on the
+// AsyncStore (Redis) or the store's own asynchronous calls (AsyncLeaseStore: PostgreSQL's pipelined
+// connections); the work runs where ExecuteOptions::runOn says; retries of storing wait on the
 // watchdog's thread, never on an I/O thread.
 #include "idem/engine/executor.h"
 
@@ -15,12 +16,64 @@ namespace idem {
 
 using Clock = std::chrono::steady_clock;
 
-struct Executor::Submission : std::enable_shared_from_this<Submission> {
-    Submission(Executor& e, std::string_view i, std::string_view f, Work w, Completion d, const ExecuteOptions& o)
-        : ex(e), store(e.asyncStore()), id(i), fp(f), work(std::move(w)), done(std::move(d)), options(o),
-          lease(o.lease.value_or(store.options().lease))
+namespace {
+
+// The Redis AsyncStore as Submission calls it: direct calls, no virtual ones.
+struct RedisCalls {
+    AsyncStore& store;
+    LeaseSettings settings() const
+    {
+        const StoreOptions& o = store.options();
+        return {o.lease, o.maxResponseBytes, o.minReplicas, o.minReplicas > 0 || store.pool().options().viaSentinel()};
+    }
+    std::string recordKey(std::string_view id) const { return store.recordKey(id); }
+    void acquire(std::string_view id, std::string_view fp, Millis lease, StoreCallback<AcquireResult> done)
+    {
+        store.acquire(id, fp, lease, std::move(done));
+    }
+    void complete(const Ticket& t, std::string_view response, std::optional<Millis> retention,
+                  StoreCallback<OwnerResult> done)
+    {
+        store.complete(t, response, retention, std::move(done));
+    }
+    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done)
+    {
+        store.fail(t, policy, error, std::move(done));
+    }
+};
+
+// Any other store with asynchronous calls of its own (PgStore)
+struct LeaseCalls {
+    LeaseStore& sync;
+    AsyncLeaseStore& store;
+    LeaseSettings settings() const { return sync.leaseSettings(); }
+    std::string recordKey(std::string_view id) const { return sync.recordKey(id); }
+    void acquire(std::string_view id, std::string_view fp, Millis lease, StoreCallback<AcquireResult> done)
+    {
+        store.acquireAsync(id, fp, lease, std::move(done));
+    }
+    void complete(const Ticket& t, std::string_view response, std::optional<Millis> retention,
+                  StoreCallback<OwnerResult> done)
+    {
+        store.completeAsync(t, response, retention, std::move(done));
+    }
+    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done)
+    {
+        store.failAsync(t, policy, error, std::move(done));
+    }
+};
+
+} // namespace
+
+template <class Calls>
+struct Executor::Submission : std::enable_shared_from_this<Submission<Calls>> {
+    Submission(Executor& e, Calls c, std::string_view i, std::string_view f, Work w, Completion d,
+               const ExecuteOptions& o)
+        : ex(e), store(c), settings(c.settings()), id(i), fp(f), work(std::move(w)), done(std::move(d)), options(o),
+          lease(o.lease.value_or(settings.lease))
     {
     }
+    using std::enable_shared_from_this<Submission<Calls>>::shared_from_this;
 
     void start()
     {
@@ -64,7 +117,7 @@ struct Executor::Submission : std::enable_shared_from_this<Submission> {
 
     void runWork()
     {
-        result = outcomes::runWork(work, ctx, options.onException, store.options().maxResponseBytes);
+        result = outcomes::runWork(work, ctx, options.onException, settings.maxResponseBytes);
         out.workRan = true;
         if (watch)
             ex.watchdog().remove(watch);
@@ -90,13 +143,13 @@ struct Executor::Submission : std::enable_shared_from_this<Submission> {
 
     void stored(OwnerResult r, std::exception_ptr error)
     {
-        if (!error && outcomes::settledByStoring(r, result, store.options().minReplicas, out, notReplicated, lastError))
+        if (!error && outcomes::settledByStoring(r, result, settings.minReplicas, out, notReplicated, lastError))
             return finish();
         if (error)
             lastError = whatOf(error);
         // as execute(): completeAttempts tries, or until the lease ends where a failover is expected
         ++attempt;
-        const bool untilLeaseEnds = store.options().minReplicas > 0 || store.pool().options().viaSentinel();
+        const bool untilLeaseEnds = settings.retryUntilLeaseEnds;
         const auto at = Clock::now() + outcomes::storeRetryDelay(attempt);
         if (attempt < std::max(1, options.completeAttempts) || (untilLeaseEnds && at < sentAt + lease)) {
             ex.watchdog().after(at, [self = shared_from_this()] { self->storeResult(); });
@@ -130,7 +183,8 @@ struct Executor::Submission : std::enable_shared_from_this<Submission> {
     }
 
     Executor& ex;
-    AsyncStore& store;
+    Calls store;
+    const LeaseSettings settings;
     const std::string id, fp;
     const Work work;
     Completion done;
@@ -181,12 +235,18 @@ void Executor::submitBlocking(std::string id, std::string fp, Work work, Complet
 void Executor::submitWithFingerprint(std::string_view id, std::string_view fp, Work work, Completion done,
                                      const ExecuteOptions& options)
 {
-    if (!m_redis)
+    if (!m_redis && !m_asyncLease)
         return submitBlocking(std::string(id), std::string(fp), std::move(work), std::move(done), options);
-    auto s = std::make_shared<Submission>(*this, id, fp, std::move(work), std::move(done), options);
     ++m_inFlight;
     try {
-        s->start();
+        if (m_redis)
+            std::make_shared<Submission<RedisCalls>>(*this, RedisCalls{asyncStore()}, id, fp, std::move(work),
+                                                     std::move(done), options)
+                ->start();
+        else
+            std::make_shared<Submission<LeaseCalls>>(*this, LeaseCalls{m_store, *m_asyncLease}, id, fp,
+                                                     std::move(work), std::move(done), options)
+                ->start();
     } catch (...) { // bad arguments (UsageError), thrown before anything was sent
         finished();
         throw;

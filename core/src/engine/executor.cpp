@@ -37,7 +37,7 @@ Executor::Executor(Store& store) : m_store(store), m_redis(&store) {}
 
 Executor::Executor(Store& store, AsyncStore& async) : m_store(store), m_redis(&store), m_async(&async) {}
 
-Executor::Executor(LeaseStore& store) : m_store(store) {}
+Executor::Executor(LeaseStore& store) : m_store(store), m_asyncLease(dynamic_cast<AsyncLeaseStore*>(&store)) {}
 
 Executor::~Executor()
 {

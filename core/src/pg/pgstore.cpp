@@ -3,6 +3,7 @@
 #include "idem/engine/fingerprint.h"
 #include "idem/errors.h"
 #include "pg/pgconnection.h"
+#include "pg/pgpipeline.h"
 
 namespace idem {
 
@@ -64,6 +65,12 @@ const std::vector<Statement>& statements()
 
 #undef IDEM_ROW
 #undef IDEM_MS
+
+void prepareAll(PgConnection& c)
+{
+    for (const Statement& s : statements())
+        c.prepare(s.name, s.sql, s.types);
+}
 
 std::optional<std::int64_t> optInt8(const PGresult* r, int row, int col)
 {
@@ -193,8 +200,7 @@ PgStore::Borrowed PgStore::connection(bool* reused)
     if (idle)
         return Borrowed(*this, std::move(idle)); // (which takes the lock itself)
     auto c = std::make_unique<PgConnection>(m_conninfo, m_options.connectTimeoutSeconds);
-    for (const Statement& s : statements())
-        c->prepare(s.name, s.sql, s.types);
+    prepareAll(*c);
     return Borrowed(*this, std::move(c));
 }
 
@@ -210,28 +216,27 @@ void PgStore::interrupt()
     std::lock_guard lock(m_mutex);
     for (PgConnection* c : m_busy)
         c->interrupt();
+    for (const auto& p : m_pipelines)
+        p->interrupt();
 }
 
-void PgStore::dropIdle()
+PgPipeline& PgStore::pipeline()
 {
-    std::vector<std::unique_ptr<PgConnection>> idle;
-    std::lock_guard lock(m_mutex);
-    idle.swap(m_idle);
+    std::call_once(m_pipelinesOnce, [this] {
+        std::vector<std::unique_ptr<PgPipeline>> made;
+        for (std::size_t i = 0; i < std::max<std::size_t>(1, m_options.pipelineConnections); ++i)
+            made.push_back(std::make_unique<PgPipeline>(m_conninfo, m_options.connectTimeoutSeconds, &prepareAll));
+        std::lock_guard lock(m_mutex);
+        m_pipelines = std::move(made);
+    });
+    return *m_pipelines[m_nextPipeline++ % m_pipelines.size()];
 }
 
-template <typename F> auto PgStore::call(F&& f)
+void PgStore::checkResponse(std::string_view response) const
 {
-    bool reused = false;
-    try {
-        Borrowed c = connection(&reused);
-        return f(*c);
-    } catch (const ClosedError&) {
-        if (!reused)
-            throw;
-    }
-    dropIdle();
-    Borrowed c = connection();
-    return f(*c);
+    if (response.size() > m_options.maxResponseBytes)
+        throw UsageError("a response of " + std::to_string(response.size()) + " bytes is over the cap of " +
+                         std::to_string(m_options.maxResponseBytes));
 }
 
 void PgStore::checkId(std::string_view id) const
@@ -244,14 +249,18 @@ void PgStore::checkId(std::string_view id) const
 
 namespace {
 
-AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,
-                        Millis staleKeep, const std::string& token)
+// Each call's parameters and the reading of its answer, shared by the blocking calls and the
+// pipelined ones.
+std::vector<PgParam> acquireParams(std::string_view id, std::string_view fingerprint, Millis lease, Millis staleKeep,
+                                   const std::string& token)
 {
-    const PgResultPtr r = c.execPrepared(
-        "idem_acquire", {PgParam::text(std::string(id)), PgParam::text(pgInterval(lease)),
-                         fingerprint.empty() ? PgParam::null() : PgParam::bytes(fingerprint),
-                         PgParam::text(token), PgParam::text(pgInterval(staleKeep))});
-    const PGresult* p = r.get();
+    return {PgParam::text(std::string(id)), PgParam::text(pgInterval(lease)),
+            fingerprint.empty() ? PgParam::null() : PgParam::bytes(fingerprint), PgParam::text(token),
+            PgParam::text(pgInterval(staleKeep))};
+}
+
+AcquireResult acquireFrom(const PGresult* p, std::string_view id)
+{
     if (PQntuples(p) != 1)
         throw ProtoError("idem.acquire answered " + std::to_string(PQntuples(p)) + " rows");
     AcquireResult a;
@@ -283,31 +292,110 @@ AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view f
     return a;
 }
 
+std::vector<PgParam> completeParams(const Ticket& t, std::string_view response, Millis retention)
+{
+    return {PgParam::text(t.id), PgParam::text(t.token), PgParam::bytes(response), PgParam::text(pgInterval(retention))};
+}
+
+std::vector<PgParam> failParams(const Ticket& t, FailPolicy policy, std::string_view error, Millis retention)
+{
+    return {PgParam::text(t.id), PgParam::text(t.token), PgParam::text(std::string(policyWord(policy))),
+            error.empty() ? PgParam::null() : PgParam::text(std::string(error)), PgParam::text(pgInterval(retention))};
+}
+
+// complete's and fail's answer: (outcome, state)
+OwnerResult ownerFrom(const PGresult* r)
+{
+    if (PQntuples(r) != 1)
+        throw ProtoError("PostgreSQL answered " + std::to_string(PQntuples(r)) + " rows to an owner's call");
+    OwnerResult o;
+    o.status = ownerStatus(pgcell::text(r, 0, 0));
+    if (o.status != OwnerStatus::Ok)
+        o.currentState = pgcell::text(r, 0, 1);
+    return o;
+}
+
+AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,
+                        Millis staleKeep, const std::string& token)
+{
+    return acquireFrom(c.execPrepared("idem_acquire", acquireParams(id, fingerprint, lease, staleKeep, token)).get(), id);
+}
+
 OwnerResult completeOn(PgConnection& c, const Ticket& t, std::string_view response, Millis retention)
 {
-    const PgResultPtr r = c.execPrepared("idem_complete", {PgParam::text(t.id), PgParam::text(t.token),
-                                                           PgParam::bytes(response), PgParam::text(pgInterval(retention))});
-    OwnerResult o;
-    o.status = ownerStatus(pgcell::text(r.get(), 0, 0));
-    if (o.status != OwnerStatus::Ok)
-        o.currentState = pgcell::text(r.get(), 0, 1);
-    return o;
+    return ownerFrom(c.execPrepared("idem_complete", completeParams(t, response, retention)).get());
 }
 
 OwnerResult failOn(PgConnection& c, const Ticket& t, FailPolicy policy, std::string_view error, Millis retention)
 {
-    const PgResultPtr r = c.execPrepared(
-        "idem_fail", {PgParam::text(t.id), PgParam::text(t.token), PgParam::text(std::string(policyWord(policy))),
-                      error.empty() ? PgParam::null() : PgParam::text(std::string(error)),
-                      PgParam::text(pgInterval(retention))});
-    OwnerResult o;
-    o.status = ownerStatus(pgcell::text(r.get(), 0, 0));
-    if (o.status != OwnerStatus::Ok)
-        o.currentState = pgcell::text(r.get(), 0, 1);
-    return o;
+    return ownerFrom(c.execPrepared("idem_fail", failParams(t, policy, error, retention)).get());
+}
+
+// The pipelined answer read by `parse`, or the error, handed to `done`
+template <typename T, typename Parse> PgPipeline::Done answerTo(StoreCallback<T> done, Parse parse)
+{
+    return [done = std::move(done), parse = std::move(parse)](PgResultPtr r, std::exception_ptr error) {
+        if (error)
+            return done(T{}, error);
+        T value;
+        try {
+            value = parse(r.get());
+        } catch (...) {
+            return done(T{}, std::current_exception());
+        }
+        done(std::move(value), nullptr);
+    };
 }
 
 } // namespace
+
+void PgStore::acquireAsync(std::string_view id, std::string_view fingerprint, Millis lease,
+                           StoreCallback<AcquireResult> done)
+{
+    checkId(id);
+    pipeline().send("idem_acquire", acquireParams(id, fingerprint, lease, m_options.staleKeep, newToken()),
+                    answerTo<AcquireResult>(std::move(done), [id = std::string(id)](const PGresult* r) {
+                        return acquireFrom(r, id);
+                    }));
+}
+
+void PgStore::completeAsync(const Ticket& t, std::string_view response, std::optional<Millis> retention,
+                            StoreCallback<OwnerResult> done)
+{
+    checkId(t.id);
+    checkResponse(response);
+    pipeline().send("idem_complete", completeParams(t, response, retention.value_or(m_options.retention)),
+                    answerTo<OwnerResult>(std::move(done), &ownerFrom));
+}
+
+void PgStore::failAsync(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done)
+{
+    checkId(t.id);
+    pipeline().send("idem_fail", failParams(t, policy, error, m_options.failureRetention),
+                    answerTo<OwnerResult>(std::move(done), &ownerFrom));
+}
+
+void PgStore::dropIdle()
+{
+    std::vector<std::unique_ptr<PgConnection>> idle;
+    std::lock_guard lock(m_mutex);
+    idle.swap(m_idle);
+}
+
+template <typename F> auto PgStore::call(F&& f)
+{
+    bool reused = false;
+    try {
+        Borrowed c = connection(&reused);
+        return f(*c);
+    } catch (const ClosedError&) {
+        if (!reused)
+            throw;
+    }
+    dropIdle();
+    Borrowed c = connection();
+    return f(*c);
+}
 
 AcquireResult PgStore::acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease)
 {
@@ -321,9 +409,7 @@ AcquireResult PgStore::acquire(std::string_view id, std::string_view fingerprint
 OwnerResult PgStore::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention)
 {
     checkId(t.id);
-    if (response.size() > m_options.maxResponseBytes)
-        throw UsageError("a response of " + std::to_string(response.size()) + " bytes is over the cap of " +
-                         std::to_string(m_options.maxResponseBytes));
+    checkResponse(response);
     return call([&](PgConnection& c) { return completeOn(c, t, response, retention.value_or(m_options.retention)); });
 }
 

@@ -12,11 +12,6 @@
 
 namespace idem {
 
-// What an asynchronous store call gets: its value, or (value default-made) the error that ended it,
-// of the kinds Store throws (IoError and its kinds, ConfigError, ReplyError, ProtoError).
-template <typename T>
-using StoreCallback = std::function<void(T value, std::exception_ptr error)>;
-
 // Store's state machine over an AsyncPool: the same scripts, keys and answers (the code that
 // writes the calls and reads the replies is Store's), issued without waiting, so that thousands of
 // calls can be in flight from a few threads, pipelined over a few connections. NOSCRIPT recovery

@@ -105,8 +105,10 @@ using Completion = std::function<void(Outcome)>;
 // same watchdog thread, pipelined. Without an AsyncStore given, the first submit() makes one on the
 // Store's connection options (an AsyncPool of one connection per hardware thread).
 //
-// Any LeaseStore (the PostgreSQL PgStore) works for execute(); its submit() runs each execution's
-// blocking steps as one task where runOn says, or on a thread of its own.
+// Any LeaseStore works for execute(). submit() on one that is also an AsyncLeaseStore (the
+// PostgreSQL PgStore: pipelined connections) goes through its asynchronous calls as on Redis;
+// on any other it runs each execution's blocking steps as one task where runOn says, or on a
+// thread of its own.
 class Executor {
 public:
     explicit Executor(Store& store);
@@ -131,7 +133,7 @@ public:
     std::size_t inFlight() const { return m_inFlight; } // submitted, not completed yet
 
 private:
-    struct Submission;
+    template <class Calls> struct Submission;
     Watchdog& watchdog();
     void finished();
     void submitBlocking(std::string id, std::string fingerprint, Work work, Completion done,
@@ -139,6 +141,7 @@ private:
 
     LeaseStore& m_store;
     Store* m_redis = nullptr; // the Redis store: submit() pipelines over an AsyncStore
+    AsyncLeaseStore* m_asyncLease = nullptr; // another store's own asynchronous calls (PgStore)
     std::once_flag m_watchdogOnce;
     std::once_flag m_asyncOnce;
     std::unique_ptr<AsyncPool> m_ownPool;

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -146,6 +148,27 @@ public:
 
 protected:
     ~LeaseStore() = default;
+};
+
+// What an asynchronous store call gets: its value, or (value default-made) the error that ended it,
+// of the kinds Store throws (IoError and its kinds, ConfigError, ReplyError, ProtoError).
+template <typename T>
+using StoreCallback = std::function<void(T value, std::exception_ptr error)>;
+
+// A LeaseStore with an asynchronous client of its own (PgStore's pipelined connections). An
+// Executor made on such a store submit()s through these calls instead of a thread per execution.
+// Callbacks run on the store's I/O thread; bad arguments throw UsageError at once.
+class AsyncLeaseStore {
+public:
+    virtual void acquireAsync(std::string_view id, std::string_view fingerprint, Millis lease,
+                              StoreCallback<AcquireResult> done) = 0;
+    virtual void completeAsync(const Ticket& t, std::string_view response, std::optional<Millis> retention,
+                               StoreCallback<OwnerResult> done) = 0;
+    virtual void failAsync(const Ticket& t, FailPolicy policy, std::string_view error,
+                           StoreCallback<OwnerResult> done) = 0;
+
+protected:
+    ~AsyncLeaseStore() = default;
 };
 
 // Names the tool in operator actions' audit entries ("idemctl", "idem-console"; default "idem").

@@ -4,6 +4,7 @@
 #include "idem/engine/store.h"
 #include "idem/format/record.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@ typedef struct pg_conn PGconn; // libpq's; services that use the transactional m
 namespace idem {
 
 class PgConnection;
+class PgPipeline;
 
 struct PgStoreOptions {
     Millis lease{30'000};
@@ -27,6 +29,9 @@ struct PgStoreOptions {
     std::size_t maxIdBytes = 1024;
     int connectTimeoutSeconds = 5;          // unless the conninfo names its own connect_timeout
     std::size_t maxIdleConnections = 8;     // kept open for the next call
+    // submit() through Executor: connections in libpq's pipeline mode, each with an I/O thread,
+    // opened on the first asynchronous call
+    std::size_t pipelineConnections = 2;
 };
 
 // What the transactional mode's work sees: the connection, inside the transaction that acquired
@@ -54,7 +59,12 @@ struct PgExecuteOptions {
 // work's own writes and complete in one transaction. Expected outcomes are values; PostgreSQL
 // unreachable or the connection lost throws IoError (fail closed), a missing schema ConfigError.
 // Thread-safe: each call takes an idle connection or opens one.
-class PgStore final : public LeaseStore {
+//
+// The asynchronous calls (AsyncLeaseStore, what Executor::submit() uses) are pipelined over
+// PgStoreOptions::pipelineConnections connections of their own: each call is still one statement
+// in its own transaction, sent without waiting for the answers before it. Their callbacks run on
+// a pipeline's I/O thread; a connection lost fails its calls under way with ClosedError.
+class PgStore final : public LeaseStore, public AsyncLeaseStore {
 public:
     // conninfo: a postgresql:// URI or key=value pairs, as libpq takes them
     explicit PgStore(std::string conninfo, PgStoreOptions options = {});
@@ -73,6 +83,14 @@ public:
     OwnerResult checkpoint(const Ticket& t, std::string_view phase, std::string_view data) override;
     LeaseSettings leaseSettings() const override;
     std::string recordKey(std::string_view id) const override { return std::string(id); }
+
+    // The same calls, pipelined (see above)
+    void acquireAsync(std::string_view id, std::string_view fingerprint, Millis lease,
+                      StoreCallback<AcquireResult> done) override;
+    void completeAsync(const Ticket& t, std::string_view response, std::optional<Millis> retention,
+                       StoreCallback<OwnerResult> done) override;
+    void failAsync(const Ticket& t, FailPolicy policy, std::string_view error,
+                   StoreCallback<OwnerResult> done) override;
 
     // Deletes expired rows, up to `batch` per transaction along the expires_at index, until a batch
     // comes back short or `maxBatches` ran (0: no limit). Answers how many rows went, in how many batches.
@@ -126,12 +144,17 @@ private:
     // since it was last used), the idle ones are dropped and f runs once more on a new connection
     template <typename F> auto call(F&& f);
     void checkId(std::string_view id) const;
+    void checkResponse(std::string_view response) const;
+    PgPipeline& pipeline(); // the next one, round robin; made on the first call
 
     std::string m_conninfo;
     PgStoreOptions m_options;
     std::mutex m_mutex;
     std::vector<std::unique_ptr<PgConnection>> m_idle;
     std::vector<PgConnection*> m_busy; // borrowed right now: what interrupt() reaches
+    std::once_flag m_pipelinesOnce;
+    std::vector<std::unique_ptr<PgPipeline>> m_pipelines;
+    std::atomic<std::size_t> m_nextPipeline{0};
 };
 
 } // namespace idem

@@ -1,0 +1,319 @@
+// Executor::submit() on PostgreSQL through PgStore's pipelined connections (libpq's pipeline
+// mode), on a private PostgreSQL server this test starts: thousands of executions over two
+// connections, exactly once; one statement's error leaves the others in the same pipeline alone;
+// the connections killed under load (pg_terminate_backend) and the server stopped: nothing runs
+// twice, nothing is lost, the work does not run while the store is away, and it works again after.
+#include "idem/engine/executor.h"
+#include "idem/errors.h"
+#include "idem/pg/localpostgres.h"
+#include "idem/pg/pgstore.h"
+#include "pgfixture.h"
+#include "testsupport.h"
+
+#include <QtTest>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+using idem::AcquireStatus;
+using idem::OutcomeKind;
+using idemtest::pgSql;
+
+namespace {
+
+// Submits ids[i] for every i with at most `inFlight` under way (each completion submits the next),
+// the work inline; waits for all. Answers each id's outcome; `runs` counts the work's runs.
+struct Chains {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::map<std::string, int> runs;
+    std::map<std::string, idem::Outcome> outcomes;
+    std::size_t next = 0, done = 0;
+
+    void go(idem::Executor& ex, const std::vector<std::string>& ids, std::size_t inFlight,
+            const idem::ExecuteOptions& options = {})
+    {
+        next = done = 0;
+        outcomes.clear();
+        const std::size_t start = std::min(inFlight, ids.size());
+        {
+            std::lock_guard lock(mutex);
+            next = start;
+        }
+        for (std::size_t i = 0; i < start; ++i)
+            submit(ex, ids, i, options);
+        std::unique_lock lock(mutex);
+        QVERIFY(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done == ids.size(); }));
+    }
+
+    void submit(idem::Executor& ex, const std::vector<std::string>& ids, std::size_t i,
+                const idem::ExecuteOptions& options)
+    {
+        const std::string id = ids[i];
+        ex.submit(
+            id, "",
+            [this, id](const idem::WorkContext&) {
+                std::lock_guard lock(mutex);
+                ++runs[id];
+                return idem::WorkResult::success("done " + id);
+            },
+            [this, &ex, &ids, id, options](idem::Outcome o) {
+                std::size_t mine = ids.size();
+                {
+                    std::lock_guard lock(mutex);
+                    outcomes[id] = std::move(o);
+                    if (next < ids.size())
+                        mine = next++;
+                }
+                if (mine < ids.size())
+                    submit(ex, ids, mine, options);
+                std::lock_guard lock(mutex);
+                ++done;
+                cv.notify_all();
+            },
+            options);
+    }
+};
+
+std::vector<std::string> idsOf(const std::string& prefix, int n)
+{
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i)
+        ids.push_back(prefix + std::to_string(i));
+    return ids;
+}
+
+} // namespace
+
+class TestPgPipeline : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<idem::LocalPostgres> pg;
+    std::string url;
+
+    // the backends of this test's pipelined connections (application_name set in the URL)
+    int backends(const std::string& app)
+    {
+        return std::stoi(pgSql(url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + app + "'"));
+    }
+    std::string urlFor(const std::string& app) { return url + "?application_name=" + app; }
+
+private slots:
+    void initTestCase()
+    {
+        pg = idemtest::startPostgres();
+        url = pg->url();
+    }
+    void cleanupTestCase() { pg.reset(); }
+
+    // 3,000 ids, 64 in flight at a time, over two connections: each ran once; then every one again
+    // is a replay of its own result; no other connection was opened for them
+    void thousandsInFlightOverTwoConnections()
+    {
+        idem::PgStoreOptions o;
+        o.pipelineConnections = 2;
+        idem::PgStore store(urlFor("idem_pipe_many"), o);
+        idem::Executor ex(store);
+        const auto ids = idsOf(idemtest::uniqueNamespace("many") + "-", 3000);
+        Chains chains;
+        std::atomic<int> most{0};
+        std::atomic<bool> stop{false};
+        std::thread watcher([&] { // the connections the store has open while the load runs
+            while (!stop) {
+                most = std::max(most.load(), backends("idem_pipe_many"));
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        });
+        chains.go(ex, ids, 64);
+        stop = true;
+        watcher.join();
+        for (const auto& id : ids) {
+            QCOMPARE(chains.outcomes[id].kind, OutcomeKind::Executed);
+            QCOMPARE(chains.runs[id], 1);
+        }
+        QVERIFY2(most >= 1 && most <= 2, qPrintable(QString::number(most.load()) + u" connections"_qs));
+        QCOMPARE(backends("idem_pipe_many"), 2);
+        chains.go(ex, ids, 64);
+        for (const auto& id : ids) {
+            QCOMPARE(chains.outcomes[id].kind, OutcomeKind::Replayed);
+            QCOMPARE(chains.outcomes[id].response, "done " + id);
+            QCOMPARE(chains.runs[id], 1);
+        }
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id LIKE '" + ids[0].substr(0, ids[0].size() - 1) +
+                                "%' AND state = 'COMPLETED'"),
+                 std::string("3000"));
+        // bad arguments throw at once, as on Redis
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, ex.submit("", "", [](const idem::WorkContext&) {
+            return idem::WorkResult::success("");
+        }));
+    }
+
+    // 32 submits of one id at once, the work on threads of its own: it runs once; the others are
+    // told it is in progress, or get its result
+    void thirtyTwoSubmitsOfOneIdRunOnce()
+    {
+        idem::PgStore store(url);
+        idem::Executor ex(store);
+        const std::string id = idemtest::uniqueNamespace("one");
+        std::atomic<int> runs{0};
+        std::vector<std::thread> workers;
+        std::mutex workersMutex;
+        idem::ExecuteOptions onThreads;
+        onThreads.runOn = [&](std::function<void()> task) {
+            std::lock_guard lock(workersMutex);
+            workers.emplace_back(std::move(task));
+        };
+        std::vector<std::future<idem::Outcome>> answers;
+        for (int i = 0; i < 32; ++i)
+            answers.push_back(ex.submit(id, "", [&](const idem::WorkContext&) {
+                ++runs;
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                return idem::WorkResult::success("once");
+            }, onThreads));
+        int executed = 0;
+        for (auto& f : answers) {
+            const auto o = f.get();
+            QVERIFY2(o.kind == OutcomeKind::Executed || o.kind == OutcomeKind::InProgress ||
+                         o.kind == OutcomeKind::Replayed,
+                     idem::nameOf(o.kind).data());
+            executed += o.kind == OutcomeKind::Executed ? 1 : 0;
+        }
+        for (auto& t : workers)
+            t.join();
+        QCOMPARE(executed, 1);
+        QCOMPARE(runs.load(), 1);
+        QCOMPARE(ex.submit(id, "", [](const idem::WorkContext&) { return idem::WorkResult::success("no"); })
+                     .get()
+                     .response,
+                 std::string("once"));
+    }
+
+    // In one pipeline, statements that fail on the server (a lease of zero) between ones that do
+    // not: each failure is its own, the others are answered as usual
+    void aFailingStatementLeavesTheOthersAlone()
+    {
+        idem::PgStoreOptions o;
+        o.pipelineConnections = 1;
+        idem::PgStore store(url, o);
+        const std::string prefix = idemtest::uniqueNamespace("mixed") + "-";
+        std::mutex mutex;
+        std::condition_variable cv;
+        int answered = 0, acquired = 0, refused = 0;
+        std::string refusal;
+        for (int i = 0; i < 200; ++i) {
+            const bool bad = i % 2 == 1;
+            store.acquireAsync(prefix + std::to_string(i), "", idem::Millis(bad ? 0 : 5000),
+                               [&, bad](idem::AcquireResult a, std::exception_ptr e) {
+                                   std::lock_guard lock(mutex);
+                                   ++answered;
+                                   if (!bad && !e && a.status == AcquireStatus::Acquired)
+                                       ++acquired;
+                                   if (bad && e) {
+                                       try {
+                                           std::rethrow_exception(e);
+                                       } catch (const idem::ReplyError& x) {
+                                           ++refused;
+                                           refusal = x.what();
+                                       } catch (...) {
+                                       }
+                                   }
+                                   cv.notify_all();
+                               });
+        }
+        std::unique_lock lock(mutex);
+        QVERIFY(cv.wait_for(lock, std::chrono::seconds(30), [&] { return answered == 200; }));
+        QCOMPARE(acquired, 100);
+        QCOMPARE(refused, 100);
+        QVERIFY2(refusal.find("lease must be positive") != std::string::npos, refusal.c_str());
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id LIKE '" + prefix + "%'"), std::string("100"));
+    }
+
+    // The pipelined connections killed while executions are under way: an acquire under way
+    // answers StoreUnavailable with the work not run, a result being stored is stored again on a
+    // new connection; redelivered until they run, every id ran exactly once, and the store
+    // connected again by itself
+    void connectionsKilledUnderLoad()
+    {
+        idem::PgStoreOptions o;
+        o.pipelineConnections = 2;
+        o.lease = idem::Millis(1000);
+        idem::PgStore store(urlFor("idem_pipe_kill"), o);
+        idem::Executor ex(store);
+        const auto ids = idsOf(idemtest::uniqueNamespace("kill") + "-", 4000);
+        Chains chains;
+        int killed = 0;
+        std::thread killer([&] { // once the load is well under way (a second kill could also hit
+                                 // the one retry of storing a result, which then would be lost)
+            for (;;) {
+                {
+                    std::lock_guard lock(chains.mutex);
+                    if (chains.done >= 500)
+                        break;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+            killed = std::stoi(pgSql(url, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+                                          "pg_stat_activity WHERE application_name = 'idem_pipe_kill') AS k"));
+        });
+        chains.go(ex, ids, 64);
+        killer.join();
+        QVERIFY(killed > 0);
+        std::vector<std::string> again;
+        for (const auto& id : ids) {
+            const auto& out = chains.outcomes[id];
+            QVERIFY2(out.kind == OutcomeKind::Executed || (out.kind == OutcomeKind::StoreUnavailable && !out.workRan),
+                     (id + ": " + std::string(idem::nameOf(out.kind)) + " " + out.error).c_str());
+            if (out.kind != OutcomeKind::Executed)
+                again.push_back(id);
+        }
+        qInfo("%d backends killed, %zu of %zu executions answered StoreUnavailable", killed, again.size(), ids.size());
+        // redelivered (an acquire that committed before its answer was lost holds a lease of 1 s)
+        QElapsedTimer t;
+        t.start();
+        while (!again.empty() && t.elapsed() < 30000) {
+            chains.go(ex, again, 64);
+            std::vector<std::string> left;
+            for (const auto& id : again)
+                if (chains.outcomes[id].kind != OutcomeKind::Executed && chains.outcomes[id].kind != OutcomeKind::Replayed)
+                    left.push_back(id);
+            again.swap(left);
+            if (!again.empty())
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        QVERIFY2(again.empty(), qPrintable(QString::number(again.size()) + u" never ran"_qs));
+        for (const auto& id : ids)
+            QVERIFY2(chains.runs[id] == 1, (id + " ran " + std::to_string(chains.runs[id])).c_str());
+    }
+
+    // PostgreSQL away: submit() fails closed (the work does not run); back, the pipelines connect
+    // again without a new store
+    void failsClosedWithTheServerStopped()
+    {
+        idem::PgStore store(url);
+        idem::Executor ex(store);
+        QCOMPARE(ex.submit(idemtest::uniqueNamespace("warm"), "", [](const idem::WorkContext&) {
+            return idem::WorkResult::success("");
+        }).get().kind, OutcomeKind::Executed);
+        pg->stop();
+        std::atomic<int> ran{0};
+        for (int i = 0; i < 4; ++i) {
+            const auto o = ex.submit(idemtest::uniqueNamespace("down"), "", [&](const idem::WorkContext&) {
+                ++ran;
+                return idem::WorkResult::success("must not run");
+            }).get();
+            QCOMPARE(o.kind, OutcomeKind::StoreUnavailable);
+            QVERIFY(!o.workRan);
+        }
+        QCOMPARE(ran.load(), 0);
+        pg->start();
+        QCOMPARE(ex.submit(idemtest::uniqueNamespace("up"), "", [](const idem::WorkContext&) {
+            return idem::WorkResult::success("");
+        }).get().kind, OutcomeKind::Executed);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPgPipeline)
+#include "tst_pgpipeline.moc"
