@@ -38,12 +38,15 @@ HttpConnection::HttpConnection(QTcpSocket* socket, HttpServer* server)
     m_idle.setSingleShot(true);
     m_idle.setInterval(static_cast<int>(server->m_options.idleTimeout.count()));
     connect(&m_idle, &QTimer::timeout, this, &HttpConnection::idle);
+    m_active.start();
     m_idle.start();
     if (m_socket->bytesAvailable() > 0)
         QMetaObject::invokeMethod(this, &HttpConnection::readSome, Qt::QueuedConnection);
 }
 
-void HttpConnection::touch() { m_idle.start(); }
+// (restarting the QTimer instead, three times a request, was a timer unregistered and registered
+// again in the event dispatcher each time)
+void HttpConnection::touch() { m_active.restart(); }
 
 void HttpConnection::readSome()
 {
@@ -109,13 +112,17 @@ void HttpConnection::respond(quint64 seq, Response r)
 void HttpConnection::flush()
 {
     const bool wasFull = m_slots.size() >= m_server->m_options.maxPipelined;
+    bool wrote = false;
     while (!m_slots.empty() && m_slots.front().ready && !m_closing) {
         Slot s = std::move(m_slots.front());
         m_slots.pop_front();
         m_socket->write(s.bytes.data(), static_cast<qint64>(s.bytes.size()));
+        wrote = true;
         if (!s.keepAlive)
             closeAfterWrite();
     }
+    if (wrote && !m_closing)
+        m_socket->flush(); // at once, not on the next turn of the event loop
     if (m_closing)
         return;
     touch();
@@ -134,9 +141,14 @@ void HttpConnection::closeAfterWrite()
 
 void HttpConnection::idle()
 {
+    const qint64 left = m_server->m_options.idleTimeout.count() - m_active.elapsed();
+    if (left > 0)
+        return m_idle.start(static_cast<int>(left)); // it did something since: the rest of its time
     // a request being answered keeps the connection (the upstream's timeout bounds it)
-    if (!m_slots.empty())
-        return m_idle.start();
+    if (!m_slots.empty()) {
+        m_active.restart();
+        return m_idle.start(static_cast<int>(m_server->m_options.idleTimeout.count()));
+    }
     m_closing = true;
     m_socket->abort();
     deleteLater();

@@ -2,6 +2,7 @@
 
 #include "idem/gateway/httpserver.h"
 
+#include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
 
@@ -41,7 +42,8 @@ private:
     quint64 m_nextSeq = 1;
     bool m_closing = false;     // the last answer is out: no more reading
     bool m_continueOwed = false; // a 100 Continue waits for the answers ahead of it
-    QTimer m_idle;
+    QTimer m_idle;           // fires once per idle period, not restarted by every byte:
+    QElapsedTimer m_active;  // when the connection last did something
 };
 
 } // namespace idem::http

@@ -3,9 +3,7 @@
 #include "idem/gateway/keyrules.h"
 #include "idem/gateway/responseparser.h"
 
-#include <QElapsedTimer>
 #include <QSslSocket>
-#include <QTimer>
 
 #include <map>
 #include <set>
@@ -18,12 +16,6 @@ namespace {
 
 constexpr int kIdleMs = 4000;          // an idle connection is closed after this (before the upstream does)
 constexpr std::size_t kMaxIdle = 64;   // idle connections kept
-
-// The idle timer of a pooled connection, found by its name: QAbstractSocket keeps a QTimer child
-// of its own (its connect timeout), and taking that one for ours made Qt, when it fired, try to
-// connect the connected socket again ("QNativeSocketEngine::connectToHost() was called not in
-// ... UnconnectedState") and turn its write notifications off.
-QTimer* idleTimer(QTcpSocket* s) { return s->findChild<QTimer*>(u"idem-upstream-idle"_s, Qt::FindDirectChildrenOnly); }
 
 QByteArray bytes(std::string_view s) { return QByteArray(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -54,32 +46,18 @@ bool bodyExpected(std::string_view method)
 
 } // namespace
 
-// One request on one connection, from writing it to the end of its answer.
-class UpstreamCall : public QObject {
+// One request on one connection, from writing it to the end of its answer. Its connection's
+// Link holds it; the Upstream's signal handlers call it.
+class UpstreamCall {
 public:
     UpstreamCall(Upstream* up, QTcpSocket* s, bool head, std::function<void(UpstreamResult)> done)
-        : QObject(up), m_up(up), m_socket(s), m_parser(head, up->m_maxResponse), m_done(std::move(done))
+        : m_up(up), m_socket(s), m_parser(head, up->m_maxResponse), m_done(std::move(done))
     {
         m_clock.start();
-        connect(s, &QTcpSocket::readyRead, this, [this] { read(); });
-        connect(s, &QTcpSocket::disconnected, this, [this] {
-            m_parser.closed();
-            end();
-        });
-        connect(s, &QTcpSocket::errorOccurred, this, [this](QAbstractSocket::SocketError e) {
-            if (e == QAbstractSocket::RemoteHostClosedError)
-                return; // disconnected() says whether the answer was complete
-            if (!m_parser.done())
-                fail(UpstreamResult::Kind::Failed, "the upstream cannot be reached: " + m_socket->errorString().toStdString());
-        });
-        m_timer.setSingleShot(true);
-        connect(&m_timer, &QTimer::timeout, this, [this] {
-            fail(UpstreamResult::Kind::TimedOut, "no answer from the upstream within " + formatDuration(m_up->m_timeout));
-        });
-        m_timer.start(static_cast<int>(up->m_timeout.count()));
     }
 
-private:
+    bool finished() const { return m_finished; }
+
     void read()
     {
         const QByteArray b = m_socket->readAll();
@@ -88,6 +66,24 @@ private:
             end();
     }
 
+    void closed()
+    {
+        m_parser.closed();
+        end();
+    }
+
+    void unreachable()
+    {
+        if (!m_parser.done())
+            fail(UpstreamResult::Kind::Failed, "the upstream cannot be reached: " + m_socket->errorString().toStdString());
+    }
+
+    void timedOut()
+    {
+        fail(UpstreamResult::Kind::TimedOut, "no answer from the upstream within " + formatDuration(m_up->m_timeout));
+    }
+
+private:
     void end()
     {
         if (m_parser.failed())
@@ -120,17 +116,18 @@ private:
         if (m_finished)
             return;
         m_finished = true;
-        m_timer.stop();
         out.seconds = static_cast<double>(m_clock.nsecsElapsed()) / 1e9;
-        disconnect(m_socket, nullptr, this, nullptr);
-        if (reuse && m_socket->state() == QAbstractSocket::ConnectedState && m_socket->bytesAvailable() == 0) {
-            m_up->giveBack(m_socket);
-        } else {
-            m_socket->abort();
-            m_socket->deleteLater();
-        }
+        Upstream* up = m_up;
+        QTcpSocket* s = m_socket;
         auto done = std::move(m_done);
-        deleteLater();
+        // this object lives until the end of this function, its Link lets go of it here
+        std::shared_ptr<UpstreamCall> self;
+        if (auto it = up->m_links.find(s); it != up->m_links.end())
+            self = std::move(it->second.call);
+        if (reuse && s->state() == QAbstractSocket::ConnectedState && s->bytesAvailable() == 0)
+            up->giveBack(s);
+        else
+            up->drop(s);
         done(std::move(out));
     }
 
@@ -139,7 +136,6 @@ private:
     http::ResponseParser m_parser;
     std::function<void(UpstreamResult)> m_done;
     QElapsedTimer m_clock;
-    QTimer m_timer;
     bool m_finished = false;
 };
 
@@ -156,21 +152,28 @@ Upstream::Upstream(const QUrl& base, Millis timeout, std::size_t maxResponse, QO
         m_hostHeader = '[' + m_hostHeader + ']';
     if (base.port() != -1)
         m_hostHeader += ':' + QByteArray::number(base.port());
+    m_clock.start();
+    m_timer.setSingleShot(true);
+    connect(&m_timer, &QTimer::timeout, this, &Upstream::expire);
+}
+
+Upstream::~Upstream()
+{
+    // requests under way end here without an answer (their `done` is not called); the sockets,
+    // children of this object, go after it with nothing connected to them
+    for (auto& [s, link] : m_links)
+        disconnect(s, nullptr, this, nullptr);
+    m_links.clear();
 }
 
 QTcpSocket* Upstream::connection()
 {
     while (!m_idle.empty()) {
-        QPointer<QTcpSocket> s = m_idle.back();
+        QTcpSocket* s = m_idle.back();
         m_idle.pop_back();
-        if (s && s->state() == QAbstractSocket::ConnectedState) {
-            disconnect(s, nullptr, this, nullptr);
-            if (QTimer* idle = idleTimer(s))
-                idle->stop();
+        if (s->state() == QAbstractSocket::ConnectedState)
             return s;
-        }
-        if (s)
-            s->deleteLater();
+        drop(s);
     }
     QTcpSocket* s = nullptr;
     if (m_tls) {
@@ -182,35 +185,102 @@ QTcpSocket* Upstream::connection()
         s->connectToHost(m_host, m_port);
     }
     s->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    m_links.emplace(s, Link{});
+    connect(s, &QTcpSocket::readyRead, this, [this, s] { readyRead(s); });
+    connect(s, &QTcpSocket::disconnected, this, [this, s] { closed(s); });
+    connect(s, &QTcpSocket::errorOccurred, this, [this, s](QAbstractSocket::SocketError e) {
+        if (e == QAbstractSocket::RemoteHostClosedError)
+            return; // disconnected() says whether the answer was complete
+        const auto it = m_links.find(s);
+        if (it == m_links.end())
+            return;
+        if (std::shared_ptr<UpstreamCall> c = it->second.call)
+            c->unreachable();
+        else
+            drop(s);
+    });
     return s;
+}
+
+void Upstream::readyRead(QTcpSocket* s)
+{
+    const auto it = m_links.find(s);
+    if (it == m_links.end())
+        return;
+    if (std::shared_ptr<UpstreamCall> c = it->second.call)
+        c->read();
+    else
+        drop(s); // an idle connection that talks out of turn
+}
+
+void Upstream::closed(QTcpSocket* s)
+{
+    const auto it = m_links.find(s);
+    if (it == m_links.end())
+        return;
+    if (std::shared_ptr<UpstreamCall> c = it->second.call)
+        c->closed();
+    else
+        drop(s); // the upstream closed an idle connection
+}
+
+void Upstream::drop(QTcpSocket* s)
+{
+    m_links.erase(s);
+    std::erase(m_idle, s);
+    disconnect(s, nullptr, this, nullptr);
+    s->abort();
+    s->deleteLater();
 }
 
 void Upstream::giveBack(QTcpSocket* s)
 {
     if (m_idle.size() >= kMaxIdle) {
+        m_links.erase(s);
+        disconnect(s, nullptr, this, nullptr);
         s->disconnectFromHost();
         s->deleteLater();
         return;
     }
-    m_idle.emplace_back(s);
-    // an idle connection that the upstream closes, or that talks out of turn, is dropped
-    const auto drop = [this, s] {
-        std::erase_if(m_idle, [s](const QPointer<QTcpSocket>& p) { return p == s || !p; });
-        disconnect(s, nullptr, this, nullptr);
-        s->abort();
-        s->deleteLater();
-    };
-    connect(s, &QTcpSocket::disconnected, this, drop);
-    connect(s, &QTcpSocket::readyRead, this, drop);
-    QTimer* idle = idleTimer(s);
-    if (!idle) {
-        idle = new QTimer(s);
-        idle->setObjectName(u"idem-upstream-idle"_s);
-        idle->setSingleShot(true);
+    const qint64 now = m_clock.elapsed();
+    m_links[s].idleSince = now;
+    m_idle.push_back(s);
+    armFor(now + kIdleMs);
+}
+
+// The timer fires at `at` (m_clock's ms) unless it is set to fire before that already
+void Upstream::armFor(qint64 at)
+{
+    if (m_timer.isActive() && m_armedFor <= at)
+        return;
+    m_armedFor = at;
+    m_timer.start(static_cast<int>(std::max<qint64>(0, at - m_clock.elapsed())));
+}
+
+void Upstream::expire()
+{
+    const qint64 now = m_clock.elapsed();
+    while (!m_deadlines.empty()) {
+        auto& [at, weak] = m_deadlines.front();
+        std::shared_ptr<UpstreamCall> c = weak.lock();
+        if (c && !c->finished() && at > now)
+            break;
+        m_deadlines.pop_front();
+        if (c && !c->finished())
+            c->timedOut();
     }
-    disconnect(idle, nullptr, this, nullptr);
-    connect(idle, &QTimer::timeout, this, drop);
-    idle->start(kIdleMs);
+    while (!m_idle.empty() && m_links[m_idle.front()].idleSince + kIdleMs <= now)
+        drop(m_idle.front());
+    // the next: the first deadline, or the oldest idle connection's end
+    qint64 next = -1;
+    if (!m_deadlines.empty())
+        next = m_deadlines.front().first;
+    if (!m_idle.empty()) {
+        const qint64 idleEnd = m_links[m_idle.front()].idleSince + kIdleMs;
+        next = next < 0 ? idleEnd : std::min(next, idleEnd);
+    }
+    if (next >= 0)
+        armFor(next);
 }
 
 void Upstream::forward(const http::Request& r, const QByteArray& clientAddress, const std::vector<http::Header>& extra,
@@ -249,8 +319,17 @@ void Upstream::forward(const http::Request& r, const QByteArray& clientAddress, 
     out += bytes(r.body);
 
     QTcpSocket* s = connection();
-    new UpstreamCall(this, s, r.method == "HEAD", std::move(done));
+    auto call = std::make_shared<UpstreamCall>(this, s, r.method == "HEAD", std::move(done));
+    // the deadlines end in the order they began (one timeout for all): the first one is the timer's
+    while (!m_deadlines.empty() && m_deadlines.front().second.expired())
+        m_deadlines.pop_front();
+    const qint64 deadline = m_clock.elapsed() + static_cast<qint64>(m_timeout.count());
+    m_deadlines.emplace_back(deadline, call);
+    armFor(deadline);
+    m_links[s].call = std::move(call);
     s->write(out); // written once connected when the connection is new
+    if (s->state() == QAbstractSocket::ConnectedState)
+        s->flush(); // at once, not on the next turn of the event loop
 }
 
 } // namespace idem::gateway

@@ -4,16 +4,22 @@
 #include "idem/gateway/httpresponse.h"
 
 #include <QByteArray>
+#include <QElapsedTimer>
 #include <QObject>
-#include <QPointer>
+#include <QTimer>
 #include <QUrl>
 
+#include <deque>
 #include <functional>
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 class QTcpSocket;
 
 namespace idem::gateway {
+
+class UpstreamCall;
 
 struct UpstreamResult {
     enum class Kind { Answered, TimedOut, Failed } kind = Kind::Failed;
@@ -27,10 +33,15 @@ struct UpstreamResult {
 // a request twice: a connection that closes before the answer fails that request (the key is then
 // released and the client's retry runs it), where QNetworkAccessManager would silently resend a
 // POST. It follows no redirect and keeps no cookie.
+//
+// What a request costs the event loop is kept small: a connection's signals are connected once,
+// when it opens, not per request; one timer serves every request's timeout (they all have the
+// same, so they end in the order they began) and one every idle connection's expiry.
 class Upstream : public QObject {
     Q_OBJECT
 public:
     Upstream(const QUrl& base, Millis timeout, std::size_t maxResponse, QObject* parent = nullptr);
+    ~Upstream();
     // Forwards the request (method, target, headers minus hop-by-hop ones, body) with `extra`
     // headers set; `done` runs on this object's thread, unless this object is gone first.
     void forward(const http::Request& r, const QByteArray& clientAddress, const std::vector<http::Header>& extra,
@@ -39,8 +50,17 @@ public:
 
 private:
     friend class UpstreamCall;
+    struct Link { // a connection of the pool
+        std::shared_ptr<UpstreamCall> call; // the request on it now; none while idle
+        qint64 idleSince = 0;               // m_clock's ms, while idle
+    };
     QTcpSocket* connection();
     void giveBack(QTcpSocket* s);
+    void drop(QTcpSocket* s);
+    void readyRead(QTcpSocket* s);
+    void closed(QTcpSocket* s);
+    void expire(); // requests past their timeout, connections idle too long
+    void armFor(qint64 at);
 
     QString m_host;
     quint16 m_port = 80;
@@ -49,7 +69,12 @@ private:
     QByteArray m_hostHeader;
     Millis m_timeout;
     std::size_t m_maxResponse;
-    std::vector<QPointer<QTcpSocket>> m_idle;
+    QElapsedTimer m_clock;
+    std::unordered_map<QTcpSocket*, Link> m_links;
+    std::vector<QTcpSocket*> m_idle; // the most recently used last
+    std::deque<std::pair<qint64, std::weak_ptr<UpstreamCall>>> m_deadlines; // in the order they began
+    QTimer m_timer; // the first deadline, or the next idle expiry
+    qint64 m_armedFor = 0;
 };
 
 } // namespace idem::gateway
