@@ -277,6 +277,15 @@ void TestHttp::storedAnswerKeepsBytesAndDropsCookies()
     QVERIFY(!text->bodyBase64);
     QCOMPARE(text->method, std::string("PATCH"));
     QCOMPARE(text->route, std::string("/o/1"));
+    // what is not well-formed UTF-8 (an overlong '/', a surrogate, a cut sequence, past U+10FFFF)
+    // is kept as bytes, in base64
+    for (const std::string bad : {"a\xc0\xaf", "a\xed\xa0\x80", "a\xe2\x82", "a\xf4\x90\x80\x80"}) {
+        r.body = bad;
+        const auto b = idem::decodeHttpAnswer(gateway::encodeAnswer(r, "POST", "/o"));
+        QVERIFY(b);
+        QVERIFY(b->bodyBase64);
+        QCOMPARE(b->body, bad);
+    }
 }
 
 void TestHttp::commandLineRefusesMistakes_data()

@@ -5,6 +5,7 @@
 #include <QTcpSocket>
 
 #include <utility>
+#include <vector>
 
 namespace idem::http {
 
@@ -55,8 +56,13 @@ void HttpConnection::readSome()
     touch();
     // pipelined requests beyond the bound wait in the socket (TCP pushes back on the client)
     while (m_slots.size() < m_server->m_options.maxPipelined && m_socket->bytesAvailable() > 0) {
-        const QByteArray bytes = m_socket->read(16384);
-        m_parser.feed(std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
+        // into a buffer kept across reads: a fresh 16 KiB array per read was a large malloc and
+        // free a request, which made glibc consolidate its fast bins each time
+        thread_local std::vector<char> buffer(16384);
+        const qint64 n = m_socket->read(buffer.data(), static_cast<qint64>(buffer.size()));
+        if (n <= 0)
+            break;
+        m_parser.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
         while (auto r = m_parser.take()) {
             Slot s;
             s.seq = m_nextSeq++;

@@ -64,7 +64,10 @@ std::string serialize(const Response& r, bool headRequest, bool keepAlive, std::
 {
     const bool noBody = (r.status >= 100 && r.status < 200) || r.status == 204 || r.status == 304;
     std::string out;
-    out.reserve(128 + r.body.size());
+    std::size_t size = 160 + r.body.size();
+    for (const auto& h : r.headers)
+        size += h.name.size() + h.value.size() + 4;
+    out.reserve(size);
     out.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ").append(reasonPhrase(r.status)).append("\r\n");
     for (const auto& h : r.headers) {
         if (equalsIgnoreCase(h.name, "Content-Length") || equalsIgnoreCase(h.name, "Connection") ||

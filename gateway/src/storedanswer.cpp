@@ -3,19 +3,57 @@
 #include "idem/format/httpanswer.h"
 #include "idem/gateway/keyrules.h"
 
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
-#include <QStringDecoder>
+#include "idem/gateway/httpresponse.h"
 
-using namespace Qt::StringLiterals;
+#include <QByteArray>
+
+#include <algorithm>
 
 namespace idem::gateway {
 
 namespace {
-QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF)
+bool validUtf8(std::string_view s)
+{
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t n = 0;
+        unsigned char lo = 0x80, hi = 0xbf; // the second byte's range
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 3;
+            lo = c == 0xe0 ? 0xa0 : 0x80;
+            hi = c == 0xed ? 0x9f : 0xbf;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 4;
+            lo = c == 0xf0 ? 0x90 : 0x80;
+            hi = c == 0xf4 ? 0x8f : 0xbf;
+        } else {
+            return false;
+        }
+        if (i + n > s.size())
+            return false;
+        const auto c1 = static_cast<unsigned char>(s[i + 1]);
+        if (c1 < lo || c1 > hi)
+            return false;
+        for (std::size_t k = 2; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80)
+                return false;
+        i += n;
+    }
+    return true;
 }
 
+} // namespace
+
+// Written by hand, not through QJsonObject: this runs for every answer the gateway stores, and
+// the JSON tree, its UTF-16 strings and their allocations were a noticeable part of a request.
 std::string encodeAnswer(const http::Response& r, std::string_view method, std::string_view route,
                          const std::vector<std::string>* replayed)
 {
@@ -25,24 +63,29 @@ std::string encodeAnswer(const http::Response& r, std::string_view method, std::
         return std::any_of(replayed->begin(), replayed->end(),
                            [&](const std::string& h) { return http::equalsIgnoreCase(h, name); });
     };
-    QJsonObject o;
-    o.insert(u"gateway"_s, 1);
-    o.insert(u"method"_s, text(method));
-    o.insert(u"route"_s, text(route));
-    o.insert(u"status"_s, r.status);
-    QJsonArray headers;
-    for (const auto& h : r.headers)
-        if (keep(h.name))
-            headers.append(QJsonArray{text(h.name), text(h.value)});
-    o.insert(u"headers"_s, headers);
-    const QByteArray body(r.body.data(), static_cast<qsizetype>(r.body.size()));
-    QStringDecoder utf8(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
-    const QString decoded = utf8(body);
-    if (!utf8.hasError() && !body.contains('\0'))
-        o.insert(u"body"_s, decoded);
-    else
-        o.insert(u"body_base64"_s, QString::fromLatin1(body.toBase64()));
-    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+    const bool text = r.body.find('\0') == std::string::npos && validUtf8(r.body);
+    std::string out;
+    out.reserve(128 + r.body.size() * (text ? 1 : 2));
+    out.append(text ? "{\"body\":" : "{\"body_base64\":");
+    if (text) {
+        out.append(http::jsonString(r.body));
+    } else {
+        const QByteArray b64 = QByteArray(r.body.data(), static_cast<qsizetype>(r.body.size())).toBase64();
+        out.append("\"").append(b64.constData(), static_cast<std::size_t>(b64.size())).append("\"");
+    }
+    out.append(",\"gateway\":1,\"headers\":[");
+    bool first = true;
+    for (const auto& h : r.headers) {
+        if (!keep(h.name))
+            continue;
+        out.append(first ? "[" : ",[").append(http::jsonString(h.name)).append(",");
+        out.append(http::jsonString(h.value)).append("]");
+        first = false;
+    }
+    out.append("],\"method\":").append(http::jsonString(method));
+    out.append(",\"route\":").append(http::jsonString(route));
+    out.append(",\"status\":").append(std::to_string(r.status)).append("}");
+    return out;
 }
 
 std::optional<http::Response> decodeAnswer(std::string_view stored)

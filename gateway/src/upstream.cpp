@@ -5,7 +5,7 @@
 
 #include <QSslSocket>
 
-#include <map>
+#include <algorithm>
 #include <set>
 
 using namespace Qt::StringLiterals;
@@ -286,33 +286,36 @@ void Upstream::expire()
 void Upstream::forward(const http::Request& r, const QByteArray& clientAddress, const std::vector<http::Header>& extra,
                        std::function<void(UpstreamResult)> done)
 {
-    QByteArray out = bytes(r.method) + ' ' + m_basePath + bytes(r.target) + " HTTP/1.1\r\nHost: " + m_hostHeader + "\r\n";
+    QByteArray out;
+    out.reserve(static_cast<qsizetype>(512 + r.target.size() + r.body.size()));
+    out += bytes(r.method) + ' ' + m_basePath + bytes(r.target) + " HTTP/1.1\r\nHost: " + m_hostHeader + "\r\n";
     // headers of one name go as one, comma-joined (Cookie with "; "), in the order they came
     const auto hop = connectionTokens(r.headers);
-    std::vector<std::pair<std::string, QByteArray>> merged;
-    std::map<std::string, std::size_t> at; // lower name -> index in merged
-    const auto add = [&](const std::string& name, const QByteArray& value, bool replace) {
-        const std::string key = lower(name);
-        auto it = at.find(key);
-        if (it == at.end()) {
-            at[key] = merged.size();
+    // (a few headers: a linear search, no map and no lowered copies of every name)
+    std::vector<std::pair<std::string_view, QByteArray>> merged;
+    merged.reserve(r.headers.size() + extra.size() + 2);
+    const auto add = [&](std::string_view name, const QByteArray& value, bool replace) {
+        const auto it = std::find_if(merged.begin(), merged.end(),
+                                     [&](const auto& m) { return http::equalsIgnoreCase(m.first, name); });
+        if (it == merged.end())
             merged.emplace_back(name, value);
-        } else if (replace) {
-            merged[it->second].second = value;
-        } else {
-            merged[it->second].second += (key == "cookie" ? "; " : ", ") + value;
-        }
+        else if (replace)
+            it->second = value;
+        else
+            it->second += (http::equalsIgnoreCase(name, "Cookie") ? "; " : ", ") + value;
     };
     for (const auto& h : r.headers)
-        if (!hopByHop(h.name) && !hop.count(lower(h.name)))
+        if (!hopByHop(h.name) && (hop.empty() || !hop.count(lower(h.name))))
             add(h.name, bytes(h.value), false);
     add("X-Forwarded-For", clientAddress, false);
     if (const std::string* host = r.header("Host"))
         add("X-Forwarded-Host", bytes(*host), true);
     for (const auto& h : extra)
         add(h.name, bytes(h.value), true);
-    for (const auto& [name, value] : merged)
-        out += bytes(name) + ": " + value + "\r\n";
+    for (const auto& [name, value] : merged) {
+        out.append(name.data(), static_cast<qsizetype>(name.size()));
+        out += ": " + value + "\r\n";
+    }
     if (!r.body.empty() || bodyExpected(r.method))
         out += "Content-Length: " + QByteArray::number(static_cast<qsizetype>(r.body.size())) + "\r\n";
     out += "\r\n";
