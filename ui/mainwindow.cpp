@@ -2,7 +2,6 @@
 
 #include "auditdialog.h"
 #include "storeauditview.h"
-#include "confirmdialog.h"
 #include "connectdialog.h"
 #include "countschart.h"
 #include "credentialstore.h"
@@ -23,48 +22,27 @@
 #include "idem/errors.h"
 #include "idem/redis/options.h"
 
-#include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDialogButtonBox>
-#include <QFile>
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMenuBar>
-#include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
 #include <QShortcut>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTableWidget>
 #include <QTextBrowser>
-#include <QTimeZone>
 #include <QTimer>
-#include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <unistd.h>
 
 using namespace Qt::StringLiterals;
 
 namespace {
-
-QString whoAmI()
-{
-    const QString user = qEnvironmentVariable("USER", u"operator"_s);
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return user + u'@' + QString::fromLocal8Bit(host) + u" (idem-console)"_s;
-}
 
 QString describe(const QString& url)
 {
@@ -86,10 +64,6 @@ std::optional<idem::ConnectionOptions> connectionOf(const ConnectionSettings& se
     }
 }
 
-QString iso(qint64 ms)
-{
-    return ms > 0 ? QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc()).toString(Qt::ISODateWithMs) : QString();
-}
 
 struct FilterChoice {
     const char* label;
@@ -498,120 +472,6 @@ void MainWindow::sizeColumns()
     m_table->verticalHeader()->setDefaultSectionSize(fm.height() + 6);
 }
 
-void MainWindow::buildActions()
-{
-    auto* toolbar = addToolBar(tr("Actions"));
-    toolbar->setObjectName(u"actions"_s);
-    toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    auto* file = menuBar()->addMenu(tr("&File"));
-    auto* keys = menuBar()->addMenu(tr("&Keys"));
-    auto* view = menuBar()->addMenu(tr("&View"));
-    auto* help = menuBar()->addMenu(tr("&Help"));
-
-    auto* connectAct = file->addAction(style()->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect…"), this,
-                                       &MainWindow::openConnectDialog);
-    connectAct->setShortcut(QKeySequence::Open);
-    auto* exportAct = file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export view…"), this,
-                                      &MainWindow::exportView);
-    exportAct->setShortcut(Qt::CTRL | Qt::Key_E);
-    file->addSeparator();
-    auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
-    quit->setShortcut(QKeySequence::Quit);
-
-    auto* refreshAct = view->addAction(style()->standardIcon(QStyle::SP_BrowserReload), tr("&Refresh"), this,
-                                       &MainWindow::refresh);
-    refreshAct->setShortcut(QKeySequence::Refresh);
-    auto* find = view->addAction(tr("&Filter"), this, [this] {
-        m_filter->setFocus();
-        m_filter->selectAll();
-    });
-    find->setShortcut(QKeySequence::Find);
-    // Esc is the window's (a QShortcut): here it is only shown, so an open menu's Esc closes the menu
-    view->addAction(tr("&Clear the filter") + u"\tEsc"_s, this, &MainWindow::clearFilter);
-    auto* audit = view->addAction(style()->standardIcon(QStyle::SP_FileDialogDetailedView), tr("&Audit trail…"),
-                                  this, &MainWindow::showAuditTrail);
-    audit->setShortcut(Qt::CTRL | Qt::Key_L);
-    view->addSeparator();
-    auto* keysTab = view->addAction(tr("&Keys"), this, [this] { m_tabs->setCurrentIndex(0); });
-    keysTab->setShortcut(Qt::ALT | Qt::Key_1);
-    auto* labTab = view->addAction(tr("&Race lab"), this, [this] { m_tabs->setCurrentIndex(1); });
-    labTab->setShortcut(Qt::ALT | Qt::Key_2);
-
-    m_forceFail = keys->addAction(style()->standardIcon(QStyle::SP_MessageBoxWarning), tr("&Force-fail selected…"),
-                                  this, &MainWindow::forceFailSelected);
-    m_forceFail->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_F);
-    m_purge = keys->addAction(style()->standardIcon(QStyle::SP_TrashIcon), tr("&Purge selected…"), this,
-                              &MainWindow::purgeSelected);
-    m_purge->setShortcut(QKeySequence::Delete);
-    keys->addSeparator();
-    m_forceFailAll = keys->addAction(tr("Force-fail all &filtered…"), this, &MainWindow::forceFailFiltered);
-    m_purgeAll = keys->addAction(tr("Purge all f&iltered…"), this, &MainWindow::purgeFiltered);
-    keys->addSeparator();
-    m_readOnlyAction = keys->addAction(tr("&Read-only"), this, &MainWindow::setReadOnly);
-    m_readOnlyAction->setObjectName(u"readOnlyToggle"_s);
-    m_readOnlyAction->setCheckable(true);
-
-    auto* shortcuts = help->addAction(tr("&Keyboard shortcuts…"), this, &MainWindow::showShortcuts);
-    shortcuts->setShortcut(QKeySequence::HelpContents);
-    help->addAction(tr("&About idem console"), this, [this] {
-        QMessageBox::about(this, tr("About idem console"),
-                           tr("<h3>idem console %1</h3><p>The operator console of idem, an idempotency layer on Redis: "
-                              "the keys of a store by state, live, with force-fail and purge behind a confirmation "
-                              "and an audit trail, and the race lab.</p>")
-                               .arg(QApplication::applicationVersion()));
-    });
-
-    toolbar->addAction(connectAct);
-    toolbar->addAction(refreshAct);
-    toolbar->addSeparator();
-    toolbar->addAction(m_forceFail);
-    toolbar->addAction(m_purge);
-    toolbar->addSeparator();
-    toolbar->addAction(exportAct);
-    toolbar->addAction(audit);
-    toolbar->addAction(m_readOnlyAction);
-}
-
-void MainWindow::showShortcuts()
-{
-    QDialog dialog(this);
-    dialog.setObjectName(u"shortcuts"_s);
-    dialog.setWindowTitle(tr("Keyboard shortcuts"));
-    auto* table = new QTableWidget(&dialog);
-    table->setObjectName(u"shortcutTable"_s);
-    table->setColumnCount(2);
-    table->setHorizontalHeaderLabels({tr("Keys"), tr("Does")});
-    table->verticalHeader()->hide();
-    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    QVector<QPair<QString, QString>> rows;
-    for (QAction* menu : menuBar()->actions())
-        if (menu->menu())
-            for (QAction* a : menu->menu()->actions()) {
-                const QString text = a->text().remove(u'&');
-                if (!a->shortcut().isEmpty())
-                    rows.push_back({a->shortcut().toString(QKeySequence::NativeText), text});
-                else if (text.contains(u'\t')) // a key the window handles itself
-                    rows.push_back({text.section(u'\t', 1), text.section(u'\t', 0, 0)});
-            }
-    rows.push_back({tr("Click a counter"), tr("Show only that state")});
-    rows.push_back({tr("Shift/Ctrl+click"), tr("Select several keys")});
-    rows.push_back({tr("→, Page Down"), tr("Race lab, teaching mode: the next step")});
-    rows.push_back({tr("F11"), tr("Race lab: projector mode")});
-    table->setRowCount(static_cast<int>(rows.size()));
-    for (int i = 0; i < rows.size(); ++i) {
-        table->setItem(i, 0, new QTableWidgetItem(rows[i].first));
-        table->setItem(i, 1, new QTableWidgetItem(rows[i].second));
-    }
-    table->resizeColumnsToContents();
-    table->horizontalHeader()->setStretchLastSection(true);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-    auto* layout = new QVBoxLayout(&dialog);
-    layout->addWidget(table);
-    layout->addWidget(buttons);
-    dialog.resize(std::min(560, width()), std::min(520, height()));
-    dialog.exec();
-}
 
 void MainWindow::clearFilter()
 {
@@ -677,264 +537,7 @@ void MainWindow::setReadOnly(bool on)
     updateActions();
 }
 
-MainWindow::Freshness MainWindow::freshness() const
-{
-    if (!m_everHeard)
-        return Freshness::NoData;
-    return m_link == ConsoleWorker::Link::Connected && m_freshScan ? Freshness::Live : Freshness::AsOf;
-}
 
-void MainWindow::heard(qint64 serverNowMs)
-{
-    m_lastHeard = QDateTime::currentDateTime();
-    if (serverNowMs > 0)
-        m_lastHeardServerMs = serverNowMs;
-    if (!m_everHeard) {
-        m_everHeard = true;
-        updateFreshness();
-    }
-}
-
-void MainWindow::updateFreshness()
-{
-    const Freshness f = freshness();
-    const bool changed = f != m_freshness;
-    m_freshness = f;
-    if (f == Freshness::AsOf) {
-        if (!m_live->isFrozen())
-            m_live->freezeAt(m_lastHeardServerMs);
-    } else {
-        m_live->thaw();
-    }
-    // counters: grey while the data is not current
-    QPalette counterPalette = palette();
-    if (f != Freshness::Live)
-        counterPalette.setColor(QPalette::ButtonText, theme::staleText(counterPalette));
-    m_counterBox->setPalette(counterPalette);
-
-    using Link = ConsoleWorker::Link;
-    const QString asOf = m_lastHeard.toString(u"HH:mm:ss"_s);
-    QString text, chartText;
-    theme::Severity severity = theme::Severity::Info;
-    bool offerConnect = false;
-    if (m_link == Link::Refused) {
-        severity = theme::Severity::Error;
-        text = m_linkDetail;
-        if (m_everHeard)
-            text += u' ' + tr("The data shown is as of %1.").arg(asOf);
-        offerConnect = true;
-        chartText = tr("No data: the settings for %1 need correcting (Connect…).").arg(m_server);
-    } else if (m_link == Link::Connected) {
-        if (f == Freshness::NoData)
-            text = tr("Connected to %1 — reading the keys…").arg(m_server);
-        else if (f == Freshness::AsOf)
-            text = tr("Back in touch with %1: reading the keys again. Until that ends, the data shown is as of %2.")
-                       .arg(m_server, asOf);
-        chartText = tr("Reading the keys of %1…").arg(m_server);
-    } else if (!m_everHeard) {
-        severity = m_link == Link::Connecting ? theme::Severity::Info : theme::Severity::Error;
-        text = m_link == Link::Connecting
-                   ? tr("Connecting to %1 — no data yet.").arg(m_server)
-                   : tr("Cannot reach %1: %2. Nothing has been read from it yet: the counters show “—”, not 0.")
-                         .arg(m_server, m_linkDetail);
-        offerConnect = m_link != Link::Connecting;
-        chartText = m_link == Link::Connecting ? tr("Connecting to %1…").arg(m_server)
-                                               : tr("No data: not connected to %1.").arg(m_server);
-    } else if (m_linkDetail.startsWith(u"failing over"_s)) {
-        severity = theme::Severity::Warning;
-        text = tr("%1 is failing over since %2: the console asks the sentinels for the new primary (%3). The data "
-                  "shown is as of %4: countdowns are stopped, and force-fail and purge are off until the new primary "
-                  "answers.")
-                   .arg(m_server, m_lostAt.toString(u"HH:mm:ss"_s), m_linkDetail.section(u": "_s, 1), asOf);
-    } else {
-        severity = theme::Severity::Warning;
-        text = tr("Connection to %1 lost at %2 (%3). The data shown is as of %4: countdowns are stopped, and force-fail "
-                  "and purge are off until the server answers again.")
-                   .arg(m_server, m_lostAt.toString(u"HH:mm:ss"_s), m_linkDetail, asOf);
-        offerConnect = true;
-    }
-    if (m_link != Link::Connected)
-        m_liveLabel->setText(tr("no live updates"));
-    m_bannerText->setText(text);
-    if (const QString sheet = theme::bannerStyle(severity, palette()); sheet != m_banner->styleSheet())
-        m_banner->setStyleSheet(sheet); // a new style sheet re-polishes: only when it changes
-    m_bannerConnect->setVisible(offerConnect);
-    m_banner->setVisible(!text.isEmpty());
-    if (!chartText.isEmpty())
-        m_chart->setEmptyText(chartText);
-    m_inspector->setStaleNote(f == Freshness::AsOf ? tr("Not current: this is the record as read before %1; the "
-                                                        "connection to %2 is down.")
-                                                         .arg(asOf, m_server)
-                                                   : QString());
-    m_table->repaintRows();
-    updateCounters();
-    updateActions();
-    if (changed)
-        Q_EMIT freshnessChanged(f);
-}
-
-void MainWindow::updateActions()
-{
-    const bool live = freshness() == Freshness::Live;
-    const QString lock = readOnlyLock();
-    const bool readOnly = m_readOnly || !lock.isEmpty();
-    const bool rewound = m_history->isRewound();
-    const bool can = live && !readOnly && !rewound;
-    const QString why = rewound    ? tr("Rewound: the table shows the past; press Live to act on keys")
-                        : readOnly ? tr("Read-only: %1").arg(lock.isEmpty() ? tr("switched on (Keys ▸ Read-only)") : lock)
-                        : !live  ? tr("Not connected: force-fail and purge are off until the server answers again")
-                                 : QString();
-    for (QAction* a : {m_forceFail, m_purge, m_forceFailAll, m_purgeAll}) {
-        a->setEnabled(can);
-        a->setToolTip(can ? a->text().remove(u'&') : why);
-    }
-    // another program's table: the word it writes for a failure is its own, so idem writes none
-    const QString table = isPostgresUrl(m_options.connection.url) ? m_options.connection.table : QString();
-    const QString noForceFail =
-        tr("Table %1 is another program's: the word it writes for a failure is its own. Purge a row whose work is "
-           "over instead (its next request runs again)").arg(table);
-    if (!table.isEmpty())
-        for (QAction* a : {m_forceFail, m_forceFailAll}) {
-            a->setEnabled(false);
-            a->setToolTip(noForceFail);
-        }
-    m_readOnlyAction->setChecked(readOnly);
-    m_readOnlyAction->setEnabled(lock.isEmpty()); // --read-only, or a user who may not write: it stays
-    m_readOnlyAction->setText(lock.isEmpty() ? tr("&Read-only") : tr("&Read-only (locked)"));
-    m_readOnlyAction->setToolTip(lock.isEmpty() ? tr("Switch force-fail and purge off for this session")
-                                                : tr("Read-only: %1").arg(lock));
-    m_modeLabel->setText(readOnly ? u"🔒 "_s + why : QString());
-    const int r = m_inspector->key().isEmpty() ? -1 : m_model->rowOfKey(m_inspector->key());
-    const bool failable = r >= 0 && (m_model->row(r).state == idem::RecordState::Started ||
-                                     m_model->row(r).state == idem::RecordState::Failed);
-    m_inspector->setActions(can && failable && table.isEmpty(), can && r >= 0,
-                            !can ? why : !table.isEmpty() ? noForceFail
-                                                          : tr("Only STARTED and FAILED records can be force-failed"));
-    m_raceLab->setConnectedWritable(live && !readOnly,
-                                    readOnly ? why : !live ? tr("not connected") : QString());
-    m_replay->setConnectedWritable(live && !readOnly, readOnly ? why : !live ? tr("not connected") : QString());
-}
-
-QVector<KeyRow> MainWindow::rowsFor(bool selectedOnly) const
-{
-    QVector<KeyRow> rows;
-    if (selectedOnly) {
-        for (const QModelIndex& i : m_table->selectionModel()->selectedRows())
-            rows.push_back(m_model->row(m_proxy->mapToSource(i).row()));
-    } else {
-        for (int r = 0; r < m_proxy->rowCount(); ++r)
-            rows.push_back(m_model->row(m_proxy->mapToSource(m_proxy->index(r, 0)).row()));
-    }
-    return rows;
-}
-
-void MainWindow::forceFailSelected() { runAction(true, rowsFor(true), true); }
-void MainWindow::purgeSelected() { runAction(false, rowsFor(true), true); }
-void MainWindow::forceFailFiltered() { runAction(true, rowsFor(false), false); }
-void MainWindow::purgeFiltered() { runAction(false, rowsFor(false), false); }
-
-void MainWindow::actOnKey(bool forceFail, const QString& key)
-{
-    const int r = m_model->rowOfKey(key);
-    if (r < 0) {
-        noteAction(tr("%1 is no longer in the table").arg(key));
-        return;
-    }
-    runAction(forceFail, {m_model->row(r)}, true);
-}
-
-void MainWindow::noteAction(const QString& text)
-{
-    statusBar()->showMessage(QTime::currentTime().toString(u"HH:mm:ss "_s) + text, 15000);
-}
-
-void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection)
-{
-    if (freshness() != Freshness::Live) { // checked before asking anything
-        noteAction(tr("Not connected to %1: force-fail and purge wait until it answers again").arg(m_server));
-        return;
-    }
-    if (m_readOnly || !readOnlyLock().isEmpty()) {
-        noteAction(tr("Read-only: operator actions are disabled"));
-        return;
-    }
-    if (rows.isEmpty()) {
-        noteAction(tr("No keys selected"));
-        return;
-    }
-    if (forceFail && !m_options.connection.table.isEmpty() && isPostgresUrl(m_options.connection.url)) {
-        noteAction(m_forceFail->toolTip()); // (the action is off: a shortcut or the inspector got here)
-        return;
-    }
-    const qint64 now = m_model->serverNowMs();
-    ConfirmDialog::Request request;
-    request.kind = forceFail ? ConfirmDialog::Kind::ForceFail : ConfirmDialog::Kind::Purge;
-    request.server = m_server + (m_options.titleNote.isEmpty() ? QString() : u" ("_s + m_options.titleNote + u')');
-    QVector<KeyRow> target;
-    for (const KeyRow& r : rows) {
-        const idem::RecordState state = r.stateAt(now);
-        if (forceFail && state != idem::RecordState::Started && state != idem::RecordState::Failed)
-            continue; // only work in progress (or failed) can be force-failed
-        if (idem::notARecord(state) && !selection) {
-            ++request.leftOut; // keys idem cannot read are never taken by a filter: select them by hand
-            continue;
-        }
-        QString s = QString::fromUtf8(idem::nameOf(state).data());
-        if (r.isStale(now))
-            s = u"stale STARTED"_s;
-        ++request.byState[s];
-        ++request.byFormat[QString::fromUtf8(idem::nameOf(r.format).data())];
-        request.liveLocks += state == idem::RecordState::Started && !r.isStale(now) ? 1 : 0;
-        request.completed += state == idem::RecordState::Completed ? 1 : 0;
-        if (request.sample.size() < ConfirmDialog::kSampleSize)
-            request.sample << m_model->idOf(r);
-        target.push_back(r);
-    }
-    if (target.isEmpty()) {
-        noteAction(forceFail ? tr("Nothing to force-fail: only STARTED and FAILED records can be")
-                             : tr("Nothing to purge: keys that are not records are only purged when selected by hand"));
-        return;
-    }
-    request.keys = static_cast<int>(target.size());
-    ConfirmDialog dialog(request, this);
-    if (dialog.exec() != QDialog::Accepted)
-        return;
-    if (freshness() != Freshness::Live) { // the connection went while the dialog was open
-        noteAction(tr("Not done: the connection to %1 went while the confirmation was open").arg(m_server));
-        return;
-    }
-    const QString reason = dialog.reason();
-    const bool terminal = dialog.terminal();
-    const QString who = whoAmI();
-
-    AuditEntry entry;
-    entry.when = QDateTime::currentDateTime();
-    entry.who = who;
-    entry.action = forceFail ? (terminal ? u"force-fail (terminal)"_s : u"force-fail (retryable)"_s) : u"purge"_s;
-    entry.server = m_server;
-    entry.why = reason;
-    entry.keys = static_cast<int>(target.size());
-    QStringList sample;
-    for (int i = 0; i < std::min<int>(5, static_cast<int>(target.size())); ++i)
-        sample << m_model->idOf(target[i]);
-    entry.sample = sample.join(u", "_s) + (target.size() > 5 ? u", …"_s : QString());
-    // the entry is written when the worker reports what changed
-    auto conn = std::make_shared<QMetaObject::Connection>();
-    *conn = connect(this, &MainWindow::actionCompleted, this, [this, entry, conn](const ActionResult& r) mutable {
-        disconnect(*conn);
-        entry.changed = r.changed;
-        entry.error = r.error;
-        if (!m_audit->append(entry))
-            QMessageBox::warning(this, tr("Audit trail"),
-                                 tr("Could not write the audit trail %1: %2").arg(m_audit->path(), m_audit->lastError()));
-    });
-    if (forceFail)
-        QMetaObject::invokeMethod(m_worker, [w = m_worker, target, reason, terminal, who] {
-            w->forceFail(target, reason, terminal, who);
-        });
-    else
-        QMetaObject::invokeMethod(m_worker, [w = m_worker, target, reason, who] { w->purge(target, reason, who); });
-}
 
 void MainWindow::tick()
 {
@@ -1033,110 +636,6 @@ void MainWindow::checkInspectedShown()
     updateActions();
 }
 
-bool MainWindow::exportTo(const QString& path, QString* error) const
-{
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-        if (error)
-            *error = f.errorString();
-        return false;
-    }
-    // raw values as of the moment the data was read: ISO 8601 times (UTC), milliseconds, full tokens
-    const qint64 now = m_model->serverNowMs();
-    const QString capturedAt = iso(m_model->isFrozen() ? m_model->frozenAtMs() : now);
-    struct Field {
-        const char* name;
-        std::function<QJsonValue(const KeyRow&)> value;
-    };
-    const auto ms = [](qint64 v) { return QJsonValue(static_cast<double>(v)); };
-    const auto time = [](qint64 v) { return v > 0 ? QJsonValue(iso(v)) : QJsonValue(QJsonValue::Null); };
-    const std::vector<Field> fields = {
-        {"key", [](const KeyRow& r) { return QJsonValue(r.keyText()); }},
-        {"id", [this](const KeyRow& r) { return QJsonValue(m_model->idOf(r)); }},
-        {"state", [now](const KeyRow& r) { return QJsonValue(QString::fromUtf8(idem::nameOf(r.stateAt(now)).data())); }},
-        {"stale", [now](const KeyRow& r) { return QJsonValue(r.isStale(now)); }},
-        {"no_lease", [](const KeyRow& r) { return QJsonValue(r.blocked()); }},
-        {"terminal", [](const KeyRow& r) { return QJsonValue(r.terminal()); }},
-        {"format", [](const KeyRow& r) { return QJsonValue(QString::fromUtf8(idem::nameOf(r.format).data())); }},
-        {"type", [](const KeyRow& r) { return QJsonValue(QString::fromLatin1(r.typeName())); }},
-        {"ttl_ms",
-         [&](const KeyRow& r) {
-             return r.noExpiryKept() ? QJsonValue(QJsonValue::Null)
-                                     : ms(r.noTtl() ? -1 : std::max<qint64>(0, r.expiresAtMs - now));
-         }},
-        {"expires_at", [&](const KeyRow& r) { return time(r.expiresAtMs < 0 ? 0 : r.expiresAtMs); }},
-        {"created_at", [&](const KeyRow& r) { return time(r.createdMs); }},
-        {"age_ms", [&](const KeyRow& r) { return r.createdMs > 0 ? ms(now - r.createdMs) : QJsonValue(QJsonValue::Null); }},
-        {"lease_until", [&](const KeyRow& r) {
-             return time(r.state == idem::RecordState::Started ? r.leaseUntilMs : 0);
-         }},
-        {"lease_remaining_ms", [&](const KeyRow& r) {
-             return r.state == idem::RecordState::Started && r.leaseUntilMs > 0 ? ms(r.leaseUntilMs - now)
-                                                                                 : QJsonValue(QJsonValue::Null);
-         }},
-        {"owner", [](const KeyRow& r) { return QJsonValue(r.owner()); }},
-        {"attempt", [&](const KeyRow& r) { return ms(r.attempt); }},
-        {"fence", [&](const KeyRow& r) { return ms(r.fence); }},
-        {"note", [](const KeyRow& r) { return QJsonValue(r.note); }},
-    };
-    const auto rowAt = [this](int r) -> const KeyRow& {
-        return m_model->row(m_proxy->mapToSource(m_proxy->index(r, 0)).row());
-    };
-    if (path.endsWith(u".json"_s, Qt::CaseInsensitive)) {
-        QJsonArray rows;
-        for (int r = 0; r < m_proxy->rowCount(); ++r) {
-            QJsonObject o;
-            for (const Field& field : fields)
-                o[QLatin1String(field.name)] = field.value(rowAt(r));
-            rows.append(o);
-        }
-        const QJsonObject doc{{u"captured_at"_s, capturedAt},
-                              {u"exported_at"_s, iso(QDateTime::currentMSecsSinceEpoch())},
-                              {u"live"_s, freshness() == Freshness::Live},
-                              {u"server"_s, m_server},
-                              {u"namespace"_s, m_options.connection.keyNamespace},
-                              {u"filter"_s, QJsonObject{{u"state"_s, QString::fromUtf8(idem::nameOf(m_proxy->stateFilter()).data())},
-                                                        {u"text"_s, m_proxy->text()}}},
-                              {u"rows"_s, rows}};
-        f.write(QJsonDocument(doc).toJson(QJsonDocument::Indented));
-        return true;
-    }
-    auto csv = [](QString s) {
-        if (s.contains(u',') || s.contains(u'"') || s.contains(u'\n'))
-            s = u'"' + s.replace(u"\""_s, u"\"\""_s) + u'"';
-        return s;
-    };
-    QStringList header;
-    for (const Field& field : fields)
-        header << QLatin1String(field.name);
-    header << u"captured_at"_s;
-    f.write(header.join(u',').toUtf8() + '\n');
-    for (int r = 0; r < m_proxy->rowCount(); ++r) {
-        QStringList line;
-        for (const Field& field : fields) {
-            const QJsonValue v = field.value(rowAt(r));
-            line << csv(v.isBool() ? (v.toBool() ? u"true"_s : u"false"_s)
-                        : v.isDouble() ? QString::number(static_cast<qint64>(v.toDouble()))
-                                       : v.toString());
-        }
-        line << capturedAt;
-        f.write(line.join(u',').toUtf8() + '\n');
-    }
-    return true;
-}
-
-void MainWindow::exportView()
-{
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export the current view"), u"idem-keys.csv"_s,
-                                                      tr("CSV (*.csv);;JSON (*.json)"));
-    if (path.isEmpty())
-        return;
-    QString error;
-    if (!exportTo(path, &error))
-        QMessageBox::warning(this, tr("Export"), tr("Could not write %1: %2").arg(path, error));
-    else
-        noteAction(tr("Exported %1 rows to %2").arg(m_proxy->rowCount()).arg(path));
-}
 
 void MainWindow::showAuditTrail()
 {
