@@ -2,6 +2,7 @@
 
 #include "idem/format/httpanswer.h"
 #include "idem/gateway/keyrules.h"
+#include "idem/utf8.h"
 
 #include "idem/gateway/httpresponse.h"
 
@@ -10,47 +11,6 @@
 #include <algorithm>
 
 namespace idem::gateway {
-
-namespace {
-
-// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF)
-bool validUtf8(std::string_view s)
-{
-    for (std::size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t n = 0;
-        unsigned char lo = 0x80, hi = 0xbf; // the second byte's range
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 2;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 3;
-            lo = c == 0xe0 ? 0xa0 : 0x80;
-            hi = c == 0xed ? 0x9f : 0xbf;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 4;
-            lo = c == 0xf0 ? 0x90 : 0x80;
-            hi = c == 0xf4 ? 0x8f : 0xbf;
-        } else {
-            return false;
-        }
-        if (i + n > s.size())
-            return false;
-        const auto c1 = static_cast<unsigned char>(s[i + 1]);
-        if (c1 < lo || c1 > hi)
-            return false;
-        for (std::size_t k = 2; k < n; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80)
-                return false;
-        i += n;
-    }
-    return true;
-}
-
-} // namespace
 
 // Written by hand, not through QJsonObject: this runs for every answer the gateway stores, and
 // the JSON tree, its UTF-16 strings and their allocations were a noticeable part of a request.

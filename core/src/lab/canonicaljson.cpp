@@ -1,5 +1,7 @@
 #include "lab/canonicaljson.h"
 
+#include "idem/utf8.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -140,7 +142,7 @@ private:
                 ++p_;
                 continue;
             }
-            const int n = utf8Tail(c, end_ - p_ > 1 ? static_cast<unsigned char>(p_[1]) : 0);
+            const int n = utf8Tail(static_cast<unsigned char>(c), end_ - p_ > 1 ? static_cast<unsigned char>(p_[1]) : 0);
             if (n == 0 || end_ - p_ <= n)
                 return false;
             for (int k = 2; k <= n; ++k)
@@ -153,25 +155,6 @@ private:
             *key = std::string_view(start + 1, static_cast<std::size_t>(p_ - start - 2));
         out_.append(start, p_);
         return true;
-    }
-
-    // The bytes following a UTF-8 lead byte `c` whose next byte is `next` (RFC 3629), 0 if invalid.
-    static int utf8Tail(unsigned c, unsigned next)
-    {
-        if (c >= 0xC2 && c <= 0xDF)
-            return (next & 0xC0) == 0x80 ? 1 : 0;
-        unsigned lo = 0x80, hi = 0xBF;
-        int n = 0;
-        if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            lo = c == 0xE0 ? 0xA0 : 0x80;
-            hi = c == 0xED ? 0x9F : 0xBF;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            lo = c == 0xF0 ? 0x90 : 0x80;
-            hi = c == 0xF4 ? 0x8F : 0xBF;
-        }
-        return n && next >= lo && next <= hi ? n : 0;
     }
 
     bool array(int depth)

@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string_view>
+
+namespace idem {
+
+// Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past U+10FFFF.
+// The number of continuation bytes after lead byte `lead` whose first continuation byte is
+// `next` (1 to 3), or 0 when no well-formed sequence starts so.
+int utf8Tail(unsigned char lead, unsigned char next);
+bool validUtf8(std::string_view s);
+
+} // namespace idem
