@@ -10,12 +10,17 @@
 #include "pgfixture.h"
 #include "testsupport.h"
 
+#include <libpq-fe.h>
+
 #include <QtTest>
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
+#include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 using idem::AcquireStatus;
@@ -286,6 +291,97 @@ private slots:
         QVERIFY2(again.empty(), qPrintable(QString::number(again.size()) + u" never ran"_qs));
         for (const auto& id : ids)
             QVERIFY2(chains.runs[id] == 1, (id + " ran " + std::to_string(chains.runs[id])).c_str());
+    }
+
+    // A row another connection's transaction holds (execute()'s transactional mode, here a bare
+    // BEGIN; acquire): the pipelined acquire of that id waits at most the lock timeout and answers
+    // InProgress; the calls sent after it on the same connection are answered, not held up for good
+    void aHeldRowDoesNotStallThePipeline()
+    {
+        idem::PgStoreOptions o;
+        o.pipelineConnections = 1;
+        o.pipelineLockTimeout = idem::Millis(300);
+        idem::PgStore store(url, o);
+        const std::string held = idemtest::uniqueNamespace("held");
+        PGconn* tx = PQconnectdb(url.c_str());
+        QCOMPARE(PQstatus(tx), CONNECTION_OK);
+        PQclear(PQexec(tx, "BEGIN"));
+        const std::string q = "SELECT outcome FROM idem.acquire('" + held + "')";
+        PGresult* r = PQexec(tx, q.c_str());
+        QCOMPARE(PQresultStatus(r), PGRES_TUPLES_OK);
+        QCOMPARE(std::string(PQgetvalue(r, 0, 0)), std::string("acquired"));
+        PQclear(r);
+        std::mutex mutex;
+        std::condition_variable cv;
+        int answered = 0, acquired = 0;
+        std::optional<idem::AcquireStatus> heldStatus;
+        QElapsedTimer t;
+        t.start();
+        store.acquireAsync(held, "", idem::Millis(5000), [&](idem::AcquireResult a, std::exception_ptr e) {
+            std::lock_guard lock(mutex);
+            if (!e)
+                heldStatus = a.status;
+            ++answered;
+            cv.notify_all();
+        });
+        for (int i = 0; i < 20; ++i)
+            store.acquireAsync(held + "-next-" + std::to_string(i), "", idem::Millis(5000),
+                               [&](idem::AcquireResult a, std::exception_ptr e) {
+                                   std::lock_guard lock(mutex);
+                                   acquired += !e && a.status == AcquireStatus::Acquired ? 1 : 0;
+                                   ++answered;
+                                   cv.notify_all();
+                               });
+        {
+            std::unique_lock lock(mutex);
+            QVERIFY(cv.wait_for(lock, std::chrono::seconds(20), [&] { return answered == 21; }));
+        }
+        const qint64 ms = t.elapsed();
+        PQclear(PQexec(tx, "ROLLBACK"));
+        PQfinish(tx);
+        QVERIFY(heldStatus);
+        QCOMPARE(*heldStatus, AcquireStatus::InProgress);
+        QCOMPARE(acquired, 20);
+        QVERIFY2(ms >= 250 && ms < 5000, qPrintable(QString::number(ms) + u" ms"_qs));
+        // the transaction gone, the id is free
+        std::promise<idem::AcquireResult> again;
+        store.acquireAsync(held, "", idem::Millis(5000), [&](idem::AcquireResult a, std::exception_ptr) {
+            again.set_value(std::move(a));
+        });
+        QCOMPARE(again.get_future().get().status, AcquireStatus::Acquired);
+    }
+
+    // A backend that stops answering (SIGSTOP): the calls under way on its connection fail after
+    // the call timeout (the work does not run), and the next call gets a new connection
+    void aHungBackendFailsItsCallsInTime()
+    {
+        idem::PgStoreOptions o;
+        o.pipelineConnections = 1;
+        o.pipelineCallTimeout = idem::Millis(500);
+        idem::PgStore store(urlFor("idem_pipe_hung"), o);
+        idem::Executor ex(store);
+        QCOMPARE(ex.submit(idemtest::uniqueNamespace("before"), "", [](const idem::WorkContext&) {
+            return idem::WorkResult::success("");
+        }).get().kind, OutcomeKind::Executed);
+        const pid_t backend = static_cast<pid_t>(std::stoi(
+            pgSql(url, "SELECT pid FROM pg_stat_activity WHERE application_name = 'idem_pipe_hung'")));
+        QCOMPARE(::kill(backend, SIGSTOP), 0);
+        std::atomic<int> ran{0};
+        QElapsedTimer t;
+        t.start();
+        const auto o1 = ex.submit(idemtest::uniqueNamespace("hung"), "", [&](const idem::WorkContext&) {
+            ++ran;
+            return idem::WorkResult::success("must not run");
+        }).get();
+        const qint64 ms = t.elapsed();
+        ::kill(backend, SIGCONT);
+        QCOMPARE(o1.kind, OutcomeKind::StoreUnavailable);
+        QVERIFY2(o1.error.find("no answer within 500 ms") != std::string::npos, o1.error.c_str());
+        QCOMPARE(ran.load(), 0);
+        QVERIFY2(ms >= 450 && ms < 5000, qPrintable(QString::number(ms) + u" ms"_qs));
+        QCOMPARE(ex.submit(idemtest::uniqueNamespace("after"), "", [](const idem::WorkContext&) {
+            return idem::WorkResult::success("");
+        }).get().kind, OutcomeKind::Executed);
     }
 
     // PostgreSQL away: submit() fails closed (the work does not run); back, the pipelines connect

@@ -5,13 +5,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace idem {
 
-PgPipeline::PgPipeline(std::string conninfo, int connectTimeoutSeconds, std::function<void(PgConnection&)> prepare)
-    : m_conninfo(std::move(conninfo)), m_connectTimeout(connectTimeoutSeconds), m_prepare(std::move(prepare))
+PgPipeline::PgPipeline(std::string conninfo, int connectTimeoutSeconds, std::chrono::milliseconds callTimeout,
+                       std::function<void(PgConnection&)> prepare)
+    : m_conninfo(std::move(conninfo)), m_connectTimeout(connectTimeoutSeconds), m_callTimeout(callTimeout),
+      m_prepare(std::move(prepare))
 {
     m_wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (m_wake < 0)
@@ -106,7 +109,13 @@ void PgPipeline::run()
             fds[1].fd = PQsocket(m_conn->get());
             fds[1].events = static_cast<short>(POLLIN | (m_wantWrite ? POLLOUT : 0));
         }
-        if (::poll(fds, m_conn ? 2 : 1, -1) < 0 && errno != EINTR)
+        int waitMs = -1; // until the oldest call under way is due
+        if (!m_sent.empty()) {
+            const auto due = m_sent.front().sentAt + m_callTimeout - std::chrono::steady_clock::now();
+            waitMs = static_cast<int>(
+                std::max<long long>(0, std::chrono::ceil<std::chrono::milliseconds>(due).count()));
+        }
+        if (::poll(fds, m_conn ? 2 : 1, waitMs) < 0 && errno != EINTR)
             break; // cannot happen with valid descriptors
         if (fds[0].revents & POLLIN) {
             std::uint64_t n = 0;
@@ -116,6 +125,9 @@ void PgPipeline::run()
             flush();
         if (m_conn && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
             readAnswers();
+        if (m_conn && !m_sent.empty() && std::chrono::steady_clock::now() - m_sent.front().sentAt >= m_callTimeout)
+            lost("no answer within " + std::to_string(m_callTimeout.count()) + " ms: the connection is taken for hung",
+                 true);
     }
 }
 
@@ -164,6 +176,7 @@ void PgPipeline::sendQueued(std::vector<Call>& calls)
                                 formats.data(), 1) != 1 ||
             PQpipelineSync(conn) != 1)
             break;
+        c.sentAt = std::chrono::steady_clock::now();
         m_sent.push_back(std::move(c));
     }
     if (i < calls.size()) { // the connection broke while sending: what did not go out fails too
@@ -231,7 +244,7 @@ void PgPipeline::readAnswers()
         lost(PQerrorMessage(conn));
 }
 
-void PgPipeline::lost(const std::string& why)
+void PgPipeline::lost(const std::string& why, bool timedOut)
 {
     std::unique_ptr<PgConnection> gone;
     {
@@ -246,8 +259,11 @@ void PgPipeline::lost(const std::string& why)
         line.pop_back();
     for (Call& c : sent) {
         c.answer.reset();
-        c.error = std::make_exception_ptr(
-            ClosedError("PostgreSQL connection lost" + (line.empty() ? std::string() : ": " + line)));
+        if (timedOut)
+            c.error = std::make_exception_ptr(TimeoutError("PostgreSQL: " + line));
+        else
+            c.error = std::make_exception_ptr(
+                ClosedError("PostgreSQL connection lost" + (line.empty() ? std::string() : ": " + line)));
         finish(c);
     }
 }

@@ -2,6 +2,7 @@
 
 #include "pg/pgconnection.h"
 
+#include <chrono>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -27,7 +28,10 @@ class PgPipeline {
 public:
     using Done = std::function<void(PgResultPtr, std::exception_ptr)>;
     // prepare(c): readies a new connection (prepares the statements) before it enters the pipeline
-    PgPipeline(std::string conninfo, int connectTimeoutSeconds, std::function<void(PgConnection&)> prepare);
+    // callTimeout: no answer to the oldest call under way for this long, and the connection is
+    // taken for hung: closed, its calls failed with TimeoutError
+    PgPipeline(std::string conninfo, int connectTimeoutSeconds, std::chrono::milliseconds callTimeout,
+               std::function<void(PgConnection&)> prepare);
     ~PgPipeline(); // fails what is still queued or under way with ClosedError, then joins
     PgPipeline(const PgPipeline&) = delete;
     PgPipeline& operator=(const PgPipeline&) = delete;
@@ -43,17 +47,19 @@ private:
         Done done;
         PgResultPtr answer{nullptr, &PQclear};
         std::exception_ptr error;
+        std::chrono::steady_clock::time_point sentAt;
     };
     void run();
     void sendQueued(std::vector<Call>& calls);
     bool connect(std::exception_ptr& error);
     void readAnswers();
     void flush();
-    void lost(const std::string& why);
+    void lost(const std::string& why, bool timedOut = false);
     static void finish(Call& c);
 
     const std::string m_conninfo;
     const int m_connectTimeout;
+    const std::chrono::milliseconds m_callTimeout;
     const std::function<void(PgConnection&)> m_prepare;
     int m_wake = -1; // eventfd: calls queued, or stop
 

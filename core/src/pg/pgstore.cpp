@@ -225,7 +225,12 @@ PgPipeline& PgStore::pipeline()
     std::call_once(m_pipelinesOnce, [this] {
         std::vector<std::unique_ptr<PgPipeline>> made;
         for (std::size_t i = 0; i < std::max<std::size_t>(1, m_options.pipelineConnections); ++i)
-            made.push_back(std::make_unique<PgPipeline>(m_conninfo, m_options.connectTimeoutSeconds, &prepareAll));
+            made.push_back(std::make_unique<PgPipeline>(
+                m_conninfo, m_options.connectTimeoutSeconds, m_options.pipelineCallTimeout,
+                [lockTimeout = m_options.pipelineLockTimeout](PgConnection& c) {
+                    prepareAll(c);
+                    c.exec("SET lock_timeout = " + std::to_string(std::max<long long>(1, lockTimeout.count())));
+                }));
         std::lock_guard lock(m_mutex);
         m_pipelines = std::move(made);
     });
@@ -353,8 +358,25 @@ void PgStore::acquireAsync(std::string_view id, std::string_view fingerprint, Mi
                            StoreCallback<AcquireResult> done)
 {
     checkId(id);
+    // a row another transaction holds past the lock timeout (55P03, lock_not_available): that
+    // transaction is working on the id, as execute() says InProgress for it
+    StoreCallback<AcquireResult> held = [done = std::move(done)](AcquireResult a, std::exception_ptr error) {
+        if (error) {
+            try {
+                std::rethrow_exception(error);
+            } catch (const PgError& e) {
+                if (e.sqlstate() == "55P03") {
+                    AcquireResult busy;
+                    busy.status = AcquireStatus::InProgress;
+                    return done(std::move(busy), nullptr);
+                }
+            } catch (...) {
+            }
+        }
+        done(std::move(a), error);
+    };
     pipeline().send("idem_acquire", acquireParams(id, fingerprint, lease, m_options.staleKeep, newToken()),
-                    answerTo<AcquireResult>(std::move(done), [id = std::string(id)](const PGresult* r) {
+                    answerTo<AcquireResult>(std::move(held), [id = std::string(id)](const PGresult* r) {
                         return acquireFrom(r, id);
                     }));
 }

@@ -32,6 +32,13 @@ struct PgStoreOptions {
     // submit() through Executor: connections in libpq's pipeline mode, each with an I/O thread,
     // opened on the first asynchronous call
     std::size_t pipelineConnections = 2;
+    // A pipelined call waits at most this long for a row another transaction holds (an execute()
+    // of the transactional mode): then an acquire answers InProgress, and the calls behind it on
+    // that connection are not held up any longer.
+    Millis pipelineLockTimeout{1'000};
+    // No answer to a pipelined call for this long: the connection is taken for hung and closed,
+    // and its calls under way fail with TimeoutError (the next call connects again).
+    Millis pipelineCallTimeout{30'000};
 };
 
 // What the transactional mode's work sees: the connection, inside the transaction that acquired
