@@ -8,6 +8,7 @@
 #include "consoleworker.h"
 
 #include "logging.h"
+#include "qstd.h"
 
 #include "idem/errors.h"
 #include "idem/format/record.h"
@@ -22,7 +23,6 @@ using namespace Qt::StringLiterals;
 
 namespace {
 constexpr int kPgResyncMs = 60'000; // a full read now and then, as with keyspace notifications
-QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 } // namespace
 
 bool isPostgresUrl(const QString& url)

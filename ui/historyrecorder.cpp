@@ -2,6 +2,7 @@
 
 #include "consoleworker.h"
 #include "logging.h"
+#include "qstd.h"
 
 #include "idem/errors.h"
 #include "idem/lab/capture.h"
@@ -20,7 +21,6 @@
 using namespace Qt::StringLiterals;
 
 namespace {
-QString qs(const std::string& s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
 QString timeText(qint64 ms)
 {
