@@ -9,7 +9,7 @@
 #include "format/time.h"
 #include "idem/errors.h"
 #include "idem/lab/capture.h"
-#include "lab/canonicaljson.h"
+#include "common/canonicaljson.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +42,7 @@ void roundTrips(const ReplayEvent& ev)
 void sameAsLibrary(std::string_view text)
 {
     std::string fast = "x";
-    if (!lab::appendCanonicalJson(text, fast)) {
+    if (!appendCanonicalJson(text, fast)) {
         FUZZ_CHECK(fast == "x");
         return;
     }

@@ -1,5 +1,7 @@
 #include "idem/engine/fingerprint.h"
 
+#include "common/canonicaljson.h"
+
 #include "idem/errors.h"
 #include "idem/hash.h"
 
@@ -26,8 +28,10 @@ std::string fingerprint(std::string_view payload)
     std::string canonical;
     const auto first = payload.find_first_not_of(" \t\r\n");
     if (first != std::string_view::npos && (payload[first] == '{' || payload[first] == '[')) {
-        auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-        if (!j.is_discarded()) {
+        // the common shapes without a tree (the library's text exactly); the rest through it
+        if (appendCanonicalJson(payload, canonical)) {
+            bytes = canonical;
+        } else if (auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false); !j.is_discarded()) {
             canonical = j.dump();
             bytes = canonical;
         }

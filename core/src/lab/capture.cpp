@@ -3,7 +3,7 @@
 #include "idem/errors.h"
 #include "idem/redis/connection.h"
 #include "idem/redis/reply.h"
-#include "lab/canonicaljson.h"
+#include "common/canonicaljson.h"
 #include "lab/labredis.h"
 
 #include <algorithm>
@@ -109,7 +109,7 @@ std::string payloadJson(std::string_view value)
     // path, which writes that same text without building a tree (capture's cost is this line).
     std::string fast;
     fast.reserve(value.size());
-    if (lab::appendCanonicalJson(value, fast))
+    if (appendCanonicalJson(value, fast))
         return fast;
     nlohmann::json j;
     try {

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-namespace idem::lab {
+namespace idem {
 
 // The text nlohmann::json::parse(text).dump() yields, built without a tree, for the common shapes
 // a producer writes: objects, arrays, strings with no escape but \" \\ \b \f \n \r \t, integers,
@@ -12,4 +12,4 @@ namespace idem::lab {
 // caller goes through the library (so every input still yields exactly the library's text).
 bool appendCanonicalJson(std::string_view text, std::string& out);
 
-} // namespace idem::lab
+} // namespace idem

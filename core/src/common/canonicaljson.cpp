@@ -1,4 +1,4 @@
-#include "lab/canonicaljson.h"
+#include "common/canonicaljson.h"
 
 #include "idem/utf8.h"
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace idem::lab {
+namespace idem {
 
 namespace {
 
@@ -273,4 +273,4 @@ bool appendCanonicalJson(std::string_view text, std::string& out)
     return false;
 }
 
-} // namespace idem::lab
+} // namespace idem
