@@ -1,6 +1,7 @@
 #include "idem/format/httpanswer.h"
 
 #include "idem/format/jsonscan.h"
+#include "idem/utf8.h"
 
 #include <array>
 #include <charconv>
@@ -158,44 +159,7 @@ std::optional<HttpAnswer> decodeHttpAnswer(std::string_view stored)
     return a;
 }
 
-bool isUtf8(std::string_view s)
-{
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        std::size_t n = 0;
-        std::uint32_t cp = 0;
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        if ((c & 0xE0) == 0xC0) {
-            n = 1;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (i + n >= s.size())
-            return false; // cut short
-        for (std::size_t k = 1; k <= n; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (cc & 0x3F);
-        }
-        static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-        if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += n + 1;
-    }
-    return true;
-}
+bool isUtf8(std::string_view s) { return validUtf8(s); }
 
 std::string_view nameOf(BodyKind k)
 {

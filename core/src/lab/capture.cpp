@@ -4,6 +4,7 @@
 #include "idem/redis/connection.h"
 #include "idem/redis/reply.h"
 #include "common/canonicaljson.h"
+#include "idem/utf8.h"
 #include "lab/labredis.h"
 
 #include <algorithm>
@@ -39,45 +40,6 @@ bool parseBounded(std::string_view text, nlohmann::json& out)
     return !tooDeep && !out.is_discarded();
 }
 
-// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), what
-// the JSON library accepts in a string. Hand-written: capture checks every id and payload.
-bool isUtf8(std::string_view s)
-{
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const auto* end = p + s.size();
-    while (p < end) {
-        const unsigned c = *p;
-        if (c < 0x80) {
-            ++p;
-            continue;
-        }
-        int n = 0;
-        unsigned lo = 0x80, hi = 0xBF; // the range of the second byte
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        } else
-            return false;
-        if (end - p <= n || p[1] < lo || p[1] > hi)
-            return false;
-        for (int k = 2; k <= n; ++k)
-            if ((p[k] & 0xC0) != 0x80)
-                return false;
-        p += n + 1;
-    }
-    return true;
-}
 
 std::string base64(std::string_view bytes)
 {
@@ -117,7 +79,7 @@ std::string payloadJson(std::string_view value)
             return j.dump();
     } catch (const nlohmann::json::exception&) {
     }
-    if (isUtf8(value))
+    if (validUtf8(value))
         return nlohmann::json(std::string(value)).dump();
     return nlohmann::json{{"base64", base64(value)}}.dump();
 }
@@ -214,7 +176,7 @@ bool eventFromEntry(std::string_view entryId, std::span<const std::pair<std::str
         why = "\"" + options.idField + "\" must be 1 to 1024 bytes";
         return false;
     }
-    if (!isUtf8(*id)) {
+    if (!validUtf8(*id)) {
         why = "\"" + options.idField + "\" is not UTF-8 text";
         return false;
     }
@@ -442,7 +404,7 @@ void writeEventLog(std::ostream& out, const std::vector<ReplayEvent>& events)
     for (const ReplayEvent& e : events) {
         buf += "{\"id\":";
         // an id of plain text as it is; anything to escape (or not UTF-8) through the library
-        const bool plain = isUtf8(e.id) && std::none_of(e.id.begin(), e.id.end(), [](char c) {
+        const bool plain = validUtf8(e.id) && std::none_of(e.id.begin(), e.id.end(), [](char c) {
                                return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
                            });
         if (plain) {
