@@ -5,6 +5,7 @@
 #include "idem/engine/executor.h"
 
 #include "engine/outcomes.h"
+#include "engine/storecalls.h"
 #include "idem/engine/asyncstore.h"
 #include "idem/engine/fingerprint.h"
 #include "idem/engine/watchdog.h"
@@ -21,11 +22,7 @@ namespace {
 // The Redis AsyncStore as Submission calls it: direct calls, no virtual ones.
 struct RedisCalls {
     AsyncStore& store;
-    LeaseSettings settings() const
-    {
-        const StoreOptions& o = store.options();
-        return {o.lease, o.maxResponseBytes, o.minReplicas, o.minReplicas > 0 || store.pool().options().viaSentinel()};
-    }
+    LeaseSettings settings() const { return storecalls::leaseSettings(store.options(), store.pool().options()); }
     std::string recordKey(std::string_view id) const { return store.recordKey(id); }
     void acquire(std::string_view id, std::string_view fp, Millis lease, StoreCallback<AcquireResult> done)
     {

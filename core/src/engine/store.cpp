@@ -112,8 +112,7 @@ std::string Store::recordKey(std::string_view id) const
 
 LeaseSettings Store::leaseSettings() const
 {
-    return {m_options.lease, m_options.maxResponseBytes, m_options.minReplicas,
-            m_options.minReplicas > 0 || m_pool.options().viaSentinel()};
+    return storecalls::leaseSettings(m_options, m_pool.options());
 }
 
 OwnerResult LeaseStore::checkpoint(const Ticket&, std::string_view, std::string_view)

@@ -24,6 +24,11 @@ void checkId(const StoreOptions& o, std::string_view id)
                          std::to_string(o.maxIdBytes) + "-byte limit");
 }
 
+LeaseSettings leaseSettings(const StoreOptions& o, const ConnectionOptions& pool)
+{
+    return {o.lease, o.maxResponseBytes, o.minReplicas, o.minReplicas > 0 || pool.viaSentinel()};
+}
+
 Millis checkCompletion(const StoreOptions& o, std::string_view response, std::optional<Millis> retention)
 {
     if (response.size() > o.maxResponseBytes)

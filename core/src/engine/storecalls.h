@@ -22,6 +22,8 @@ void checkOptions(const StoreOptions& o);
 void checkId(const StoreOptions& o, std::string_view id);
 // complete's checks: the response under the cap, a positive retention; returns the retention
 Millis checkCompletion(const StoreOptions& o, std::string_view response, std::optional<Millis> retention);
+// What Executor needs of these options on this pool (Store's and AsyncStore's)
+LeaseSettings leaseSettings(const StoreOptions& o, const ConnectionOptions& pool);
 
 // One acquire.lua call for `count` ids: idAt(k), fingerprintAt(k) and tokenAt(k) give id k's.
 template <typename IdAt, typename FingerprintAt, typename TokenAt>
