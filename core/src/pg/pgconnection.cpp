@@ -88,17 +88,22 @@ void PgConnection::prepare(const char* name, const char* sql, const std::vector<
         throwPgError(m_conn.get(), r.get(), std::string("prepare ") + name);
 }
 
-PgResultPtr PgConnection::execPrepared(const char* name, const std::vector<PgParam>& params)
+void PgParamArrays::fill(const std::vector<PgParam>& params)
 {
-    std::vector<const char*> values;
-    std::vector<int> lengths, formats;
+    values.clear();
+    lengths.clear();
+    formats.clear();
     for (const PgParam& p : params) {
         values.push_back(p.value ? p.value->data() : nullptr);
         lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
         formats.push_back(p.binary ? 1 : 0);
     }
-    PgResultPtr r(PQexecPrepared(m_conn.get(), name, static_cast<int>(params.size()), values.data(),
-                                 lengths.data(), formats.data(), 1),
+}
+
+PgResultPtr PgConnection::execPrepared(const char* name, const std::vector<PgParam>& params)
+{
+    const PgParamArrays a(params);
+    PgResultPtr r(PQexecPrepared(m_conn.get(), name, a.count(), a.values.data(), a.lengths.data(), a.formats.data(), 1),
                   &PQclear);
     if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK)
         throwPgError(m_conn.get(), r.get(), name);

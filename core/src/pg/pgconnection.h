@@ -35,6 +35,17 @@ struct PgParam {
     static PgParam null() { return {}; }
 };
 
+// Parameters as libpq's PQexecPrepared/PQsendQueryPrepared take them, pointing into the PgParams
+// (which must outlive the call). fill() reuses the arrays.
+struct PgParamArrays {
+    PgParamArrays() = default;
+    explicit PgParamArrays(const std::vector<PgParam>& params) { fill(params); }
+    void fill(const std::vector<PgParam>& params);
+    int count() const { return static_cast<int>(values.size()); }
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+};
+
 // One libpq connection with idem's statements prepared on it. Errors are thrown by SQLSTATE: the
 // connection lost (class 08, 57P01..57P03, or no SQLSTATE and the connection bad) as ClosedError,
 // schema idem missing as ConfigError, anything else as PgError.

@@ -63,6 +63,13 @@ void PgPipeline::interrupt()
         m_conn->interrupt();
 }
 
+void PgPipeline::fail(Call& c, const std::exception_ptr& error)
+{
+    c.answer.reset();
+    c.error = error;
+    finish(c);
+}
+
 void PgPipeline::finish(Call& c)
 {
     try {
@@ -87,10 +94,9 @@ void PgPipeline::run()
             calls.swap(m_queue);
         }
         if (stop) {
-            for (Call& c : calls) {
-                c.error = std::make_exception_ptr(ClosedError("PostgreSQL: the store is closing"));
-                finish(c);
-            }
+            const auto closing = std::make_exception_ptr(ClosedError("PostgreSQL: the store is closing"));
+            for (Call& c : calls)
+                fail(c, closing);
             lost("the store is closing");
             std::lock_guard lock(m_mutex);
             if (m_queue.empty())
@@ -152,39 +158,29 @@ void PgPipeline::sendQueued(std::vector<Call>& calls)
 {
     std::exception_ptr error;
     if (!m_conn && !connect(error)) {
-        for (Call& c : calls) {
-            c.error = error;
-            finish(c);
-        }
+        for (Call& c : calls)
+            fail(c, error);
         return;
     }
-    std::vector<const char*> values;
-    std::vector<int> lengths, formats;
+    PgParamArrays a;
     std::size_t i = 0;
     for (; i < calls.size(); ++i) {
         Call& c = calls[i];
-        values.clear();
-        lengths.clear();
-        formats.clear();
-        for (const PgParam& p : c.params) {
-            values.push_back(p.value ? p.value->data() : nullptr);
-            lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
-            formats.push_back(p.binary ? 1 : 0);
-        }
+        a.fill(c.params);
         PGconn* conn = m_conn->get();
-        if (PQsendQueryPrepared(conn, c.statement, static_cast<int>(c.params.size()), values.data(), lengths.data(),
-                                formats.data(), 1) != 1 ||
-            PQpipelineSync(conn) != 1)
+        const bool queued =
+            PQsendQueryPrepared(conn, c.statement, a.count(), a.values.data(), a.lengths.data(), a.formats.data(), 1) == 1 &&
+            PQpipelineSync(conn) == 1;
+        if (!queued)
             break;
         c.sentAt = std::chrono::steady_clock::now();
         m_sent.push_back(std::move(c));
     }
     if (i < calls.size()) { // the connection broke while sending: what did not go out fails too
         const std::string why = PQerrorMessage(m_conn->get());
-        for (std::size_t j = i; j < calls.size(); ++j) {
-            calls[j].error = std::make_exception_ptr(ClosedError("PostgreSQL: " + why));
-            finish(calls[j]);
-        }
+        const auto closed = std::make_exception_ptr(ClosedError("PostgreSQL: " + why));
+        for (std::size_t j = i; j < calls.size(); ++j)
+            fail(calls[j], closed);
         lost(why);
         return;
     }
@@ -257,15 +253,11 @@ void PgPipeline::lost(const std::string& why, bool timedOut)
     std::string line = why;
     while (!line.empty() && (line.back() == '\n' || line.back() == ' '))
         line.pop_back();
-    for (Call& c : sent) {
-        c.answer.reset();
-        if (timedOut)
-            c.error = std::make_exception_ptr(TimeoutError("PostgreSQL: " + line));
-        else
-            c.error = std::make_exception_ptr(
-                ClosedError("PostgreSQL connection lost" + (line.empty() ? std::string() : ": " + line)));
-        finish(c);
-    }
+    const auto error = timedOut ? std::make_exception_ptr(TimeoutError("PostgreSQL: " + line))
+                                : std::make_exception_ptr(ClosedError("PostgreSQL connection lost" +
+                                                                      (line.empty() ? std::string() : ": " + line)));
+    for (Call& c : sent)
+        fail(c, error);
 }
 
 } // namespace idem

@@ -56,6 +56,7 @@ private:
     void flush();
     void lost(const std::string& why, bool timedOut = false);
     static void finish(Call& c);
+    static void fail(Call& c, const std::exception_ptr& error); // finish() with this error
 
     const std::string m_conninfo;
     const int m_connectTimeout;
