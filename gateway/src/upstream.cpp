@@ -186,62 +186,44 @@ QTcpSocket* Upstream::connection()
     }
     s->setSocketOption(QAbstractSocket::LowDelayOption, 1);
     m_links.emplace(s, Link{});
-    connect(s, &QTcpSocket::readyRead, this, [this, s] { readyRead(s); });
-    connect(s, &QTcpSocket::disconnected, this, [this, s] { closed(s); });
+    connect(s, &QTcpSocket::readyRead, this, [this, s] { onSocket(s, &UpstreamCall::read); });
+    connect(s, &QTcpSocket::disconnected, this, [this, s] { onSocket(s, &UpstreamCall::closed); });
     connect(s, &QTcpSocket::errorOccurred, this, [this, s](QAbstractSocket::SocketError e) {
-        if (e == QAbstractSocket::RemoteHostClosedError)
-            return; // disconnected() says whether the answer was complete
-        const auto it = m_links.find(s);
-        if (it == m_links.end())
-            return;
-        if (std::shared_ptr<UpstreamCall> c = it->second.call)
-            c->unreachable();
-        else
-            drop(s);
+        if (e != QAbstractSocket::RemoteHostClosedError) // (disconnected() says whether the answer was complete)
+            onSocket(s, &UpstreamCall::unreachable);
     });
     return s;
 }
 
-void Upstream::readyRead(QTcpSocket* s)
+// Something happened on a pooled connection: its request hears of it; an idle connection that
+// talks out of turn, closes or fails is dropped
+void Upstream::onSocket(QTcpSocket* s, void (UpstreamCall::*what)())
 {
     const auto it = m_links.find(s);
     if (it == m_links.end())
         return;
     if (std::shared_ptr<UpstreamCall> c = it->second.call)
-        c->read();
+        ((*c).*what)();
     else
-        drop(s); // an idle connection that talks out of turn
+        drop(s);
 }
 
-void Upstream::closed(QTcpSocket* s)
-{
-    const auto it = m_links.find(s);
-    if (it == m_links.end())
-        return;
-    if (std::shared_ptr<UpstreamCall> c = it->second.call)
-        c->closed();
-    else
-        drop(s); // the upstream closed an idle connection
-}
-
-void Upstream::drop(QTcpSocket* s)
+void Upstream::drop(QTcpSocket* s, bool gracefully)
 {
     m_links.erase(s);
     std::erase(m_idle, s);
     disconnect(s, nullptr, this, nullptr);
-    s->abort();
+    if (gracefully)
+        s->disconnectFromHost();
+    else
+        s->abort();
     s->deleteLater();
 }
 
 void Upstream::giveBack(QTcpSocket* s)
 {
-    if (m_idle.size() >= kMaxIdle) {
-        m_links.erase(s);
-        disconnect(s, nullptr, this, nullptr);
-        s->disconnectFromHost();
-        s->deleteLater();
-        return;
-    }
+    if (m_idle.size() >= kMaxIdle)
+        return drop(s, true);
     const qint64 now = m_clock.elapsed();
     m_links[s].idleSince = now;
     m_idle.push_back(s);

@@ -56,9 +56,8 @@ private:
     };
     QTcpSocket* connection();
     void giveBack(QTcpSocket* s);
-    void drop(QTcpSocket* s);
-    void readyRead(QTcpSocket* s);
-    void closed(QTcpSocket* s);
+    void drop(QTcpSocket* s, bool gracefully = false); // (gracefully: after what is written)
+    void onSocket(QTcpSocket* s, void (UpstreamCall::*what)());
     void expire(); // requests past their timeout, connections idle too long
     void armFor(qint64 at);
 
