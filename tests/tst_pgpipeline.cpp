@@ -1,6 +1,7 @@
 // Executor::submit() on PostgreSQL through PgStore's pipelined connections (libpq's pipeline
 // mode), on a private PostgreSQL server this test starts: thousands of executions over two
-// connections, exactly once; one statement's error leaves the others in the same pipeline alone;
+// connections, exactly once; calls batched into one statement each keep their own values and
+// answers; one statement's error leaves the others in the same pipeline alone;
 // the connections killed under load (pg_terminate_backend) and the server stopped: nothing runs
 // twice, nothing is lost, the work does not run while the store is away, and it works again after.
 #include "idem/engine/executor.h"
@@ -114,8 +115,9 @@ private slots:
     }
     void cleanupTestCase() { pg.reset(); }
 
-    // 3,000 ids, 64 in flight at a time, over two connections: each ran once; then every one again
-    // is a replay of its own result; no other connection was opened for them
+    // 3,000 ids, 64 in flight at a time: each ran once, over one connection (calls fill the first
+    // before the second takes any); then every one again, 600 in flight, is a replay of its own
+    // result, over both; no other connection was opened for them
     void thousandsInFlightOverTwoConnections()
     {
         idem::PgStoreOptions o;
@@ -133,20 +135,23 @@ private slots:
             }
         });
         chains.go(ex, ids, 64);
-        stop = true;
-        watcher.join();
         for (const auto& id : ids) {
             QCOMPARE(chains.outcomes[id].kind, OutcomeKind::Executed);
             QCOMPARE(chains.runs[id], 1);
         }
-        QVERIFY2(most >= 1 && most <= 2, qPrintable(QString::number(most.load()) + u" connections"_qs));
-        QCOMPARE(backends("idem_pipe_many"), 2);
-        chains.go(ex, ids, 64);
+        QCOMPARE(backends("idem_pipe_many"), 1);
+        chains.go(ex, ids, 600);
+        stop = true;
+        watcher.join();
         for (const auto& id : ids) {
             QCOMPARE(chains.outcomes[id].kind, OutcomeKind::Replayed);
             QCOMPARE(chains.outcomes[id].response, "done " + id);
             QCOMPARE(chains.runs[id], 1);
         }
+        QCOMPARE(backends("idem_pipe_many"), 2);
+        QVERIFY2(most <= 2, qPrintable(QString::number(most.load()) + u" connections"_qs));
+        const idem::PgPipelineCounts counts = store.pipelineCounts();
+        QVERIFY2(counts.statements < 3000 * 3, qPrintable(QString::number(counts.statements) + u" statements"_qs));
         QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id LIKE '" + ids[0].substr(0, ids[0].size() - 1) +
                                 "%' AND state = 'COMPLETED'"),
                  std::string("3000"));
@@ -196,6 +201,120 @@ private slots:
                  std::string("once"));
     }
 
+    // Calls queued together go out as one batch statement: each call still gets its own answer and
+    // its own values (lease, fingerprint or none, binary response, retention), and two acquires of
+    // one new id in the same batch are one acquired and one in progress
+    void batchesKeepEachCallsOwnValues()
+    {
+        idem::PgStoreOptions o;
+        o.pipelineConnections = 1;
+        idem::PgStore store(url, o);
+        const std::string prefix = idemtest::uniqueNamespace("batch") + "-";
+        const int n = 300;
+        auto fingerprintOf = [](int i) { return i % 3 == 0 ? std::string() : std::string("fp\0\xff", 4) + std::to_string(i); };
+        auto responseOf = [](int i) {
+            std::string r(i == 7 ? 200'000 : static_cast<std::size_t>(i * 37 % 5000), '\0');
+            for (std::size_t k = 0; k < r.size(); ++k)
+                r[k] = static_cast<char>((k * 131 + static_cast<std::size_t>(i)) & 0xff);
+            return r;
+        };
+        auto leaseOf = [](int i) { return idem::Millis(60'000 + i * 10); };
+        auto retentionOf = [](int i) { return idem::Millis(3'600'000LL * (1 + i % 5)); };
+
+        std::mutex mutex;
+        std::condition_variable cv;
+        int answered = 0, completed = 0;
+        std::map<int, AcquireStatus> twice; // the same new id acquired twice in one burst
+        std::string problem;
+        for (int i = 0; i < n; ++i)
+            store.acquireAsync(prefix + std::to_string(i), fingerprintOf(i), leaseOf(i),
+                               [&, i](idem::AcquireResult a, std::exception_ptr e) {
+                                   if (e || a.status != AcquireStatus::Acquired) {
+                                       std::lock_guard lock(mutex);
+                                       problem = "acquire " + std::to_string(i) + " not acquired";
+                                       ++answered;
+                                       cv.notify_all();
+                                       return;
+                                   }
+                                   store.completeAsync(a.ticket, responseOf(i), retentionOf(i),
+                                                       [&](idem::OwnerResult r, std::exception_ptr e2) {
+                                                           std::lock_guard lock(mutex);
+                                                           ++answered;
+                                                           if (!e2 && r.status == idem::OwnerStatus::Ok)
+                                                               ++completed;
+                                                           cv.notify_all();
+                                                       });
+                               });
+        for (int k = 0; k < 2; ++k)
+            store.acquireAsync(prefix + "twice", "", idem::Millis(60'000),
+                               [&, k](idem::AcquireResult a, std::exception_ptr e) {
+                                   std::lock_guard lock(mutex);
+                                   twice[k] = e ? AcquireStatus::Mismatch : a.status;
+                                   ++answered;
+                                   cv.notify_all();
+                               });
+        {
+            std::unique_lock lock(mutex);
+            QVERIFY(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answered == n + 2; }));
+        }
+        QVERIFY2(problem.empty(), problem.c_str());
+        QCOMPARE(completed, n);
+        QCOMPARE(std::min(twice[0], twice[1]), AcquireStatus::Acquired);
+        QCOMPARE(std::max(twice[0], twice[1]), AcquireStatus::InProgress);
+        const idem::PgPipelineCounts counts = store.pipelineCounts();
+        QVERIFY2(counts.batches > 0 && counts.batchedCalls >= 2 * counts.batches,
+                 qPrintable(QString::number(counts.batches) + u" batches"_qs));
+        QCOMPARE(counts.batchesResent, std::uint64_t(0));
+        // on the server: each row's retention is its own
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id LIKE '" + prefix + "%' AND id <> '" + prefix +
+                                "twice' AND expires_at - finished_at = (1 + (split_part(id, '-', -1)::int % 5)) * "
+                                "interval '1 hour'"),
+                 std::to_string(n));
+
+        // again, batched too: each a duplicate with its own response, or a mismatch with its own
+        // stored fingerprint; and each lease its own
+        answered = 0;
+        std::map<int, idem::AcquireResult> again;
+        for (int i = 0; i < n; ++i) {
+            const bool mismatch = i % 3 == 1;
+            store.acquireAsync(prefix + std::to_string(i), mismatch ? std::string("other") : fingerprintOf(i),
+                               leaseOf(i), [&, i](idem::AcquireResult a, std::exception_ptr e) {
+                                   std::lock_guard lock(mutex);
+                                   if (!e)
+                                       again[i] = std::move(a);
+                                   ++answered;
+                                   cv.notify_all();
+                               });
+        }
+        for (int i = 0; i < 20; ++i)
+            store.acquireAsync(prefix + "lease-" + std::to_string(i), "", leaseOf(i),
+                               [&](idem::AcquireResult, std::exception_ptr) {
+                                   std::lock_guard lock(mutex);
+                                   ++answered;
+                                   cv.notify_all();
+                               });
+        {
+            std::unique_lock lock(mutex);
+            QVERIFY(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answered == n + 20; }));
+        }
+        QCOMPARE(int(again.size()), n);
+        for (int i = 0; i < n; ++i) {
+            const idem::AcquireResult& a = again[i];
+            if (i % 3 == 1) {
+                QCOMPARE(a.status, AcquireStatus::Mismatch);
+                QCOMPARE(a.storedFingerprint, fingerprintOf(i));
+            } else {
+                QCOMPARE(a.status, AcquireStatus::Duplicate);
+                QVERIFY2(a.response == responseOf(i), qPrintable(u"response of "_qs + QString::number(i)));
+            }
+        }
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id LIKE '" + prefix + "lease-%' AND "
+                                "lease_until - started_at = (60000 + split_part(id, '-', -1)::int * 10) * "
+                                "interval '1 millisecond'"),
+                 std::string("20"));
+        QVERIFY(store.pipelineCounts().batches > counts.batches);
+    }
+
     // In one pipeline, statements that fail on the server (a lease of zero) between ones that do
     // not: each failure is its own, the others are answered as usual
     void aFailingStatementLeavesTheOthersAlone()
@@ -234,6 +353,9 @@ private slots:
         QCOMPARE(refused, 100);
         QVERIFY2(refusal.find("lease must be positive") != std::string::npos, refusal.c_str());
         QCOMPARE(pgSql(url, "SELECT count(*) FROM idem.records WHERE id LIKE '" + prefix + "%'"), std::string("100"));
+        // the calls queued behind the first went out batched; a batch with a bad call in it is
+        // refused as a whole, and its calls went again one by one (the answers above)
+        QVERIFY(store.pipelineCounts().batchesResent > 0);
     }
 
     // The pipelined connections killed while executions are under way: an acquire under way

@@ -5,8 +5,9 @@
 //   pair-sql:  idem.acquire + idem.complete run by pgbench itself (the functions' server cost, no idem client)
 //   pipelined: the same pair and duplicate through PgStore's asynchronous calls (what Executor::submit()
 //              uses): C chains in flight, each calling its next when the last answered, over the
-//              store's two pipelined connections
-// Each statement in its own transaction on both sides (pgbench's default, idem's leased mode).
+//              store's pipelined connections, which batch the calls that queue up
+// Each statement in its own transaction on both sides (pgbench's default, idem's leased mode),
+// except the pipelined rows' batches: one statement and transaction for the calls they carry.
 //   idem-pg-bench [--url postgresql://...] [--clients 1,16] [--seconds 5] [--runs 3]
 // Without --url it starts a private server (idem::LocalPostgres). Not a test: it prints figures.
 #include "idem/errors.h"
@@ -162,6 +163,16 @@ SELECT token FROM idem.acquire('bench-sql-' || :client_id || '-' || :k) \gset
 SELECT outcome FROM idem.complete('bench-sql-' || :client_id || '-' || :k, :token, 'ok');
 )";
 
+// i's place in a random-looking order (splitmix64's finalizer), so that new ids land all over the
+// primary key's index as pgbench's random(1, 2000000000) keys do
+std::uint64_t spread(long long i)
+{
+    std::uint64_t z = static_cast<std::uint64_t>(i) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) % 2000000000;
+}
+
 std::vector<int> parseList(const std::string& s)
 {
     std::vector<int> out;
@@ -246,8 +257,10 @@ int main(int argc, char** argv)
                 });
                 std::printf("%-8d %-10s %12.0f %12.0f %6.2fx\n", c, "duplicate", pbDup, idemDup, idemDup / pbDup);
                 const double pipePair = chained(c, seconds, [&](long long i, std::function<void(bool)> done) {
+                    // spread over the key space as pgbench's random keys are (not one hot index page)
                     const std::string id = "bench-p-" + std::to_string(pid) + "-" + std::to_string(run) + "-" +
-                                           std::to_string(c) + "-" + std::to_string(i);
+                                           std::to_string(c) + "-" + std::to_string(spread(i)) + "-" +
+                                           std::to_string(i);
                     store.acquireAsync(id, "", o.lease, [&store, done](idem::AcquireResult a, std::exception_ptr e) {
                         if (e || a.status != idem::AcquireStatus::Acquired)
                             return done(false);

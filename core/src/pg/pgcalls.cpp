@@ -9,7 +9,8 @@ namespace idem::pgcalls {
 namespace {
 
 // type OIDs (pg_type.h is a server header): fixed since PostgreSQL 7
-constexpr Oid kText = 25, kBytea = 17, kInterval = 1186, kUuid = 2950, kBool = 16;
+constexpr Oid kText = 25, kBytea = 17, kInterval = 1186, kUuid = 2950, kBool = 16, kTextArray = 1009,
+              kByteaArray = 1001;
 
 #define IDEM_MS(x) "(extract(epoch from " x ") * 1000)::bigint"
 // a row as recordFrom() reads it
@@ -36,6 +37,20 @@ const std::vector<Statement>& statements()
         {"idem_complete",
          "SELECT outcome, state FROM idem.complete(id => $1, token => $2, response => $3, retention => $4)",
          {kText, kUuid, kBytea, kInterval}},
+        // the same two for many calls at once (acquireBatch, completeBatch): each parameter an
+        // array of the calls' values, as text where the single statement takes interval or uuid
+        {"idem_acquire_many",
+         "SELECT outcome, token::text, fence, attempt::bigint, response, error, " IDEM_MS("time_left") ", "
+         IDEM_MS("lease_until") ", takeover, stored_fingerprint, " IDEM_MS("server_time")
+         ", phase, phase_data FROM unnest($1, $2, $3, $4, $5) WITH ORDINALITY AS u(u_id, u_lease, u_fp, u_token, "
+         "u_keep, u_n), LATERAL idem.acquire(id => u_id, lease => u_lease::interval, fingerprint => u_fp, "
+         "proposed_token => u_token::uuid, stale_keep => u_keep::interval) ORDER BY u_n",
+         {kTextArray, kTextArray, kByteaArray, kTextArray, kTextArray}},
+        {"idem_complete_many",
+         "SELECT outcome, state FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS u(u_id, u_token, u_response, "
+         "u_retention, u_n), LATERAL idem.complete(id => u_id, token => u_token::uuid, response => u_response, "
+         "retention => u_retention::interval) ORDER BY u_n",
+         {kTextArray, kTextArray, kByteaArray, kTextArray}},
         {"idem_fail",
          "SELECT outcome, state FROM idem.fail(id => $1, token => $2, policy => $3, error => $4, retention => $5)",
          {kText, kUuid, kText, kText, kInterval}},
@@ -165,33 +180,36 @@ std::vector<PgParam> acquireParams(std::string_view id, std::string_view fingerp
             PgParam::text(pgInterval(staleKeep))};
 }
 
-AcquireResult acquireFrom(const PGresult* p, std::string_view id)
+const PgBatch acquireBatch{"idem_acquire_many", {kText, kText, kBytea, kText, kText}};
+const PgBatch completeBatch{"idem_complete_many", {kText, kText, kBytea, kText}};
+
+AcquireResult acquireFrom(const PGresult* p, int row, std::string_view id)
 {
-    if (PQntuples(p) != 1)
+    if (PQntuples(p) <= row)
         throw ProtoError("idem.acquire answered " + std::to_string(PQntuples(p)) + " rows");
     AcquireResult a;
-    const std::string outcome = pgcell::text(p, 0, 0);
-    a.fence = pgcell::int8(p, 0, 2);
-    a.attempt = pgcell::int8(p, 0, 3);
-    a.serverNowMs = pgcell::int8(p, 0, 10);
+    const std::string outcome = pgcell::text(p, row, 0);
+    a.fence = pgcell::int8(p, row, 2);
+    a.attempt = pgcell::int8(p, row, 3);
+    a.serverNowMs = pgcell::int8(p, row, 10);
     if (outcome == "acquired") {
         a.status = AcquireStatus::Acquired;
-        a.ticket = Ticket{std::string(id), pgcell::text(p, 0, 1), a.fence, a.attempt, pgcell::int8(p, 0, 7)};
-        a.takeover = pgcell::boolean(p, 0, 8);
-        a.phase = pgcell::text(p, 0, 11);
-        a.phaseData = pgcell::text(p, 0, 12);
+        a.ticket = Ticket{std::string(id), pgcell::text(p, row, 1), a.fence, a.attempt, pgcell::int8(p, row, 7)};
+        a.takeover = pgcell::boolean(p, row, 8);
+        a.phase = pgcell::text(p, row, 11);
+        a.phaseData = pgcell::text(p, row, 12);
     } else if (outcome == "duplicate") {
         a.status = AcquireStatus::Duplicate;
-        a.response = pgcell::text(p, 0, 4);
+        a.response = pgcell::text(p, row, 4);
     } else if (outcome == "in_progress") {
         a.status = AcquireStatus::InProgress;
-        a.remainingMs = pgcell::int8(p, 0, 6);
+        a.remainingMs = pgcell::int8(p, row, 6);
     } else if (outcome == "failed") {
         a.status = AcquireStatus::FailedTerminal;
-        a.error = pgcell::text(p, 0, 5);
+        a.error = pgcell::text(p, row, 5);
     } else if (outcome == "mismatch") {
         a.status = AcquireStatus::Mismatch;
-        a.storedFingerprint = pgcell::text(p, 0, 9);
+        a.storedFingerprint = pgcell::text(p, row, 9);
     } else {
         throw ProtoError("idem.acquire answered an unknown outcome: " + outcome);
     }
@@ -210,31 +228,32 @@ std::vector<PgParam> failParams(const Ticket& t, FailPolicy policy, std::string_
 }
 
 // complete's and fail's answer: (outcome, state)
-OwnerResult ownerFrom(const PGresult* r)
+OwnerResult ownerFrom(const PGresult* r, int row)
 {
-    if (PQntuples(r) != 1)
+    if (PQntuples(r) <= row)
         throw ProtoError("PostgreSQL answered " + std::to_string(PQntuples(r)) + " rows to an owner's call");
     OwnerResult o;
-    o.status = ownerStatus(pgcell::text(r, 0, 0));
+    o.status = ownerStatus(pgcell::text(r, row, 0));
     if (o.status != OwnerStatus::Ok)
-        o.currentState = pgcell::text(r, 0, 1);
+        o.currentState = pgcell::text(r, row, 1);
     return o;
 }
 
 AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,
                         Millis staleKeep, const std::string& token)
 {
-    return acquireFrom(c.execPrepared("idem_acquire", acquireParams(id, fingerprint, lease, staleKeep, token)).get(), id);
+    return acquireFrom(c.execPrepared("idem_acquire", acquireParams(id, fingerprint, lease, staleKeep, token)).get(), 0,
+                       id);
 }
 
 OwnerResult completeOn(PgConnection& c, const Ticket& t, std::string_view response, Millis retention)
 {
-    return ownerFrom(c.execPrepared("idem_complete", completeParams(t, response, retention)).get());
+    return ownerFrom(c.execPrepared("idem_complete", completeParams(t, response, retention)).get(), 0);
 }
 
 OwnerResult failOn(PgConnection& c, const Ticket& t, FailPolicy policy, std::string_view error, Millis retention)
 {
-    return ownerFrom(c.execPrepared("idem_fail", failParams(t, policy, error, retention)).get());
+    return ownerFrom(c.execPrepared("idem_fail", failParams(t, policy, error, retention)).get(), 0);
 }
 
 } // namespace idem::pgcalls

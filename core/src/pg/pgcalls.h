@@ -4,6 +4,7 @@
 #include "idem/engine/store.h"
 #include "idem/format/record.h"
 #include "pg/pgconnection.h"
+#include "pg/pgpipeline.h"
 
 #include <string>
 #include <string_view>
@@ -24,10 +25,14 @@ std::string_view policyWord(FailPolicy p);
 // Each owner's call: its parameters, and the reading of its answer
 std::vector<PgParam> acquireParams(std::string_view id, std::string_view fingerprint, Millis lease, Millis staleKeep,
                                    const std::string& token);
-AcquireResult acquireFrom(const PGresult* p, std::string_view id);
+AcquireResult acquireFrom(const PGresult* p, int row, std::string_view id);
 std::vector<PgParam> completeParams(const Ticket& t, std::string_view response, Millis retention);
 std::vector<PgParam> failParams(const Ticket& t, FailPolicy policy, std::string_view error, Millis retention);
-OwnerResult ownerFrom(const PGresult* r); // complete's and fail's answer: (outcome, state)
+OwnerResult ownerFrom(const PGresult* r, int row); // complete's and fail's answer: (outcome, state)
+
+// acquire and complete, many calls in one statement (the pipeline's batches)
+extern const PgBatch acquireBatch;
+extern const PgBatch completeBatch;
 
 // The same, on a connection, waiting for the answer
 AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,

@@ -11,6 +11,56 @@
 
 namespace idem {
 
+namespace {
+
+void put32(std::string& out, std::uint32_t v)
+{
+    const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+    out.append(b, 4);
+}
+
+// PostgreSQL's binary format of a one-dimensional array (array_recv): dimensions, flags, element
+// type, then each element's length (-1: NULL) and bytes; text and bytea elements are their bytes
+template <typename Calls> std::string binaryArray(Oid elementType, const Calls& calls, std::size_t k)
+{
+    std::size_t bytes = 20;
+    bool nulls = false;
+    for (const auto& c : calls) {
+        const auto& v = c.params[k].value;
+        nulls = nulls || !v;
+        bytes += 4 + (v ? v->size() : 0);
+    }
+    std::string a;
+    a.reserve(bytes);
+    put32(a, 1); // dimensions
+    put32(a, nulls ? 1 : 0);
+    put32(a, elementType);
+    put32(a, static_cast<std::uint32_t>(calls.size()));
+    put32(a, 1); // lower bound
+    for (const auto& c : calls) {
+        const auto& v = c.params[k].value;
+        put32(a, v ? static_cast<std::uint32_t>(v->size()) : 0xffffffffu);
+        if (v)
+            a += *v;
+    }
+    return a;
+}
+
+// An answer the server gave about the statement (not about the connection)
+bool refusedByServer(const std::exception_ptr& error)
+{
+    try {
+        std::rethrow_exception(error);
+    } catch (const PgError&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+} // namespace
+
 PgPipeline::PgPipeline(std::string conninfo, int connectTimeoutSeconds, std::chrono::milliseconds callTimeout,
                        std::function<void(PgConnection&)> prepare)
     : m_conninfo(std::move(conninfo)), m_connectTimeout(connectTimeoutSeconds), m_callTimeout(callTimeout),
@@ -34,7 +84,7 @@ PgPipeline::~PgPipeline()
     ::close(m_wake);
 }
 
-void PgPipeline::send(const char* statement, std::vector<PgParam> params, Done done)
+void PgPipeline::send(const char* statement, std::vector<PgParam> params, Done done, const PgBatch* batch)
 {
     bool wake = false;
     {
@@ -44,16 +94,18 @@ void PgPipeline::send(const char* statement, std::vector<PgParam> params, Done d
         // from the I/O thread (a callback chaining the next call) the loop sends it before it
         // waits again: no wake-up needed, and it goes out with the others of this round
         wake = m_queue.empty() && std::this_thread::get_id() != m_ioThread;
-        Call c;
-        c.statement = statement;
-        c.params = std::move(params);
-        c.done = std::move(done);
-        m_queue.push_back(std::move(c));
+        m_queue.push_back(Call{statement, batch, std::move(params), std::move(done)});
+        ++m_pending;
     }
     if (wake) {
         const std::uint64_t one = 1;
         [[maybe_unused]] const auto n = ::write(m_wake, &one, sizeof one);
     }
+}
+
+PgPipelineCounts PgPipeline::counts() const
+{
+    return {m_statements.load(), m_batches.load(), m_batchedCalls.load(), m_batchesResent.load()};
 }
 
 void PgPipeline::interrupt()
@@ -65,17 +117,50 @@ void PgPipeline::interrupt()
 
 void PgPipeline::fail(Call& c, const std::exception_ptr& error)
 {
-    c.answer.reset();
-    c.error = error;
-    finish(c);
-}
-
-void PgPipeline::finish(Call& c)
-{
+    --m_pending;
     try {
-        c.done(std::move(c.answer), c.error);
+        c.done(nullptr, 0, error);
     } catch (...) {
         // a callback's exception has nowhere to go
+    }
+}
+
+int& PgPipeline::inFlight(const PgBatch* kind)
+{
+    for (auto& [k, n] : m_inFlight)
+        if (k == kind)
+            return n;
+    return m_inFlight.emplace_back(kind, 0).second;
+}
+
+void PgPipeline::finish(Sent& s)
+{
+    if (s.kind)
+        --inFlight(s.kind);
+    if (!s.error && s.batched && PQntuples(s.answer.get()) != static_cast<int>(s.calls.size()))
+        s.error = std::make_exception_ptr(ProtoError("PostgreSQL answered " + std::to_string(PQntuples(s.answer.get())) +
+                                                     " rows to a batch of " + std::to_string(s.calls.size()) + " calls"));
+    if (s.error) {
+        if (s.batched && refusedByServer(s.error)) { // again one by one: each gets its own answer
+            ++m_batchesResent;
+            std::lock_guard lock(m_mutex);
+            for (Call& c : s.calls) {
+                c.batch = nullptr;
+                m_queue.push_back(std::move(c));
+            }
+            return;
+        }
+        for (Call& c : s.calls)
+            fail(c, s.error);
+        return;
+    }
+    m_pending -= s.calls.size();
+    for (std::size_t i = 0; i < s.calls.size(); ++i) {
+        try {
+            s.calls[i].done(s.answer.get(), static_cast<int>(i), nullptr);
+        } catch (...) {
+            // a callback's exception has nowhere to go
+        }
     }
 }
 
@@ -92,6 +177,11 @@ void PgPipeline::run()
             std::lock_guard lock(m_mutex);
             stop = m_stop;
             calls.swap(m_queue);
+        }
+        if (!m_held.empty()) { // the held calls came first
+            m_held.insert(m_held.end(), std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
+            calls.swap(m_held);
+            m_held.clear();
         }
         if (stop) {
             const auto closing = std::make_exception_ptr(ClosedError("PostgreSQL: the store is closing"));
@@ -162,29 +252,76 @@ void PgPipeline::sendQueued(std::vector<Call>& calls)
             fail(c, error);
         return;
     }
-    PgParamArrays a;
-    std::size_t i = 0;
-    for (; i < calls.size(); ++i) {
-        Call& c = calls[i];
-        a.fill(c.params);
-        PGconn* conn = m_conn->get();
-        const bool queued =
-            PQsendQueryPrepared(conn, c.statement, a.count(), a.values.data(), a.lengths.data(), a.formats.data(), 1) == 1 &&
-            PQpipelineSync(conn) == 1;
-        if (!queued)
-            break;
-        c.sentAt = std::chrono::steady_clock::now();
-        m_sent.push_back(std::move(c));
+    // batchable calls joined to the open batch of their kind, in the order the first of each came
+    std::vector<Sent> out;
+    std::vector<std::pair<const PgBatch*, std::size_t>> open;
+    for (Call& c : calls) {
+        auto it = std::find_if(open.begin(), open.end(), [&](const auto& o) { return o.first == c.batch; });
+        if (c.batch && it != open.end() && out[it->second].calls.size() < c.batch->maxCalls) {
+            out[it->second].calls.push_back(std::move(c));
+            continue;
+        }
+        if (c.batch) {
+            int& n = inFlight(c.batch);
+            if (n >= kBatchesInFlight) { // held until an answer of its kind comes: then with the others
+                m_held.push_back(std::move(c));
+                continue;
+            }
+            ++n;
+            if (it != open.end())
+                it->second = out.size();
+            else
+                open.emplace_back(c.batch, out.size());
+        }
+        Sent s;
+        s.statement = c.statement;
+        s.kind = c.batch;
+        s.calls.push_back(std::move(c));
+        out.push_back(std::move(s));
     }
-    if (i < calls.size()) { // the connection broke while sending: what did not go out fails too
-        const std::string why = PQerrorMessage(m_conn->get());
-        const auto closed = std::make_exception_ptr(ClosedError("PostgreSQL: " + why));
-        for (std::size_t j = i; j < calls.size(); ++j)
-            fail(calls[j], closed);
-        lost(why);
-        return;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (!sendOne(std::move(out[i]))) { // the connection broke while sending: the rest fails too
+            const std::string why = PQerrorMessage(m_conn->get());
+            const auto closed = std::make_exception_ptr(ClosedError("PostgreSQL: " + why));
+            for (std::size_t j = i + 1; j < out.size(); ++j)
+                for (Call& c : out[j].calls)
+                    fail(c, closed);
+            lost(why);
+            return;
+        }
     }
     flush();
+}
+
+bool PgPipeline::sendOne(Sent s)
+{
+    std::vector<PgParam> arrays;
+    if (s.calls.size() > 1) {
+        const PgBatch& b = *s.calls.front().batch;
+        std::sort(s.calls.begin(), s.calls.end(),
+                  [](const Call& x, const Call& y) { return x.params.front().value < y.params.front().value; });
+        for (std::size_t k = 0; k < b.elementTypes.size(); ++k)
+            arrays.push_back(PgParam::bytes(binaryArray(b.elementTypes[k], s.calls, k)));
+        s.statement = b.statement;
+        s.batched = true;
+        ++m_batches;
+        m_batchedCalls += s.calls.size();
+    }
+    m_arrays.fill(s.batched ? arrays : s.calls.front().params);
+    PGconn* conn = m_conn->get();
+    const bool queued = PQsendQueryPrepared(conn, s.statement, m_arrays.count(), m_arrays.values.data(),
+                                            m_arrays.lengths.data(), m_arrays.formats.data(), 1) == 1 &&
+                        PQpipelineSync(conn) == 1;
+    if (!queued) {
+        const auto closed = std::make_exception_ptr(ClosedError("PostgreSQL: " + std::string(PQerrorMessage(conn))));
+        for (Call& c : s.calls)
+            fail(c, closed);
+        return false;
+    }
+    ++m_statements;
+    s.sentAt = std::chrono::steady_clock::now();
+    m_sent.push_back(std::move(s));
+    return true;
 }
 
 void PgPipeline::flush()
@@ -211,15 +348,15 @@ void PgPipeline::readAnswers()
         }
         nulls = 0;
         PgResultPtr r(raw, &PQclear);
-        Call& head = m_sent.front();
+        Sent& head = m_sent.front();
         const ExecStatusType status = PQresultStatus(r.get());
         if (status == PGRES_PIPELINE_SYNC) {
             if (!head.answer && !head.error)
                 head.error = std::make_exception_ptr(ProtoError("PostgreSQL answered nothing to " +
                                                                 std::string(head.statement)));
-            Call c = std::move(head);
+            Sent done = std::move(head);
             m_sent.pop_front();
-            finish(c);
+            finish(done);
             continue;
         }
         if (head.answer || head.error)
@@ -248,7 +385,8 @@ void PgPipeline::lost(const std::string& why, bool timedOut)
         gone = std::move(m_conn);
     }
     m_wantWrite = false;
-    std::deque<Call> sent;
+    m_inFlight.clear();
+    std::deque<Sent> sent;
     sent.swap(m_sent);
     std::string line = why;
     while (!line.empty() && (line.back() == '\n' || line.back() == ' '))
@@ -256,8 +394,9 @@ void PgPipeline::lost(const std::string& why, bool timedOut)
     const auto error = timedOut ? std::make_exception_ptr(TimeoutError("PostgreSQL: " + line))
                                 : std::make_exception_ptr(ClosedError("PostgreSQL connection lost" +
                                                                       (line.empty() ? std::string() : ": " + line)));
-    for (Call& c : sent)
-        fail(c, error);
+    for (Sent& s : sent)
+        for (Call& c : s.calls)
+            fail(c, error);
 }
 
 } // namespace idem

@@ -18,12 +18,12 @@ namespace {
 // The pipelined answer read by `parse`, or the error, handed to `done`
 template <typename T, typename Parse> PgPipeline::Done answerTo(StoreCallback<T> done, Parse parse)
 {
-    return [done = std::move(done), parse = std::move(parse)](PgResultPtr r, std::exception_ptr error) {
+    return [done = std::move(done), parse = std::move(parse)](const PGresult* r, int row, std::exception_ptr error) {
         if (error)
             return done(T{}, error);
         T value;
         try {
-            value = parse(r.get());
+            value = parse(r, row);
         } catch (...) {
             return done(T{}, std::current_exception());
         }
@@ -47,7 +47,30 @@ PgPipeline& PgStore::pipeline()
         std::lock_guard lock(m_mutex);
         m_pipelines = std::move(made);
     });
-    return *m_pipelines[m_nextPipeline++ % m_pipelines.size()];
+    // the first one not full: calls kept together make big batches (one statement for many calls is
+    // what saves the server's time); the next connection takes what one batch cannot
+    PgPipeline* least = nullptr;
+    for (const auto& p : m_pipelines) {
+        if (p->pending() < acquireBatch.maxCalls)
+            return *p;
+        if (!least || p->pending() < least->pending())
+            least = p.get();
+    }
+    return *least;
+}
+
+PgPipelineCounts PgStore::pipelineCounts()
+{
+    PgPipelineCounts sum;
+    std::lock_guard lock(m_mutex);
+    for (const auto& p : m_pipelines) {
+        const PgPipelineCounts c = p->counts();
+        sum.statements += c.statements;
+        sum.batches += c.batches;
+        sum.batchedCalls += c.batchedCalls;
+        sum.batchesResent += c.batchesResent;
+    }
+    return sum;
 }
 
 void PgStore::acquireAsync(std::string_view id, std::string_view fingerprint, Millis lease,
@@ -72,9 +95,10 @@ void PgStore::acquireAsync(std::string_view id, std::string_view fingerprint, Mi
         done(std::move(a), error);
     };
     pipeline().send("idem_acquire", acquireParams(id, fingerprint, lease, m_options.staleKeep, newToken()),
-                    answerTo<AcquireResult>(std::move(held), [id = std::string(id)](const PGresult* r) {
-                        return acquireFrom(r, id);
-                    }));
+                    answerTo<AcquireResult>(std::move(held), [id = std::string(id)](const PGresult* r, int row) {
+                        return acquireFrom(r, row, id);
+                    }),
+                    &acquireBatch);
 }
 
 void PgStore::completeAsync(const Ticket& t, std::string_view response, std::optional<Millis> retention,
@@ -83,7 +107,7 @@ void PgStore::completeAsync(const Ticket& t, std::string_view response, std::opt
     checkId(t.id);
     checkResponse(response);
     pipeline().send("idem_complete", completeParams(t, response, retention.value_or(m_options.retention)),
-                    answerTo<OwnerResult>(std::move(done), &ownerFrom));
+                    answerTo<OwnerResult>(std::move(done), &ownerFrom), &completeBatch);
 }
 
 void PgStore::failAsync(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done)

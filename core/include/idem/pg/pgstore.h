@@ -30,7 +30,7 @@ struct PgStoreOptions {
     int connectTimeoutSeconds = 5;          // unless the conninfo names its own connect_timeout
     std::size_t maxIdleConnections = 8;     // kept open for the next call
     // submit() through Executor: connections in libpq's pipeline mode, each with an I/O thread,
-    // opened on the first asynchronous call
+    // opened when a call first needs it (the second when the first has 256 calls pending)
     std::size_t pipelineConnections = 2;
     // A pipelined call waits at most this long for a row another transaction holds (an execute()
     // of the transactional mode): then an acquire answers InProgress, and the calls behind it on
@@ -39,6 +39,16 @@ struct PgStoreOptions {
     // No answer to a pipelined call for this long: the connection is taken for hung and closed,
     // and its calls under way fail with TimeoutError (the next call connects again).
     Millis pipelineCallTimeout{30'000};
+};
+
+// What the pipelined calls (submit()) sent so far: statements, batches among them (acquires or
+// completes queued together, sent as one statement), the calls those carried, and the batches the
+// server refused (a row lock not granted in time, a bad argument), whose calls went again alone.
+struct PgPipelineCounts {
+    std::uint64_t statements = 0;
+    std::uint64_t batches = 0;
+    std::uint64_t batchedCalls = 0;
+    std::uint64_t batchesResent = 0;
 };
 
 // What the transactional mode's work sees: the connection, inside the transaction that acquired
@@ -68,8 +78,11 @@ struct PgExecuteOptions {
 // Thread-safe: each call takes an idle connection or opens one.
 //
 // The asynchronous calls (AsyncLeaseStore, what Executor::submit() uses) are pipelined over
-// PgStoreOptions::pipelineConnections connections of their own: each call is still one statement
-// in its own transaction, sent without waiting for the answers before it. Their callbacks run on
+// PgStoreOptions::pipelineConnections connections of their own, sent without waiting for the
+// answers before them. Acquires (and completes) that queue up while two of their kind are under
+// way go out together as one statement, one transaction for all of them: each call gets the answer
+// it would have had alone, and a batch the server refuses is sent again call by call. Calls fill
+// the first connection before the next takes any, so that batches are big. Their callbacks run on
 // a pipeline's I/O thread; a connection lost fails its calls under way with ClosedError.
 class PgStore final : public LeaseStore, public AsyncLeaseStore {
 public:
@@ -141,6 +154,7 @@ public:
     // Thread-safe: the calls waiting on PostgreSQL now end at once with ClosedError (their
     // connections are shut down), however hung the server is; later calls connect again.
     void interrupt();
+    PgPipelineCounts pipelineCounts(); // summed over the pipelined connections
 
 private:
     class Borrowed; // a connection taken from the idle list, given back unless it broke
@@ -152,7 +166,7 @@ private:
     template <typename F> auto call(F&& f);
     void checkId(std::string_view id) const;
     void checkResponse(std::string_view response) const;
-    PgPipeline& pipeline(); // the next one, round robin; made on the first call
+    PgPipeline& pipeline(); // the first one not full; made on the first call
 
     std::string m_conninfo;
     PgStoreOptions m_options;
@@ -161,7 +175,6 @@ private:
     std::vector<PgConnection*> m_busy; // borrowed right now: what interrupt() reaches
     std::once_flag m_pipelinesOnce;
     std::vector<std::unique_ptr<PgPipeline>> m_pipelines;
-    std::atomic<std::size_t> m_nextPipeline{0};
 };
 
 } // namespace idem
