@@ -412,7 +412,8 @@ private slots:
         QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
     }
 
-    // a duplicate that may not wait: lock_timeout, then InProgress, the work not run
+    // a duplicate that may not wait: lock_timeout, then InProgress, the work not run; a blocking
+    // acquire under a lock_timeout too
     void duplicateWithLockTimeoutIsInProgress()
     {
         const std::string id = uniqueId("lt");
@@ -432,9 +433,13 @@ private slots:
             ran = true;
             return idem::WorkResult::success("twice");
         }, o);
+        // the blocking acquire on connections with a lock_timeout of their own says the same
+        idem::PgStore strict(url + "?options=-c%20lock_timeout%3D100");
+        const idem::AcquireResult held = strict.acquire(id);
         holder.join();
         QCOMPARE(busy.kind, OutcomeKind::InProgress);
         QVERIFY(!ran);
+        QCOMPARE(held.status, AcquireStatus::InProgress);
         QCOMPARE(store->acquire(id).response, std::string("held"));
     }
 

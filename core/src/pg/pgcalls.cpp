@@ -239,11 +239,24 @@ OwnerResult ownerFrom(const PGresult* r, int row)
     return o;
 }
 
+AcquireResult rowHeldAcquire()
+{
+    AcquireResult busy;
+    busy.status = AcquireStatus::InProgress;
+    return busy;
+}
+
 AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,
                         Millis staleKeep, const std::string& token)
 {
-    return acquireFrom(c.execPrepared("idem_acquire", acquireParams(id, fingerprint, lease, staleKeep, token)).get(), 0,
-                       id);
+    try {
+        return acquireFrom(c.execPrepared("idem_acquire", acquireParams(id, fingerprint, lease, staleKeep, token)).get(),
+                           0, id);
+    } catch (const PgError& e) {
+        if (!e.rowHeld())
+            throw;
+        return rowHeldAcquire();
+    }
 }
 
 OwnerResult completeOn(PgConnection& c, const Ticket& t, std::string_view response, Millis retention)

@@ -34,7 +34,12 @@ OwnerResult ownerFrom(const PGresult* r, int row); // complete's and fail's answ
 extern const PgBatch acquireBatch;
 extern const PgBatch completeBatch;
 
-// The same, on a connection, waiting for the answer
+// An acquire whose row another transaction held past the lock timeout (PgError::rowHeld): that
+// transaction is working on the id, so it is in progress (the time left unknown)
+AcquireResult rowHeldAcquire();
+
+// The same, on a connection, waiting for the answer (acquireOn answers rowHeldAcquire() for a
+// held row; in a transaction, the transaction is then aborted)
 AcquireResult acquireOn(PgConnection& c, std::string_view id, std::string_view fingerprint, Millis lease,
                         Millis staleKeep, const std::string& token);
 OwnerResult completeOn(PgConnection& c, const Ticket& t, std::string_view response, Millis retention);

@@ -21,6 +21,9 @@ class PgError : public ReplyError {
 public:
     PgError(const std::string& what, std::string sqlstate) : ReplyError(what), m_sqlstate(std::move(sqlstate)) {}
     const std::string& sqlstate() const { return m_sqlstate; }
+    // 55P03, lock_not_available: a row lock not granted within lock_timeout (or NOWAIT): another
+    // transaction holds the row, its work is under way
+    bool rowHeld() const { return m_sqlstate == "55P03"; }
 
 private:
     std::string m_sqlstate;

@@ -34,12 +34,12 @@ struct PgBatch {
 // while the thread is busy go out together in one write (what submit() chains produce), and the
 // server reads them in one read.
 //
-// Calls sent with a PgBatch are batched: while a statement of their kind is under way on the
-// connection, they wait, and when its answer comes they go out together (one of them alone as the
-// single statement, two or more as the batch statement), ordered by their first parameter (the record id), so that two batches lock
-// rows in the same order and cannot deadlock each other. A batch the server refuses (a row lock
-// not granted in time, any SQL error) is sent again one call at a time, so each call gets the
-// answer it would have had alone.
+// Calls sent with a PgBatch are batched: while kBatchesInFlight statements of their kind are under
+// way on the connection, they wait, and when an answer comes they go out together (one of them
+// alone as the single statement, two or more as the batch statement), ordered by their first
+// parameter (the record id), so that two batches lock rows in the same order and cannot deadlock
+// each other. A batch the server refuses (a row lock not granted in time, any SQL error) is sent
+// again one call at a time, so each call gets the answer it would have had alone.
 //
 // `done` runs on the I/O thread with the result (binary format, PGRES_TUPLES_OK) and the row that
 // answers this call (0 unless batched), or the error, of the kinds PgConnection throws. A

@@ -317,19 +317,11 @@ Outcome PgStore::executeWithFingerprint(std::string_view id, std::string_view fp
         PgConnection& c = **held;
         if (options.lockTimeout)
             c.exec("SET LOCAL lock_timeout = " + std::to_string(options.lockTimeout->count()));
-        try {
-            a = acquireOn(c, id, fp, m_options.lease, m_options.staleKeep, newToken());
-        } catch (const PgError& e) {
-            if (e.sqlstate() != "55P03") // lock_not_available: another transaction holds the id
-                throw;
-            c.exec("ROLLBACK");
-            out.kind = OutcomeKind::InProgress;
-            return out;
-        }
+        a = acquireOn(c, id, fp, m_options.lease, m_options.staleKeep, newToken()); // a held row: InProgress
         out.fence = a.fence;
         out.attempt = a.attempt;
         if (a.status != AcquireStatus::Acquired) {
-            c.exec("ROLLBACK"); // acquire changed nothing
+            c.exec("ROLLBACK"); // acquire changed nothing (or failed on a held row)
             switch (a.status) {
             case AcquireStatus::Duplicate:
                 out.kind = OutcomeKind::Replayed;

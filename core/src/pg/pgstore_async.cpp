@@ -77,18 +77,14 @@ void PgStore::acquireAsync(std::string_view id, std::string_view fingerprint, Mi
                            StoreCallback<AcquireResult> done)
 {
     checkId(id);
-    // a row another transaction holds past the lock timeout (55P03, lock_not_available): that
-    // transaction is working on the id, as execute() says InProgress for it
+    // a row another transaction holds past the lock timeout: in progress, as the blocking acquire says
     StoreCallback<AcquireResult> held = [done = std::move(done)](AcquireResult a, std::exception_ptr error) {
         if (error) {
             try {
                 std::rethrow_exception(error);
             } catch (const PgError& e) {
-                if (e.sqlstate() == "55P03") {
-                    AcquireResult busy;
-                    busy.status = AcquireStatus::InProgress;
-                    return done(std::move(busy), nullptr);
-                }
+                if (e.rowHeld())
+                    return done(rowHeldAcquire(), nullptr);
             } catch (...) {
             }
         }

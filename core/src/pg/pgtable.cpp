@@ -352,7 +352,7 @@ PgTable::Purged PgTable::purge(const std::string& id, const std::string& who, co
             res = m.run(m.select + where + " ORDER BY " + rowKey + " LIMIT 100 FOR UPDATE NOWAIT", params,
                         "locking the row to purge");
         } catch (const PgError& e) {
-            if (e.sqlstate() != "55P03") // lock_not_available
+            if (!e.rowHeld())
                 throw;
             m.conn.exec("ROLLBACK");
             out.kept = 1;
