@@ -51,7 +51,8 @@ PgPipeline& PgStore::pipeline()
     // what saves the server's time); the next connection takes what one batch cannot
     PgPipeline* least = nullptr;
     for (const auto& p : m_pipelines) {
-        if (p->pending() < acquireBatch.maxCalls)
+        static const std::size_t T = getenv("DBG_T") ? std::size_t(atoi(getenv("DBG_T"))) : acquireBatch.maxCalls;
+        if (p->pending() < T)
             return *p;
         if (!least || p->pending() < least->pending())
             least = p.get();

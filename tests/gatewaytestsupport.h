@@ -1,0 +1,259 @@
+#pragma once
+
+// What the gateway tests share (tst_gateway.cpp, tst_gatewayops.cpp): an upstream HTTP server of
+// their own on real sockets, raw TCP/TLS clients, and a gateway started on the fixture's Redis.
+#include "idem/gateway/gateway.h"
+#include "idem/gateway/httprequest.h"
+#include "idem/gateway/httpresponse.h"
+#include "testsupport.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QPointer>
+#include <QSslSocket>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTimer>
+#include <QtTest>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace gwtest {
+
+using namespace idem;
+using namespace Qt::StringLiterals;
+
+// ---- the upstream: a tiny HTTP server on this thread ------------------------------------------
+// Paths: /slow/<ms>/... answers after <ms> (/slowfirst/<ms>/...: the first call only); a path
+// with a /failfirst segment answers its first call 503; /status/<code>/... answers <code>;
+// /reset/... closes the connection without an answer; /echo/... answers the request body as it
+// came; anything else 201 with JSON naming the path, the call number and the fence it got. Every answer carries
+// Set-Cookie, an ETag and a Location.
+class TestUpstream : public QObject {
+public:
+    TestUpstream()
+    {
+        QVERIFY(m_server.listen(QHostAddress::LocalHost, 0));
+        connect(&m_server, &QTcpServer::newConnection, this, [this] {
+            while (QTcpSocket* s = m_server.nextPendingConnection()) {
+                s->setParent(this);
+                ++m_open;
+                ++m_accepted;
+                connect(s, &QTcpSocket::disconnected, this, [this] { --m_open; });
+                auto parser = std::make_shared<http::RequestParser>(http::Limits{1 << 16, 1 << 20, 1000, 64 << 20});
+                connect(s, &QTcpSocket::readyRead, this, [this, s, parser] {
+                    const QByteArray b = s->readAll();
+                    parser->feed(std::string_view(b.constData(), static_cast<std::size_t>(b.size())));
+                    while (auto r = parser->take())
+                        handle(s, std::move(*r));
+                });
+                connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
+            }
+        });
+    }
+    quint16 port() const { return m_server.serverPort(); }
+    QUrl url() const { return QUrl(u"http://127.0.0.1:%1"_s.arg(port())); }
+    int calls(const std::string& path) const { return m_calls.count(path) ? m_calls.at(path) : 0; }
+    const http::Request& last(const std::string& path) const { return m_last.at(path); }
+    int openConnections() const { return m_open; }
+    int acceptedConnections() const { return m_accepted; }
+
+private:
+    void handle(QTcpSocket* s, http::Request r)
+    {
+        const int n = ++m_calls[r.path];
+        m_last[r.path] = r;
+        const QStringList parts = QString::fromStdString(r.path).split(u'/', Qt::SkipEmptyParts);
+        http::Response resp;
+        resp.status = 201;
+        resp.headers = {{"Set-Cookie", "session=s" + std::to_string(n)}, {"ETag", "\"e" + std::to_string(n) + "\""},
+                        {"Location", "/made/" + std::to_string(n)}, {"X-Upstream", "yes"}};
+        int delay = 0;
+        if (!parts.isEmpty() && parts[0] == u"reset"_s) {
+            s->abort();
+            return;
+        }
+        if (parts.size() > 1 && (parts[0] == u"slow"_s || (parts[0] == u"slowfirst"_s && n == 1)))
+            delay = parts[1].toInt();
+        if (parts.size() > 1 && parts[0] == u"status"_s)
+            resp.status = parts[1].toInt();
+        if (parts.contains(u"failfirst"_s) && n == 1)
+            resp.status = 503;
+        if (!parts.isEmpty() && parts[0] == u"echo"_s) {
+            resp.set("Content-Type", "application/octet-stream");
+            resp.body = r.body;
+        } else {
+            const std::string* fence = r.header("Idempotency-Fence");
+            resp.set("Content-Type", "application/json");
+            resp.body = "{\"path\":\"" + r.path + "\",\"call\":" + std::to_string(n) + ",\"fence\":\"" +
+                        (fence ? *fence : std::string()) + "\",\"bytes\":" + std::to_string(r.body.size()) + "}";
+        }
+        const std::string bytes = http::serialize(resp, r.method == "HEAD", r.keepAlive, "Mon, 01 Jan 2024 00:00:00 GMT");
+        QPointer<QTcpSocket> guard(s);
+        QTimer::singleShot(delay, this, [guard, bytes] {
+            if (guard)
+                guard->write(bytes.data(), static_cast<qint64>(bytes.size()));
+        });
+    }
+
+    QTcpServer m_server;
+    std::map<std::string, int> m_calls;
+    std::map<std::string, http::Request> m_last;
+    int m_open = 0, m_accepted = 0;
+};
+
+// ---- clients: raw TCP (or TLS), so that they can pipeline, trickle, disconnect -----------------
+struct Reply {
+    int status = 0;
+    QList<QPair<QByteArray, QByteArray>> headers;
+    QByteArray body;
+    QByteArray header(const QByteArray& name) const
+    {
+        for (const auto& [n, v] : headers)
+            if (n.compare(name, Qt::CaseInsensitive) == 0)
+                return v;
+        return {};
+    }
+    bool has(const QByteArray& name) const
+    {
+        return std::any_of(headers.begin(), headers.end(),
+                           [&](const auto& h) { return h.first.compare(name, Qt::CaseInsensitive) == 0; });
+    }
+    bool replayed() const { return header("Idempotent-Replayed") == "true"; }
+    QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
+};
+
+class Client : public QObject {
+public:
+    // tls: over TLS to "localhost", the server's certificate verified against the tests' CA
+    explicit Client(quint16 port, bool tls = false)
+    {
+        connect(&m_socket, &QTcpSocket::readyRead, this, [this] {
+            m_buf += m_socket.readAll();
+            parse();
+        });
+        connect(&m_socket, &QTcpSocket::disconnected, this, [this] { closed = true; });
+        if (tls) {
+            QSslConfiguration c = QSslConfiguration::defaultConfiguration();
+            c.setCaCertificates(QSslCertificate::fromPath(QString::fromStdString(idemtest::TestCerts::get().path("ca.pem"))));
+            m_socket.setSslConfiguration(c);
+            m_socket.connectToHostEncrypted(u"localhost"_s, port);
+            // the gateway is on this thread: wait with the event loop running, not waitForEncrypted()
+            bool failed = false;
+            connect(&m_socket, &QAbstractSocket::errorOccurred, this, [&failed] { failed = true; });
+            encrypted = QTest::qWaitFor([&] { return m_socket.isEncrypted() || failed; }, 10000) && !failed;
+            m_socket.disconnect(this);
+            connect(&m_socket, &QTcpSocket::readyRead, this, [this] {
+                m_buf += m_socket.readAll();
+                parse();
+            });
+            connect(&m_socket, &QTcpSocket::disconnected, this, [this] { closed = true; });
+        } else {
+            m_socket.connectToHost(QHostAddress::LocalHost, port);
+            m_socket.waitForConnected(5000);
+        }
+    }
+    bool encrypted = false;
+    QString error() const { return m_socket.errorString(); }
+    void send(const QByteArray& b) { m_socket.write(b); }
+    bool wait(std::size_t n, int ms = 15000)
+    {
+        return QTest::qWaitFor([&] { return replies.size() >= n; }, ms);
+    }
+    void close() { m_socket.abort(); }
+
+    std::vector<Reply> replies;
+    int interim = 0; // 1xx answers
+    bool closed = false;
+
+private:
+    void parse()
+    {
+        for (;;) {
+            const qsizetype end = m_buf.indexOf("\r\n\r\n");
+            if (end < 0)
+                return;
+            const QList<QByteArray> lines = m_buf.left(end).split('\n');
+            Reply r;
+            r.status = lines[0].split(' ').value(1).toInt();
+            qsizetype length = 0;
+            for (qsizetype i = 1; i < lines.size(); ++i) {
+                const qsizetype colon = lines[i].indexOf(':');
+                const QByteArray name = lines[i].left(colon).trimmed(), value = lines[i].mid(colon + 1).trimmed();
+                r.headers.append({name, value});
+                if (name.compare("Content-Length", Qt::CaseInsensitive) == 0)
+                    length = value.toLongLong();
+            }
+            if (r.status >= 100 && r.status < 200) {
+                ++interim;
+                m_buf.remove(0, end + 4);
+                continue;
+            }
+            if (m_buf.size() < end + 4 + length)
+                return;
+            r.body = m_buf.mid(end + 4, length);
+            m_buf.remove(0, end + 4 + length);
+            replies.push_back(std::move(r));
+        }
+    }
+
+    QSslSocket m_socket; // plain TCP unless asked for TLS
+    QByteArray m_buf;
+};
+
+inline QByteArray request(const QByteArray& method, const QByteArray& path, const QByteArray& key = {},
+                   const QByteArray& body = {}, const QList<QByteArray>& extra = {})
+{
+    QByteArray r = method + ' ' + path + " HTTP/1.1\r\nHost: gateway.test\r\n";
+    if (!key.isNull())
+        r += "Idempotency-Key: " + key + "\r\n";
+    for (const auto& h : extra)
+        r += h + "\r\n";
+    if (!body.isNull() || method == "POST")
+        r += "Content-Length: " + QByteArray::number(body.size()) + "\r\n";
+    return r + "\r\n" + body;
+}
+
+inline Reply call(quint16 port, const QByteArray& bytes, int ms = 15000)
+{
+    Client c(port);
+    c.send(bytes);
+    if (!c.wait(1, ms))
+        return {};
+    return c.replies.front();
+}
+
+inline QByteArray metricsOf(quint16 adminPort) { return call(adminPort, request("GET", "/metrics")).body; }
+
+inline std::uint64_t outcome(const gateway::Gateway& g, gateway::Outcome o) { return g.metrics().of(o); }
+
+
+// A gateway on a free port in front of `up`, on the fixture's Redis (or `redis`) in a namespace of
+// its own; null (with a warning) if it did not start
+inline std::unique_ptr<gateway::Gateway> startGateway(const TestUpstream& up,
+                                                      const std::function<void(gateway::GatewayOptions&)>& tweak = {},
+                                                      std::optional<ConnectionOptions> redis = {})
+{
+    gateway::GatewayOptions o;
+    o.upstream = up.url();
+    o.listenPort = 0;
+    o.admin = true;
+    o.adminPort = 0;
+    o.connection = idemtest::quick(redis ? *redis : idemtest::sharedRedis());
+    o.keyNamespace = idemtest::uniqueNamespace("gw");
+    o.upstreamTimeout = Millis(10'000);
+    if (tweak)
+        tweak(o);
+    auto g = std::make_unique<gateway::Gateway>(o);
+    QString error;
+    if (!g->start(&error)) {
+        qWarning("%s", qPrintable(error));
+        return nullptr;
+    }
+    return g;
+}
+
+} // namespace gwtest
