@@ -42,11 +42,11 @@ struct Chains {
     void go(idem::Executor& ex, const std::vector<std::string>& ids, std::size_t inFlight,
             const idem::ExecuteOptions& options = {})
     {
-        next = done = 0;
-        outcomes.clear();
         const std::size_t start = std::min(inFlight, ids.size());
         {
-            std::lock_guard lock(mutex);
+            std::lock_guard lock(mutex); // a watching thread may read `done` meanwhile
+            done = 0;
+            outcomes.clear();
             next = start;
         }
         for (std::size_t i = 0; i < start; ++i)

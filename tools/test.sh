@@ -39,16 +39,17 @@ if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd build-asan && ctest --output-on-failure -j "$sanitizer_test_jobs")
 
-  # The async core's threads (I/O threads, watchdog, callers) under ThreadSanitizer: its suite only,
-  # which keeps the third build small. IDEM_SKIP_TSAN=1 skips it.
+  # The async cores' threads (I/O threads, watchdog, callers; Redis and PostgreSQL's pipelines)
+  # under ThreadSanitizer: their suites only, which keeps the third build small. IDEM_SKIP_TSAN=1
+  # skips it.
   if [ "${IDEM_SKIP_TSAN:-0}" != 1 ]; then
-    echo "== build the async suite with ThreadSanitizer"
+    echo "== build the async suites with ThreadSanitizer"
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DIDEM_WERROR=ON \
       -DIDEM_SANITIZE=thread -DIDEM_BUILD_TESTS=ON
-    cmake --build build-tsan -j "$jobs" --target tst_async idem-test-redis
-    echo "== the async suite under ThreadSanitizer"
+    cmake --build build-tsan -j "$jobs" --target tst_async tst_pgpipeline idem-test-redis
+    echo "== the async suites under ThreadSanitizer"
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0 suppressions=$PWD/tools/tsan.supp"
-    (cd build-tsan && ctest --output-on-failure -R '^(redis\.start|async|redis\.stop)$')
+    (cd build-tsan && ctest --output-on-failure -R '^(redis\.start|async|pgpipeline|redis\.stop)$')
   fi
 fi
 
