@@ -47,12 +47,13 @@ PgPipeline& PgStore::pipeline()
         std::lock_guard lock(m_mutex);
         m_pipelines = std::move(made);
     });
-    // the first one not full: calls kept together make big batches (one statement for many calls is
-    // what saves the server's time); the next connection takes what one batch cannot
+    // the first one with fewer than kFill calls pending, else the least loaded: calls kept together
+    // make batches (one statement for many calls is what saves the server's time), and past a
+    // batch of kFill the next connection's backend works beside the first one's
+    constexpr std::size_t kFill = 8;
     PgPipeline* least = nullptr;
     for (const auto& p : m_pipelines) {
-        static const std::size_t T = getenv("DBG_T") ? std::size_t(atoi(getenv("DBG_T"))) : acquireBatch.maxCalls;
-        if (p->pending() < T)
+        if (p->pending() < kFill)
             return *p;
         if (!least || p->pending() < least->pending())
             least = p.get();

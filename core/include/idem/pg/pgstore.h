@@ -30,7 +30,7 @@ struct PgStoreOptions {
     int connectTimeoutSeconds = 5;          // unless the conninfo names its own connect_timeout
     std::size_t maxIdleConnections = 8;     // kept open for the next call
     // submit() through Executor: connections in libpq's pipeline mode, each with an I/O thread,
-    // opened when a call first needs it (the second when the first has 256 calls pending)
+    // opened when a call first needs it (the second when the first has 8 calls pending)
     std::size_t pipelineConnections = 2;
     // A pipelined call waits at most this long for a row another transaction holds (an execute()
     // of the transactional mode): then an acquire answers InProgress, and the calls behind it on
@@ -82,8 +82,9 @@ struct PgExecuteOptions {
 // answers before them. Acquires (and completes) that queue up while two of their kind are under
 // way go out together as one statement, one transaction for all of them: each call gets the answer
 // it would have had alone, and a batch the server refuses is sent again call by call. Calls fill
-// the first connection before the next takes any, so that batches are big. Their callbacks run on
-// a pipeline's I/O thread; a connection lost fails its calls under way with ClosedError.
+// the first connection up to 8 pending before the next takes any, then go to the least loaded.
+// Their callbacks run on a pipeline's I/O thread; a connection lost fails its calls under way with
+// ClosedError.
 class PgStore final : public LeaseStore, public AsyncLeaseStore {
 public:
     // conninfo: a postgresql:// URI or key=value pairs, as libpq takes them
@@ -166,7 +167,7 @@ private:
     template <typename F> auto call(F&& f);
     void checkId(std::string_view id) const;
     void checkResponse(std::string_view response) const;
-    PgPipeline& pipeline(); // the first one not full; made on the first call
+    PgPipeline& pipeline(); // the first one with room, else the least loaded; made on the first call
 
     std::string m_conninfo;
     PgStoreOptions m_options;
