@@ -256,4 +256,16 @@ inline std::unique_ptr<gateway::Gateway> startGateway(const TestUpstream& up,
     return g;
 }
 
+// What each gateway suite holds: an upstream (made anew by its init()), and gateways in front of it
+class GatewaySuite : public QObject {
+protected:
+    std::unique_ptr<TestUpstream> up;
+
+    std::unique_ptr<gateway::Gateway> start(const std::function<void(gateway::GatewayOptions&)>& tweak = {},
+                                            std::optional<ConnectionOptions> redis = {})
+    {
+        return startGateway(*up, tweak, std::move(redis));
+    }
+};
+
 } // namespace gwtest

@@ -14,15 +14,8 @@ using namespace idem;
 using namespace gwtest;
 using namespace Qt::StringLiterals;
 
-class TestGateway : public QObject {
+class TestGateway : public GatewaySuite {
     Q_OBJECT
-    std::unique_ptr<TestUpstream> up;
-
-    std::unique_ptr<gateway::Gateway> start(const std::function<void(gateway::GatewayOptions&)>& tweak = {},
-                                            std::optional<ConnectionOptions> redis = {})
-    {
-        return startGateway(*up, tweak, std::move(redis));
-    }
 
 private slots:
     void init() { up = std::make_unique<TestUpstream>(); }

@@ -16,15 +16,8 @@ using namespace idem;
 using namespace gwtest;
 using namespace Qt::StringLiterals;
 
-class TestGatewayOps : public QObject {
+class TestGatewayOps : public GatewaySuite {
     Q_OBJECT
-    std::unique_ptr<TestUpstream> up;
-
-    std::unique_ptr<gateway::Gateway> start(const std::function<void(gateway::GatewayOptions&)>& tweak = {},
-                                            std::optional<ConnectionOptions> redis = {})
-    {
-        return startGateway(*up, tweak, std::move(redis));
-    }
 
 private slots:
     void init() { up = std::make_unique<TestUpstream>(); }
