@@ -1,7 +1,9 @@
 // Sentinel on real servers: a primary, a replica and three sentinels (redis-server --sentinel).
 // The primary is found through the sentinels; across SENTINEL FAILOVER and across the primary
 // being killed, execute() and idemctl run go on on the new primary without a restart, no id runs
-// twice and none is lost, with writes that reach a replica before they count (minReplicas).
+// twice and none is lost, with writes that reach a replica before they count (minReplicas), and a
+// lost lease is believed only from a node a replica follows.
+#include "idem/engine/asyncstore.h"
 #include "idem/engine/executor.h"
 #include "idem/errors.h"
 #include "testsupport.h"
@@ -160,6 +162,64 @@ private slots:
         // for above). Whether a call saw the store away is timing: a worker completing when the
         // primary died retries its completion until the new primary answers, uncounted.
         QVERIFY(idsBefore > 0);
+    }
+
+    // A primary that comes back empty after a failover, before the sentinels make it a replica,
+    // answers "missing" for every lease. With minReplicas, a refusal from a node no replica
+    // follows is not believed: complete throws NotReplicatedError (the executor retries, and the
+    // retry reaches the true primary) instead of reporting a lost lease whose work would then run
+    // again once the true record's lease runs out. From a node its replica follows, it is.
+    void aRefusalFromANodeNoReplicaFollowsIsNotBelieved()
+    {
+        idem::LocalServer primary;
+        idem::LocalServerOptions ro;
+        ro.extraArgs = {"--replicaof", "127.0.0.1", std::to_string(primary.port())};
+        idem::LocalServer replica(ro);
+        idem::LocalServer emptyPrimary; // no replicas, no records: the old primary, restarted
+        idem::StoreOptions so{.keyNamespace = "stale", .lease = idem::Millis(10000)};
+        so.minReplicas = 1;
+        so.replicaTimeout = idem::Millis(300);
+        idem::ConnectionPool truePool(quick(primary.connectionOptions()), 1);
+        idem::ConnectionPool stalePool(quick(emptyPrimary.connectionOptions()), 1);
+        idem::Store trueStore(truePool, so), staleStore(stalePool, so);
+        idem::AcquireResult a;
+        QElapsedTimer synced;
+        synced.start();
+        bool acked = false;
+        while (!acked && synced.elapsed() < 10000) {
+            try {
+                a = trueStore.acquire("order-1", "");
+                acked = true;
+            } catch (const idem::NotReplicatedError&) {
+                QThread::msleep(50); // the replica is still syncing (the lock was given back)
+            }
+        }
+        QVERIFY(acked);
+        QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+
+        try {
+            staleStore.complete(a.ticket, "r");
+            QFAIL("a lost lease answered by a node no replica follows was believed");
+        } catch (const idem::NotReplicatedError& e) {
+            QVERIFY2(std::string(e.what()).find("not believed") != std::string::npos, e.what());
+        }
+        idem::AsyncPool staleAsyncPool(quick(emptyPrimary.connectionOptions()), 1);
+        idem::AsyncStore staleAsync(staleAsyncPool, so);
+        QVERIFY_THROWS_EXCEPTION(idem::NotReplicatedError, staleAsync.complete(a.ticket, "r").get());
+        // without minReplicas nothing can tell the nodes apart: the refusal is all there is
+        idem::StoreOptions unguarded = so;
+        unguarded.minReplicas = 0;
+        idem::Store staleUnguarded(stalePool, unguarded);
+        QCOMPARE(staleUnguarded.complete(a.ticket, "r").status, idem::OwnerStatus::LeaseLost);
+
+        // the true primary, its replica following: a wrong token is refused and believed, and
+        // the owner's completion is stored
+        idem::Ticket wrong = a.ticket;
+        wrong.token = "not-the-owner";
+        const idem::OwnerResult refused = trueStore.complete(wrong, "r");
+        QCOMPARE(refused.status, idem::OwnerStatus::LeaseLost);
+        QCOMPARE(refused.currentState, std::string("STARTED"));
+        QCOMPARE(trueStore.complete(a.ticket, "r").status, idem::OwnerStatus::Ok);
     }
 
     // minReplicas with the replica frozen: the lock is not acknowledged, so it is released and the

@@ -164,9 +164,14 @@ void AsyncStore::Shared::readCompletions(std::vector<PendingCompletion>& unit, s
             const std::int64_t acks = waits ? storecalls::replicasAcked(replies.back().get()) : -1;
             if (n > 1 && !reply::isError(r) && reply::arraySize(r) != n)
                 throw ProtoError("complete script answered for the wrong number of ids");
-            for (std::size_t k = 0; k < n; ++k)
-                out[k] = storecalls::parseOwnerReply(s, n == 1 || reply::isError(r) ? r : reply::element(r, k), options,
-                                                     waits, acks);
+            for (std::size_t k = 0; k < n; ++k) {
+                try { // one id's refusal from a node no replica follows is that id's error
+                    out[k] = storecalls::parseOwnerReply(s, n == 1 || reply::isError(r) ? r : reply::element(r, k),
+                                                         options, waits, acks);
+                } catch (const NotReplicatedError&) {
+                    errors[k] = std::current_exception();
+                }
+            }
         } catch (const Error&) {
             std::fill(errors.begin(), errors.end(), std::current_exception());
         }

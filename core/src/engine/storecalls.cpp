@@ -82,6 +82,16 @@ OwnerResult parseOwnerReply(const Script& s, const redisReply* r, const StoreOpt
         throw ProtoError(std::string(s.name) + " script answered '" + status + "'");
     out.status = OwnerStatus::LeaseLost;
     out.currentState = str(element(r, 1));
+    // A refusal is believed only from a node its replicas follow: a primary that came back empty
+    // after a failover, and still thinks itself the primary, answers "missing" for every lease,
+    // and a completion that believed it would be lost while the true record waits elsewhere (the
+    // caller retries; the next try goes to the primary the sentinels name now).
+    if (waitedForReplicas && o.minReplicas > 0 && acks < o.minReplicas)
+        throw NotReplicatedError(std::string(s.name) + ": the lease was answered lost (record " + out.currentState +
+                                 ") by a node " + std::to_string(std::max<std::int64_t>(0, acks)) + " of the " +
+                                 std::to_string(o.minReplicas) +
+                                 " replica(s) asked follow; not believed (a primary that came back empty "
+                                 "answers the same)");
     return out;
 }
 

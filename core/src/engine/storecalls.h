@@ -68,8 +68,8 @@ void readAcquireLines(const redisReply* r, std::size_t count, Each each)
 
 // An owner script's answer (complete, fail, renew): the server time alone when done, else
 // {status, detail, server time}. `acks` is WAIT's answer when the call waited for replicas (-1
-// otherwise); fewer than o.minReplicas make a done completion NotReplicated. An error reply
-// throws ReplyError.
+// otherwise); fewer than o.minReplicas make a done completion NotReplicated and a refusal
+// NotReplicatedError (the node may not be the primary). An error reply throws ReplyError.
 OwnerResult parseOwnerReply(const Script& s, const redisReply* r, const StoreOptions& o, bool waitedForReplicas,
                             std::int64_t acks);
 
