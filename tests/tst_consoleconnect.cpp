@@ -146,6 +146,52 @@ private slots:
         QVERIFY(!back.tlsInsecure);
     }
 
+    // A password typed into a Redis URL moves to the masked Password field when the URL is left,
+    // and when Connect opens on such a URL; a PostgreSQL URL keeps its own (libpq reads it
+    // there). A URL that cannot be read is remembered without its password.
+    void aPasswordInTheUrlIsNeverShown()
+    {
+        ConnectDialog dialog(nullptr);
+        auto* url = qobject_cast<QComboBox*>(dialog.fieldWidget(u"url"_s));
+        auto* password = qobject_cast<QLineEdit*>(dialog.fieldWidget(u"password"_s));
+        url->setCurrentText(u"redis://ops:s%40cret@127.0.0.1:6390/2"_s);
+        Q_EMIT url->lineEdit()->editingFinished();
+        QCOMPARE(url->currentText(), u"redis://ops@127.0.0.1:6390/2"_s);
+        QCOMPARE(password->text(), u"s@cret"_s);
+        QCOMPARE(password->echoMode(), QLineEdit::Password);
+        QCOMPARE(dialog.settings().password, u"s@cret"_s);
+        QCOMPARE(idem::ConnectionOptions::fromUrl(dialog.settings().url.toStdString()).user, std::string("ops"));
+
+        ConnectionSettings given;
+        given.url = u"redis-sentinel://:hunter2@127.0.0.1:26379,127.0.0.1:26380/0#mymaster"_s;
+        given.keyNamespace = u"ns"_s;
+        dialog.setSettings(given);
+        QVERIFY2(!url->currentText().contains(u"hunter2"_s), qPrintable(url->currentText()));
+        QCOMPARE(dialog.settings().password, u"hunter2"_s);
+
+        const QString pg = u"postgresql://ops:pw@127.0.0.1:5432/orders"_s;
+        password->clear();
+        url->setCurrentText(pg);
+        Q_EMIT url->lineEdit()->editingFinished();
+        QCOMPARE(url->currentText(), pg);
+        QVERIFY(password->text().isEmpty());
+
+        idem::LocalServer server;
+        MainWindow w(optionsFor(server, u"pwurl"_s));
+        w.show();
+        w.openConnectDialog();
+        QTRY_VERIFY_WITH_TIMEOUT(w.connectDialog() && w.connectDialog()->isVisible(), 3000);
+        auto* bad = qobject_cast<QComboBox*>(w.connectDialog()->fieldWidget(u"url"_s));
+        bad->setCurrentText(u"redis://ops:hunter2@127.0.0.1:99999/0"_s); // no such port: unreadable
+        w.connectDialog()->accept();
+        const QStringList recent = Settings::instance().recentUrls();
+        QVERIFY(!recent.isEmpty());
+        QCOMPARE(recent.first(), u"redis://ops@127.0.0.1:99999/0"_s);
+        QVERIFY2(!w.windowTitle().contains(u"hunter2"_s), qPrintable(w.windowTitle()));
+        QTRY_VERIFY_WITH_TIMEOUT(w.bannerText().contains(u"99999"_s), 5000);
+        QVERIFY2(!w.bannerText().contains(u"hunter2"_s), qPrintable(w.bannerText()));
+    }
+
     // A user whose ACL forbids writes: the console says so and stays read-only, toggle and all
     void userWithoutWritePermissionIsReadOnly()
     {

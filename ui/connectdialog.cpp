@@ -3,7 +3,9 @@
 #include "credentialstore.h"
 #include "settings.h"
 
+#include "idem/errors.h"
 #include "idem/format/record.h"
+#include "idem/redis/options.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -125,11 +127,34 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     form->addRow(tr("Read keys from:"), m_readFrom);
     layout->addWidget(tlsGroup);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+        takePasswordFromUrl();
+        accept();
+    });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     layout->addWidget(buttons);
     connect(m_url, &QComboBox::currentTextChanged, this, &ConnectDialog::urlChosen);
+    connect(m_url->lineEdit(), &QLineEdit::editingFinished, this, &ConnectDialog::takePasswordFromUrl);
     urlChosen(m_url->currentText());
+}
+
+// A password typed into a Redis URL moves to the Password field, masked: the URL field, the recent
+// list and the window's title never show it. (A PostgreSQL URL keeps its own: libpq reads it
+// there, or from PGPASSWORD and ~/.pgpass.)
+void ConnectDialog::takePasswordFromUrl()
+{
+    const QString url = m_url->currentText().trimmed();
+    if (isPostgresUrl(url))
+        return;
+    try {
+        const idem::ConnectionOptions o = idem::ConnectionOptions::fromUrl(url.toStdString());
+        if (o.password.empty())
+            return;
+        m_password->setText(QString::fromStdString(o.password));
+        m_url->setCurrentText(QString::fromStdString(o.describe())); // the rest, the user included
+    } catch (const idem::Error&) {
+        // a URL that cannot be read: connecting says why (and shows it without the password)
+    }
 }
 
 QLineEdit* ConnectDialog::fileField(const QString& name, const QString& what, const QString& filter, QWidget** row)
@@ -241,6 +266,7 @@ void ConnectDialog::setSettings(const ConnectionSettings& s)
     m_tlsServerName->setText(s.tlsServerName);
     m_tlsInsecure->setChecked(s.tlsInsecure);
     m_sentinelPassword->setText(s.sentinelPassword);
+    takePasswordFromUrl(); // `idem-console --url redis://:pw@…` opens Connect with the password masked
     updateEnabled();
 }
 

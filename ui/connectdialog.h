@@ -31,6 +31,7 @@ public:
 
 private:
     void urlChosen(const QString& url);
+    void takePasswordFromUrl();
     void updateEnabled(); // TLS fields for TLS URLs, the Sentinel password for Sentinel URLs
     QLineEdit* fileField(const QString& name, const QString& what, const QString& filter, QWidget** row);
 

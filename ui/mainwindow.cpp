@@ -37,6 +37,7 @@
 #include <QTabWidget>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QRegularExpression>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -51,7 +52,9 @@ QString describe(const QString& url)
     try {
         return QString::fromStdString(idem::ConnectionOptions::fromUrl(url.toStdString()).describe());
     } catch (...) {
-        return url;
+        // a URL that cannot be read goes to the recent list and the title too: never its password
+        static const QRegularExpression password(u"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):.*@"_s);
+        return QString(url).replace(password, u"\\1@"_s);
     }
 }
 
