@@ -256,6 +256,33 @@ int LocalSentinelSet::waitForNewPrimary(int previous, int timeoutMs)
     return -1;
 }
 
+void LocalSentinelSet::waitForFailoverDone(int node, int timeoutMs)
+{
+    const std::string port = std::to_string(this->node(node).port());
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < timeoutMs) {
+        int done = 0;
+        for (auto& s : m_sentinels) {
+            try {
+                idem::Connection c(s->connectionOptions());
+                const auto r = c.checked({"SENTINEL", "master", "mymaster"});
+                std::map<std::string, std::string> fields;
+                for (std::size_t i = 0; i + 1 < idem::reply::arraySize(r.get()); i += 2)
+                    fields[idem::reply::str(idem::reply::element(r.get(), i))] =
+                        idem::reply::str(idem::reply::element(r.get(), i + 1));
+                if (fields["port"] == port && fields["flags"].find("failover") == std::string::npos)
+                    ++done;
+            } catch (const idem::Error&) {
+            }
+        }
+        if (done == static_cast<int>(m_sentinels.size()))
+            return;
+        QThread::msleep(100);
+    }
+    qFatal("the sentinels did not all settle on node %d within %d ms", node, timeoutMs);
+}
+
 void LocalSentinelSet::waitForReplicas(int replicas, int timeoutMs)
 {
     QElapsedTimer t;

@@ -55,6 +55,12 @@ public:
     int waitForNewPrimary(int previous, int timeoutMs = 30000);
     // waits until the primary has `replicas` replicas online and in sync
     void waitForReplicas(int replicas, int timeoutMs = 30000);
+    // waits until every sentinel names `node` and none is failing over any more. A sentinel that
+    // leads a failover names the promoted replica before it has switched; one that has not heard
+    // of it yet still names the old primary, and if that comes back in the meantime, empty, may
+    // make the promoted replica its replica again (losing what was written to it: Sentinel's own
+    // window, which no client can close). Restart a killed primary after this.
+    void waitForFailoverDone(int node, int timeoutMs = 30000);
 
 private:
     std::string m_dir;

@@ -11,6 +11,8 @@
 #include <QtTest>
 
 #include <atomic>
+#include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -138,7 +140,9 @@ private slots:
             set.node(0).kill(); // the primary dies; the sentinels promote the replica
             QCOMPARE(set.waitForNewPrimary(0), 1);
             idsAfterFailover = load.ids;
-            // the old primary comes back and is made a replica of the new one: WAIT 1 is met again
+            // the old primary comes back, once every sentinel has switched, and is made a replica
+            // of the new one: WAIT 1 is met again
+            set.waitForFailoverDone(1);
             set.node(0).start();
             set.waitForReplicas(1);
             cli.join();
@@ -178,34 +182,41 @@ private slots:
         idem::LocalServer emptyPrimary; // no replicas, no records: the old primary, restarted
         idem::StoreOptions so{.keyNamespace = "stale", .lease = idem::Millis(10000)};
         so.minReplicas = 1;
-        so.replicaTimeout = idem::Millis(300);
+        so.replicaTimeout = idem::Millis(300); // what the empty node makes each call wait
+        idem::StoreOptions trueOptions = so;
+        trueOptions.replicaTimeout = idem::Millis(5000); // a replica slow under a sanitizer still counts
         idem::ConnectionPool truePool(quick(primary.connectionOptions()), 1);
         idem::ConnectionPool stalePool(quick(emptyPrimary.connectionOptions()), 1);
-        idem::Store trueStore(truePool, so), staleStore(stalePool, so);
-        idem::AcquireResult a;
-        QElapsedTimer synced;
-        synced.start();
-        bool acked = false;
-        while (!acked && synced.elapsed() < 10000) {
-            try {
-                a = trueStore.acquire("order-1", "");
-                acked = true;
-            } catch (const idem::NotReplicatedError&) {
-                QThread::msleep(50); // the replica is still syncing (the lock was given back)
-            }
+        idem::Store trueStore(truePool, trueOptions), staleStore(stalePool, so);
+        {
+            idem::Connection c(primary.connectionOptions());
+            QTRY_VERIFY_WITH_TIMEOUT(idem::reply::str(c.checked({"INFO", "replication"}).get()).find("state=online") !=
+                                         std::string::npos,
+                                     10000);
         }
-        QVERIFY(acked);
+        const idem::AcquireResult a = trueStore.acquire("order-1", "");
         QCOMPARE(a.status, idem::AcquireStatus::Acquired);
 
-        try {
-            staleStore.complete(a.ticket, "r");
-            QFAIL("a lost lease answered by a node no replica follows was believed");
-        } catch (const idem::NotReplicatedError& e) {
-            QVERIFY2(std::string(e.what()).find("not believed") != std::string::npos, e.what());
+        // complete, fail and renew alike, blocking and asynchronous
+        const std::function<idem::OwnerResult()> ownerCalls[] = {
+            [&] { return staleStore.complete(a.ticket, "r"); },
+            [&] { return staleStore.fail(a.ticket, idem::FailPolicy::Terminal, "declined"); },
+            [&] { return staleStore.renew(a.ticket); },
+        };
+        for (const auto& call : ownerCalls) {
+            try {
+                call();
+                QFAIL("a lost lease answered by a node no replica follows was believed");
+            } catch (const idem::NotReplicatedError& e) {
+                QVERIFY2(std::string(e.what()).find("not believed") != std::string::npos, e.what());
+            }
         }
         idem::AsyncPool staleAsyncPool(quick(emptyPrimary.connectionOptions()), 1);
         idem::AsyncStore staleAsync(staleAsyncPool, so);
         QVERIFY_THROWS_EXCEPTION(idem::NotReplicatedError, staleAsync.complete(a.ticket, "r").get());
+        std::promise<std::exception_ptr> renewed;
+        staleAsync.renew(a.ticket, {}, [&](idem::OwnerResult, std::exception_ptr e) { renewed.set_value(e); });
+        QVERIFY_THROWS_EXCEPTION(idem::NotReplicatedError, std::rethrow_exception(renewed.get_future().get()));
         // without minReplicas nothing can tell the nodes apart: the refusal is all there is
         idem::StoreOptions unguarded = so;
         unguarded.minReplicas = 0;
@@ -219,6 +230,8 @@ private slots:
         const idem::OwnerResult refused = trueStore.complete(wrong, "r");
         QCOMPARE(refused.status, idem::OwnerStatus::LeaseLost);
         QCOMPARE(refused.currentState, std::string("STARTED"));
+        QCOMPARE(trueStore.renew(wrong).status, idem::OwnerStatus::LeaseLost);
+        QCOMPARE(trueStore.renew(a.ticket).status, idem::OwnerStatus::Ok);
         QCOMPARE(trueStore.complete(a.ticket, "r").status, idem::OwnerStatus::Ok);
     }
 

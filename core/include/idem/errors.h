@@ -27,6 +27,8 @@ public:
 };
 // A write was acknowledged by fewer replicas than StoreOptions::minReplicas asked for: a failover
 // could lose it. An acquire that gets this has released its lock again (the work must not run).
+// complete, fail and renew throw it for a refusal ("lease lost") from a node fewer replicas follow:
+// it may be a primary that came back empty, and the caller tries again.
 class NotReplicatedError : public IoError {
 public:
     using IoError::IoError;

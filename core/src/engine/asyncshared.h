@@ -45,7 +45,10 @@ struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
 
     void ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
                    bool waitForReplicas, StoreCallback<OwnerResult> done) const;
-    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done) const;
+    // waitForReplicas: with minReplicas, WAIT follows (a refusal from a node no replica follows is
+    // not believed); not for the release of an acquire whose replicas were just waited for
+    void fail(const Ticket& t, FailPolicy policy, std::string_view error, StoreCallback<OwnerResult> done,
+              bool waitForReplicas = true) const;
 
 private:
     void sendAcquires(std::vector<PendingAcquire> unit) const;

@@ -85,10 +85,10 @@ void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initia
 }
 
 void AsyncStore::Shared::fail(const Ticket& t, FailPolicy policy, std::string_view error,
-                              StoreCallback<OwnerResult> done) const
+                              StoreCallback<OwnerResult> done, bool waitForReplicas) const
 {
     const std::string retMs = std::to_string(options.failureRetention.count());
-    ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs}, false, std::move(done));
+    ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs}, waitForReplicas, std::move(done));
 }
 
 void AsyncStore::complete(const Ticket& t, std::string_view response, std::optional<Millis> retention,
@@ -110,9 +110,9 @@ void AsyncStore::renew(const Ticket& t, std::optional<Millis> lease, StoreCallba
     const Millis leaseFor = lease.value_or(m_options.lease);
     const std::string leaseMs = std::to_string(leaseFor.count());
     const std::string keepMs = std::to_string(m_options.staleKeep.count());
-    m_shared->ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs}, false,
+    m_shared->ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs}, true,
               [leaseFor, done = std::move(done)](OwnerResult r, std::exception_ptr error) {
-                  if (!error && r.status == OwnerStatus::Ok)
+                  if (!error && r.status != OwnerStatus::LeaseLost)
                       r.leaseUntilMs = r.serverNowMs + leaseFor.count(); // what the script wrote
                   done(std::move(r), std::move(error));
               });

@@ -106,7 +106,8 @@ void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::ve
                     std::to_string(options.replicaTimeout.count()) + " ms; the lock is released, the work is not run"));
                 for (std::size_t k = 0; k < n; ++k) {
                     if (out[k].status == AcquireStatus::Acquired)
-                        fail(out[k].ticket, FailPolicy::Release, "not replicated", [](OwnerResult, std::exception_ptr) {});
+                        fail(out[k].ticket, FailPolicy::Release, "not replicated", [](OwnerResult, std::exception_ptr) {},
+                             false);
                     errors[k] = notReplicated;
                 }
             }

@@ -56,7 +56,9 @@ WorkResult runWork(const Work& work, const WorkContext& ctx, FailPolicy onExcept
 bool settledByStoring(const OwnerResult& r, WorkResult& result, int minReplicas, Outcome& out, bool& notReplicated,
                       std::string& lastError)
 {
-    if (r.status == OwnerStatus::NotReplicated) {
+    // a completion fewer replicas have is tried again (the same token: a repeat is a no-op); a
+    // failure is not (a released record is gone, and a repeat would find it missing)
+    if (r.status == OwnerStatus::NotReplicated && result.ok) {
         notReplicated = true;
         lastError = "acknowledged by " + std::to_string(std::max<std::int64_t>(0, r.replicas)) + " of " +
                     std::to_string(minReplicas) + " replica(s)";

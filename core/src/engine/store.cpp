@@ -296,7 +296,10 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         for (const AcquireResult& a : out)
             if (a.status == AcquireStatus::Acquired) {
                 try {
-                    fail(a.ticket, FailPolicy::Release, "not replicated");
+                    // not waiting for replicas again: they have just been waited for
+                    const std::string retMs = std::to_string(m_options.failureRetention.count());
+                    ownerCall(scripts::fail(), a.ticket,
+                              {a.ticket.token, nameOf(FailPolicy::Release), "not replicated", retMs}, false);
                     ++released;
                 } catch (const Error&) {
                     // its lease runs out by itself
@@ -358,7 +361,9 @@ OwnerResult Store::complete(const Ticket& t, std::string_view response, std::opt
 OwnerResult Store::fail(const Ticket& t, FailPolicy policy, std::string_view error)
 {
     const std::string retMs = std::to_string(m_options.failureRetention.count());
-    return ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs});
+    // with minReplicas, waited for as a completion is: a refusal from a node no replica follows
+    // is not believed (parseOwnerReply)
+    return ownerCall(scripts::fail(), t, {t.token, nameOf(policy), error, retMs}, true);
 }
 
 OwnerResult Store::renew(const Ticket& t, std::optional<Millis> lease)
@@ -366,8 +371,8 @@ OwnerResult Store::renew(const Ticket& t, std::optional<Millis> lease)
     const Millis leaseFor = lease.value_or(m_options.lease);
     const std::string leaseMs = std::to_string(leaseFor.count());
     const std::string keepMs = std::to_string(m_options.staleKeep.count());
-    OwnerResult out = ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs});
-    if (out.status == OwnerStatus::Ok)
+    OwnerResult out = ownerCall(scripts::renew(), t, {t.token, leaseMs, keepMs}, true);
+    if (out.status != OwnerStatus::LeaseLost)
         out.leaseUntilMs = out.serverNowMs + leaseFor.count(); // what the script wrote
     return out;
 }

@@ -39,7 +39,8 @@ struct StoreOptions {
     // Writes that survive a failover: acquire and complete wait (WAIT, in the same round trip) for
     // this many replicas to have them. An acquire fewer acknowledge is released and throws
     // NotReplicatedError (the work must not run); a completion fewer acknowledge answers
-    // OwnerStatus::NotReplicated (stored on the primary, not yet on enough replicas).
+    // OwnerStatus::NotReplicated (stored on the primary, not yet on enough replicas). fail and
+    // renew wait too; a refusal from a node fewer replicas follow throws NotReplicatedError.
     int minReplicas = 0;
     Millis replicaTimeout{1000};
 };
