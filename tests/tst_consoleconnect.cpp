@@ -4,6 +4,8 @@
 // (password, TLS), Sentinel failover, a hung server at close.
 #include "consoletest.h"
 
+#include <QSettings>
+
 class TestConsoleConnect : public ConsoleTest {
     Q_OBJECT
 
@@ -147,10 +149,12 @@ private slots:
     }
 
     // A password typed into a Redis URL moves to the masked Password field when the URL is left,
-    // and when Connect opens on such a URL; a PostgreSQL URL keeps its own (libpq reads it
-    // there). A URL that cannot be read is remembered without its password.
+    // on OK, and when Connect opens on such a URL; only the password is cut out, the rest stays as
+    // typed. A PostgreSQL URL keeps its own (libpq reads it there). Whatever cannot be read is
+    // shown and remembered with whatever could be a password cut out.
     void aPasswordInTheUrlIsNeverShown()
     {
+        QSettings().remove(u"connection/recent"_s); // the list this test reads is its own
         ConnectDialog dialog(nullptr);
         auto* url = qobject_cast<QComboBox*>(dialog.fieldWidget(u"url"_s));
         auto* password = qobject_cast<QLineEdit*>(dialog.fieldWidget(u"password"_s));
@@ -161,12 +165,22 @@ private slots:
         QCOMPARE(password->echoMode(), QLineEdit::Password);
         QCOMPARE(dialog.settings().password, u"s@cret"_s);
         QCOMPARE(idem::ConnectionOptions::fromUrl(dialog.settings().url.toStdString()).user, std::string("ops"));
+        // half typed (no port yet), a '/' in the password: the rest is left as it was typed
+        url->setCurrentText(u"redis://:s3cr/et@cache"_s);
+        Q_EMIT url->lineEdit()->editingFinished();
+        QCOMPARE(url->currentText(), u"redis://cache"_s);
+        QCOMPARE(password->text(), u"s3cr/et"_s);
+        // Return in the field adds nothing to the list
+        url->setCurrentText(u"redis://:hunter2@127.0.0.1:6392/0"_s);
+        QTest::keyClick(url->lineEdit(), Qt::Key_Return);
+        for (int i = 0; i < url->count(); ++i)
+            QVERIFY2(!url->itemText(i).contains(u"hunter2"_s), qPrintable(url->itemText(i)));
 
         ConnectionSettings given;
         given.url = u"redis-sentinel://:hunter2@127.0.0.1:26379,127.0.0.1:26380/0#mymaster"_s;
         given.keyNamespace = u"ns"_s;
         dialog.setSettings(given);
-        QVERIFY2(!url->currentText().contains(u"hunter2"_s), qPrintable(url->currentText()));
+        QCOMPARE(url->currentText(), u"redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/0#mymaster"_s);
         QCOMPARE(dialog.settings().password, u"hunter2"_s);
 
         const QString pg = u"postgresql://ops:pw@127.0.0.1:5432/orders"_s;
@@ -175,6 +189,14 @@ private slots:
         Q_EMIT url->lineEdit()->editingFinished();
         QCOMPARE(url->currentText(), pg);
         QVERIFY(password->text().isEmpty());
+
+        // what the recent list, the keychain and the title get
+        QCOMPARE(shownUrl(u"redis://ops:pw@h:1"_s), u"redis://ops@h:1/0"_s);
+        QCOMPARE(shownUrl(u"redis://ops:hunter2@h:99999/0"_s), u"redis://ops@h:99999/0"_s); // unreadable
+        QCOMPARE(shownUrl(u"postgresql://ops:hunter2@h/db"_s), u"postgresql://ops@h/db"_s);
+        for (const QString& bad : {u" redis://ops:hunter2@h:99999"_s, u"redis:/ops:hunter2@h"_s, u"ops:hunter2@h:1"_s,
+                                   u"redis://ops:hun\nter2@h:x"_s, u"redis://:a@hunter2@h:x"_s})
+            QVERIFY2(!shownUrl(bad).contains(u"hunter2"_s) && !shownUrl(bad).contains(u"hun"_s), qPrintable(bad));
 
         idem::LocalServer server;
         MainWindow w(optionsFor(server, u"pwurl"_s));

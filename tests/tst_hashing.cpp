@@ -89,6 +89,9 @@ private slots:
                               << "/run/redis.sock";
         QTest::newRow("tls") << "rediss://ops:pw@cache.example:6380/1" << "cache.example" << 6380 << 1 << "ops"
                              << "pw" << "";
+        // a password may hold '/' and '@' unescaped: the credentials end at the last '@'
+        QTest::newRow("slash in password") << "redis://ops:s3cr/et@h:1/2" << "h" << 1 << 2 << "ops" << "s3cr/et" << "";
+        QTest::newRow("at in password") << "redis://ops:a@cret@h" << "h" << 6379 << 0 << "ops" << "a@cret" << "";
     }
     void urls()
     {
@@ -149,6 +152,7 @@ private slots:
         QTest::newRow("bad escape") << "redis://u:%zz@h";
         QTest::newRow("relative socket") << "unix://redis.sock";
         QTest::newRow("bad db, secret") << "redis://ops:s3cr3t@h:1/xyz";
+        QTest::newRow("bad port, secret with a slash") << "redis://ops:s3cr3t/x@h:99999/0";
     }
     void badUrls()
     {

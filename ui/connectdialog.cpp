@@ -17,9 +17,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QToolButton>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include "theme.h"
+
+#include <utility>
 
 using namespace Qt::StringLiterals;
 
@@ -29,6 +32,7 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     setWindowTitle(tr("Connect to Redis"));
     m_url = new QComboBox(this);
     m_url->setEditable(true);
+    m_url->setInsertPolicy(QComboBox::NoInsert); // Return does not add what was typed (a password) to the list
     m_url->addItems(Settings::instance().recentUrls());
     if (m_url->count() == 0)
         m_url->addItem(u"redis://127.0.0.1:6379/0"_s);
@@ -127,10 +131,7 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     form->addRow(tr("Read keys from:"), m_readFrom);
     layout->addWidget(tlsGroup);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-    connect(buttons, &QDialogButtonBox::accepted, this, [this] {
-        takePasswordFromUrl();
-        accept();
-    });
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     layout->addWidget(buttons);
     connect(m_url, &QComboBox::currentTextChanged, this, &ConnectDialog::urlChosen);
@@ -138,23 +139,61 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     urlChosen(m_url->currentText());
 }
 
+QString withoutPassword(const QString& url, QString* password)
+{
+    // the credentials end at the last '@' (on unix://, the last before the socket's path), as
+    // idem reads them; without "://" the text is taken as credentials and host all the same
+    const qsizetype scheme = url.indexOf(u"://"_s);
+    const qsizetype from = scheme >= 0 ? scheme + 3 : 0;
+    const bool unixUrl = url.trimmed().startsWith(u"unix://"_s, Qt::CaseInsensitive);
+    const qsizetype at = unixUrl ? (url.mid(from).startsWith(u'/') ? -1 : url.lastIndexOf(u'@', url.indexOf(u'/', from)))
+                                 : url.lastIndexOf(u'@');
+    if (at < from)
+        return url;
+    const qsizetype colon = url.indexOf(u':', from);
+    if (colon < 0 || colon > at)
+        return url; // a user name alone
+    if (password)
+        *password = QUrl::fromPercentEncoding(url.mid(colon + 1, at - colon - 1).toUtf8());
+    // "redis://:pw@host" becomes "redis://host", "redis://ops:pw@host" "redis://ops@host"
+    return colon == from ? url.left(from) + url.mid(at + 1) : url.left(colon) + url.mid(at);
+}
+
+QString shownUrl(const QString& url)
+{
+    const QString u = url.trimmed();
+    if (isPostgresUrl(u))
+        return postgresShown(u);
+    try {
+        return QString::fromStdString(idem::ConnectionOptions::fromUrl(u.toStdString()).describe());
+    } catch (const idem::Error&) {
+        return withoutPassword(u);
+    }
+}
+
 // A password typed into a Redis URL moves to the Password field, masked: the URL field, the recent
-// list and the window's title never show it. (A PostgreSQL URL keeps its own: libpq reads it
-// there, or from PGPASSWORD and ~/.pgpass.)
+// list and the window's title never show it. Only the password is cut out: the rest of the URL
+// stays as typed (this runs whenever the field loses focus). A PostgreSQL URL keeps its own:
+// libpq reads it there, or from PGPASSWORD and ~/.pgpass.
 void ConnectDialog::takePasswordFromUrl()
 {
-    const QString url = m_url->currentText().trimmed();
-    if (isPostgresUrl(url))
+    const QString url = m_url->currentText();
+    if (isPostgresUrl(url.trimmed()))
         return;
-    try {
-        const idem::ConnectionOptions o = idem::ConnectionOptions::fromUrl(url.toStdString());
-        if (o.password.empty())
-            return;
-        m_password->setText(QString::fromStdString(o.password));
-        m_url->setCurrentText(QString::fromStdString(o.describe())); // the rest, the user included
-    } catch (const idem::Error&) {
-        // a URL that cannot be read: connecting says why (and shows it without the password)
-    }
+    QString password;
+    const QString rest = withoutPassword(url, &password);
+    if (rest == url)
+        return;
+    m_password->setText(password);
+    const bool applying = std::exchange(m_applying, true); // the same connection, its password
+    m_url->setCurrentText(rest);                            // elsewhere: no remembered profile over it
+    m_applying = applying;
+}
+
+void ConnectDialog::accept()
+{
+    takePasswordFromUrl();
+    QDialog::accept();
 }
 
 QLineEdit* ConnectDialog::fileField(const QString& name, const QString& what, const QString& filter, QWidget** row)
@@ -213,9 +252,17 @@ void ConnectDialog::urlChosen(const QString& url)
         m_applying = false;
     }
     updateEnabled();
-    if (!m_credentials)
-        return;
-    m_credentials->load(url, [this, url](const QString& password, const QString&) {
+    if (!m_credentials || withoutPassword(url.trimmed()) != url.trimmed())
+        return; // the keychain is asked for a URL without a password in it, by the account it is kept under
+    if (!isPostgresUrl(url.trimmed())) {
+        try {
+            idem::ConnectionOptions::fromUrl(url.trimmed().toStdString());
+        } catch (const idem::Error&) {
+            return; // a URL that cannot be read (or is half typed) has no account
+        }
+    }
+    const QString account = shownUrl(url);
+    m_credentials->load(account, [this, url](const QString& password, const QString&) {
         if (m_url->currentText() == url && m_password->text().isEmpty() && !password.isEmpty()) {
             m_password->setText(password);
             m_remember->setChecked(true);

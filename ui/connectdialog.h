@@ -10,6 +10,14 @@ class QLabel;
 class QLineEdit;
 class CredentialStore;
 
+// A connection URL as the console shows and remembers it (the recent list, the keychain's account,
+// the window's title): a Redis URL as idem reads it, without its password; a PostgreSQL URL with
+// its password cut out; a URL that cannot be read with whatever could be a password cut out.
+QString shownUrl(const QString& url);
+// The URL's text with the password of its credentials ("user:password@") cut out, the rest as
+// typed; `password` (if given) gets what was cut, %-escapes decoded. Unchanged without one.
+QString withoutPassword(const QString& url, QString* password = nullptr);
+
 // Where to connect: URL (recent ones offered), ACL user and password (kept in the system
 // keychain when asked, never in the settings), the Sentinel password (redis-sentinel:// URLs),
 // TLS files and names (rediss:// URLs: CA, client certificate and key with file pickers, server
@@ -28,6 +36,8 @@ public:
     // else: the URL) and says why.
     void highlight(const QString& field, const QString& message);
     QWidget* fieldWidget(const QString& field) const;
+
+    void accept() override; // a password in a Redis URL goes to the Password field first
 
 private:
     void urlChosen(const QString& url);

@@ -37,7 +37,6 @@
 #include <QTabWidget>
 #include <QTextBrowser>
 #include <QTimer>
-#include <QRegularExpression>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -45,18 +44,7 @@ using namespace Qt::StringLiterals;
 
 namespace {
 
-QString describe(const QString& url)
-{
-    if (isPostgresUrl(url))
-        return postgresShown(url);
-    try {
-        return QString::fromStdString(idem::ConnectionOptions::fromUrl(url.toStdString()).describe());
-    } catch (...) {
-        // a URL that cannot be read goes to the recent list and the title too: never its password
-        static const QRegularExpression password(u"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):.*@"_s);
-        return QString(url).replace(password, u"\\1@"_s);
-    }
-}
+QString describe(const QString& url) { return shownUrl(url); }
 
 std::optional<idem::ConnectionOptions> connectionOf(const ConnectionSettings& settings)
 {

@@ -159,9 +159,10 @@ ConnectionOptions ConnectionOptions::parseUrl(std::string_view input, std::strin
         throw UsageError("bad URL '" + std::string(url) + "': '#MASTER' belongs to redis-sentinel:// URLs");
     }
 
-    // credentials: everything before the last '@' that precedes the path
-    const auto at = (isUnix && rest.starts_with('/')) ? std::string_view::npos
-                                                      : rest.rfind('@', rest.find('/'));
+    // credentials: everything before the last '@' (a password may hold '/'; a host, a port and a
+    // database never hold '@'), on unix:// the last one before the socket's path
+    const auto at = isUnix ? (rest.starts_with('/') ? std::string_view::npos : rest.rfind('@', rest.find('/')))
+                           : rest.rfind('@');
     if (at != std::string_view::npos) {
         const auto cred = rest.substr(0, at);
         rest = rest.substr(at + 1);
