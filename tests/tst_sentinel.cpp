@@ -235,6 +235,46 @@ private slots:
         QCOMPARE(trueStore.complete(a.ticket, "r").status, idem::OwnerStatus::Ok);
     }
 
+    // The asynchronous path: a call fewer replicas acknowledge than asked makes each connection ask
+    // the sentinels whether its node is still the primary, and a node they no longer name is left
+    // (a primary that came back empty answers writes without READONLY until it is demoted).
+    void asyncConnectionsLeaveANodeTheSentinelsNoLongerName()
+    {
+        idemtest::LocalSentinelSet set(0); // node 0 alone: every WAIT 1 falls short
+        idem::LocalServer other;            // what the sentinels will name instead
+        idem::AsyncPool pool(quick(set.options()), 1);
+        idem::StoreOptions so{.keyNamespace = "named"};
+        so.minReplicas = 1;
+        so.replicaTimeout = idem::Millis(100);
+        idem::AsyncStore store(pool, so);
+        // on node 0, which the sentinels name: asked, and kept
+        QVERIFY_THROWS_EXCEPTION(idem::NotReplicatedError, store.acquire("a").get());
+        idem::Connection onOther(other.connectionOptions());
+        const auto scriptCalls = [&] {
+            return idemtest::commandCalls(onOther, "evalsha") + idemtest::commandCalls(onOther, "eval");
+        };
+        QCOMPARE(scriptCalls(), 0LL);
+        for (int i = 0; i < 3; ++i) { // now every sentinel names the other server
+            idem::Connection s(set.sentinel(i).connectionOptions());
+            s.checked({"SENTINEL", "REMOVE", "mymaster"});
+            s.checked({"SENTINEL", "MONITOR", "mymaster", "127.0.0.1", std::to_string(other.port()), "2"});
+        }
+        QThread::msleep(1100); // the connection asks at most once a second
+        // the next short call makes it ask; a call after that goes to the other server
+        QElapsedTimer t;
+        t.start();
+        int calls = 0;
+        while (scriptCalls() == 0 && t.elapsed() < 10000) {
+            try {
+                store.acquire("b-" + std::to_string(calls++)).get();
+            } catch (const idem::Error&) {
+                // not replicated (on either node), or closed while the connection moved
+            }
+        }
+        QVERIFY2(scriptCalls() > 0, "the connection stayed on a node the sentinels no longer name");
+        QVERIFY(calls <= 3);
+    }
+
     // minReplicas with the replica frozen: the lock is not acknowledged, so it is released and the
     // work does not run; thawed, it runs once
     void minReplicasWithAFrozenReplica()

@@ -72,6 +72,8 @@ void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initia
         if (!error) {
             try {
                 const std::int64_t acks = waits ? storecalls::replicasAcked(replies.back().get()) : -1;
+                if (waits && acks < shared->options.minReplicas)
+                    shared->pool->checkPrimariesSoon(); // a replaced primary without its replicas?
                 out = storecalls::parseOwnerReply(s, replies.front().get(), shared->options, waits, acks);
             } catch (const Error&) {
                 error = std::current_exception();

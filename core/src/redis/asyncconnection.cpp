@@ -84,6 +84,17 @@ public:
         wake();
     }
 
+    void checkPrimarySoon()
+    {
+        if (!m_options.viaSentinel())
+            return;
+        {
+            std::lock_guard lock(m_mutex);
+            m_checkPrimary = true;
+        }
+        wake();
+    }
+
     void close()
     {
         {
@@ -141,11 +152,12 @@ private:
         std::deque<Request> taken;
         std::string bytes;
         while (true) {
-            bool closing = false, interrupted = false;
+            bool closing = false, interrupted = false, checkPrimary = false;
             {
                 std::lock_guard lock(m_mutex);
                 closing = m_closed;
                 interrupted = std::exchange(m_interrupt, false);
+                checkPrimary = std::exchange(m_checkPrimary, false);
                 if (!m_queued.empty()) {
                     taken.swap(m_queued);
                     bytes.swap(m_queuedBytes);
@@ -167,6 +179,8 @@ private:
                     return;
                 }
             }
+            if (checkPrimary)
+                recheckPrimary();
             if (!taken.empty()) {
                 start(taken, bytes);
                 taken.clear();
@@ -267,6 +281,29 @@ private:
                 ClosedError(where() + ": the node was demoted to a replica (READONLY); asking the sentinels again")));
     }
 
+    // Through Sentinel: whether the node this connection reached is still the one the sentinels
+    // name; if not, the connection is dropped (its requests fail, closed) and the next asks them
+    // again. A primary that came back empty and still thinks itself the primary answers every
+    // write without READONLY until it is demoted. Asked at most once a second; the sentinels
+    // are asked on this thread, as a reconnect asks them.
+    void recheckPrimary()
+    {
+        const auto now = std::chrono::steady_clock::now();
+        if (!m_stream || now - m_lastPrimaryCheck < std::chrono::seconds(1))
+            return;
+        m_lastPrimaryCheck = now;
+        try {
+            const auto [host, port] = m_connector.primaryFromSentinels();
+            const std::string named =
+                (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+            if (named != m_stream->peer())
+                dropConnection(std::make_exception_ptr(ClosedError(
+                    where() + ": the sentinels name " + named + " as the primary now; asking them again")));
+        } catch (const Error&) {
+            // the sentinels cannot say: keep what works
+        }
+    }
+
     // Called from a catch block: the error that broke the connection, saying where.
     std::exception_ptr broken()
     {
@@ -360,7 +397,7 @@ private:
         }
         {
             std::lock_guard lock(m_mutex);
-            if (!m_queued.empty() || m_closed || m_interrupt)
+            if (!m_queued.empty() || m_closed || m_interrupt || m_checkPrimary)
                 return;
             m_sleeping = true;
             m_woken = false;
@@ -385,7 +422,7 @@ private:
     std::mutex m_mutex; // guards what callers share with the thread:
     std::deque<Request> m_queued;
     std::string m_queuedBytes;
-    bool m_closed = false, m_interrupt = false, m_sleeping = false, m_woken = false;
+    bool m_closed = false, m_interrupt = false, m_sleeping = false, m_woken = false, m_checkPrimary = false;
 
     std::atomic<bool> m_connected{false};
     std::atomic<std::size_t> m_pending{0};
@@ -393,6 +430,7 @@ private:
     // the I/O thread's own
     std::unique_ptr<Stream> m_stream;
     std::unique_ptr<redisReader, ReaderDeleter> m_reader;
+    std::chrono::steady_clock::time_point m_lastPrimaryCheck{};
     std::string m_out; // written up to m_outPos
     std::size_t m_outPos = 0;
     Stream::Want m_writeWants = Stream::Want::Write, m_readWants = Stream::Want::Read;
@@ -460,6 +498,7 @@ std::future<std::vector<ReplyPtr>> AsyncConnection::send(std::string resp, std::
 }
 
 void AsyncConnection::interrupt() { m_io->interrupt(); }
+void AsyncConnection::checkPrimarySoon() { m_io->checkPrimarySoon(); }
 void AsyncConnection::close() { m_io->close(); }
 const ConnectionOptions& AsyncConnection::options() const { return m_io->options(); }
 bool AsyncConnection::isConnected() const { return m_io->connected(); }
@@ -490,6 +529,12 @@ void AsyncPool::interruptAll()
 {
     for (auto& c : m_connections)
         c->interrupt();
+}
+
+void AsyncPool::checkPrimariesSoon()
+{
+    for (auto& c : m_connections)
+        c->checkPrimarySoon();
 }
 
 } // namespace idem

@@ -60,6 +60,10 @@ public:
     // Fails every pending request with ClosedError and drops the connection; the next request
     // reconnects (thread-safe).
     void interrupt();
+    // Through Sentinel: asks the sentinels, on the I/O thread and at most once a second, whether
+    // the node this connection reached is still the primary, and drops the connection if not
+    // (thread-safe, returns at once). Elsewhere nothing.
+    void checkPrimarySoon();
     // Fails every pending request and stops the I/O thread; later requests fail with ClosedError.
     void close();
 
@@ -97,6 +101,7 @@ public:
     std::size_t size() const { return m_connections.size(); }
     const ConnectionOptions& options() const { return m_options; }
     void interruptAll();
+    void checkPrimariesSoon(); // checkPrimarySoon() on each connection
     void routed(std::string_view key, UnitSender send, RepliesHandler done);
     // Known to be a Redis Cluster's (a redirect has been seen): a unit's keys must share a slot.
     bool isCluster() const;
