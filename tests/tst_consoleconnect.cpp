@@ -4,6 +4,7 @@
 // (password, TLS), Sentinel failover, a hung server at close.
 #include "consoletest.h"
 
+#include <QCheckBox>
 #include <QSettings>
 
 class TestConsoleConnect : public ConsoleTest {
@@ -146,6 +147,52 @@ private slots:
         QCOMPARE(back.tlsServerName, s.tlsServerName);
         QVERIFY(back.password.isEmpty());
         QVERIFY(!back.tlsInsecure);
+    }
+
+    // A password the keychain filled in belongs to its account: moving to another server takes it
+    // back and unticks "keep" (it is neither sent there nor saved for it); a password typed into
+    // the URL replaces it and is kept only if the user ticks the box. What the user typed or
+    // ticked stays theirs.
+    void aKeptPasswordStaysWithItsServer()
+    {
+        QSettings().remove(u"connection/recent"_s); // no remembered profile for these URLs
+        ConnectDialog dialog(nullptr);
+        auto* url = qobject_cast<QComboBox*>(dialog.fieldWidget(u"url"_s));
+        auto* password = qobject_cast<QLineEdit*>(dialog.fieldWidget(u"password"_s));
+        auto* keep = dialog.findChild<QCheckBox*>(u"remember"_s);
+        QVERIFY(keep && !keep->isChecked());
+        const QString a = u"redis://ops@127.0.0.1:6390/0"_s, b = u"redis://ops@127.0.0.1:6391/0"_s;
+        url->setCurrentText(a);
+        dialog.keychainAnswered(b, u"late"_s); // an answer for a URL no longer in the field
+        QVERIFY(password->text().isEmpty());
+        dialog.keychainAnswered(a, u"kept"_s);
+        QCOMPARE(password->text(), u"kept"_s);
+        QVERIFY(keep->isChecked());
+        url->setCurrentText(b);
+        QVERIFY(password->text().isEmpty());
+        QVERIFY(!keep->isChecked());
+        QVERIFY(!dialog.rememberPassword());
+
+        // a password typed into the URL of the same account replaces the kept one, not kept
+        url->setCurrentText(a);
+        dialog.keychainAnswered(a, u"kept"_s);
+        url->setCurrentText(u"redis://ops:typed@127.0.0.1:6390/0"_s);
+        Q_EMIT url->lineEdit()->editingFinished();
+        QCOMPARE(url->currentText(), a);
+        QCOMPARE(password->text(), u"typed"_s);
+        QVERIFY(!keep->isChecked());
+
+        // typed into the field after the fill, ticked by the user: theirs, kept across a move
+        password->clear();
+        dialog.keychainAnswered(a, u"kept"_s);
+        QVERIFY(keep->isChecked());
+        password->setText(u"mine"_s);
+        keep->click();
+        keep->click(); // unticked and ticked again by hand
+        QVERIFY(keep->isChecked());
+        url->setCurrentText(b);
+        QCOMPARE(password->text(), u"mine"_s);
+        QVERIFY(keep->isChecked());
     }
 
     // A password typed into a Redis URL moves to the masked Password field when the URL is left,

@@ -53,6 +53,8 @@ ConnectDialog::ConnectDialog(CredentialStore* credentials, QWidget* parent)
     m_problem->setWordWrap(true);
     m_problem->hide();
     m_remember = new QCheckBox(tr("Keep the password in the system keychain"), this);
+    m_remember->setObjectName(u"remember"_s);
+    connect(m_remember, &QCheckBox::clicked, this, [this] { m_keepTickedByFill = false; }); // the user's choice now
     m_namespace = new QLineEdit(Settings::instance().keyNamespace(), this);
     m_pattern = new QLineEdit(this);
     m_pattern->setPlaceholderText(tr("namespace:*"));
@@ -184,6 +186,7 @@ void ConnectDialog::takePasswordFromUrl()
     const QString rest = withoutPassword(url, &password);
     if (rest == url)
         return;
+    dropFilledPassword(); // the one typed is not the kept one: "keep" is the user's to tick
     m_password->setText(password);
     const bool applying = std::exchange(m_applying, true); // the same connection, its password
     m_url->setCurrentText(rest);                            // elsewhere: no remembered profile over it
@@ -243,6 +246,8 @@ void ConnectDialog::updateEnabled()
 
 void ConnectDialog::urlChosen(const QString& url)
 {
+    if (!m_filledFor.isEmpty() && shownUrl(url.trimmed()) != m_filledFor)
+        dropFilledPassword();
     // a recent URL brings back what it was connected with (a password only from the keychain)
     if (const auto remembered = Settings::instance().rememberedConnection(url.trimmed()); remembered && !m_applying) {
         m_applying = true;
@@ -262,12 +267,31 @@ void ConnectDialog::urlChosen(const QString& url)
         }
     }
     const QString account = shownUrl(url);
-    m_credentials->load(account, [this, url](const QString& password, const QString&) {
-        if (m_url->currentText() == url && m_password->text().isEmpty() && !password.isEmpty()) {
-            m_password->setText(password);
-            m_remember->setChecked(true);
-        }
-    });
+    m_credentials->load(account, [this, url](const QString& password, const QString&) { keychainAnswered(url, password); });
+}
+
+void ConnectDialog::keychainAnswered(const QString& url, const QString& password)
+{
+    if (m_url->currentText() != url || !m_password->text().isEmpty() || password.isEmpty())
+        return;
+    m_password->setText(password);
+    m_filledFor = shownUrl(url.trimmed());
+    m_filledPassword = password;
+    m_keepTickedByFill = !m_remember->isChecked();
+    m_remember->setChecked(true);
+}
+
+void ConnectDialog::dropFilledPassword()
+{
+    if (m_filledFor.isEmpty())
+        return;
+    if (m_password->text() == m_filledPassword)
+        m_password->clear();
+    if (m_keepTickedByFill)
+        m_remember->setChecked(false);
+    m_filledFor.clear();
+    m_filledPassword.clear();
+    m_keepTickedByFill = false;
 }
 
 ConnectionSettings ConnectDialog::settings() const

@@ -38,10 +38,15 @@ public:
     QWidget* fieldWidget(const QString& field) const;
 
     void accept() override; // a password in a Redis URL goes to the Password field first
+    // What the keychain answered for `url` (the load it asks for when a URL is chosen): fills an
+    // empty Password field and ticks "keep" while the URL is still `url`. Moving to another
+    // account takes both back: a kept password is neither sent to nor saved for another server.
+    void keychainAnswered(const QString& url, const QString& password);
 
 private:
     void urlChosen(const QString& url);
     void takePasswordFromUrl();
+    void dropFilledPassword(); // what the keychain filled in, unless the user has made it theirs
     void updateEnabled(); // TLS fields for TLS URLs, the Sentinel password for Sentinel URLs
     QLineEdit* fileField(const QString& name, const QString& what, const QString& filter, QWidget** row);
 
@@ -56,6 +61,9 @@ private:
     QLineEdit* m_table;
     QComboBox* m_readFrom;
     bool m_applying = false; // setSettings() from a remembered URL under way
+    QString m_filledFor;      // the account the keychain filled the password in for, if any
+    QString m_filledPassword; // what it filled in
+    bool m_keepTickedByFill = false;
     QLineEdit* m_sentinelPassword;
     QWidget* m_tlsBox;
     QLineEdit* m_tlsCa;
