@@ -284,24 +284,31 @@ private:
     // Through Sentinel: whether the node this connection reached is still the one the sentinels
     // name; if not, the connection is dropped (its requests fail, closed) and the next asks them
     // again. A primary that came back empty and still thinks itself the primary answers every
-    // write without READONLY until it is demoted. Asked at most once a second; the sentinels
-    // are asked on this thread, as a reconnect asks them.
+    // write without READONLY until it is demoted. The sentinels are asked on this thread, as a
+    // reconnect asks them, which stalls its requests meanwhile: at most once a second, and after
+    // a slow or failed answer only once ten times that long has passed (sentinels that hang
+    // while every WAIT falls short must not keep this thread from its own work).
     void recheckPrimary()
     {
-        const auto now = std::chrono::steady_clock::now();
-        if (!m_stream || now - m_lastPrimaryCheck < std::chrono::seconds(1))
+        using namespace std::chrono;
+        const auto started = steady_clock::now();
+        if (!m_stream || started < m_nextPrimaryCheck)
             return;
-        m_lastPrimaryCheck = now;
+        bool answered = false;
         try {
             const auto [host, port] = m_connector.primaryFromSentinels();
+            answered = true;
             const std::string named =
                 (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-            if (named != m_stream->peer())
+            if (m_stream->peer().find(':') != std::string::npos && named != m_stream->peer()) // not a socket path
                 dropConnection(std::make_exception_ptr(ClosedError(
                     where() + ": the sentinels name " + named + " as the primary now; asking them again")));
         } catch (const Error&) {
             // the sentinels cannot say: keep what works
         }
+        const auto took = steady_clock::now() - started;
+        m_nextPrimaryCheck = steady_clock::now() +
+                             std::max<steady_clock::duration>(seconds(answered ? 1 : 10), took * 10);
     }
 
     // Called from a catch block: the error that broke the connection, saying where.
@@ -430,7 +437,7 @@ private:
     // the I/O thread's own
     std::unique_ptr<Stream> m_stream;
     std::unique_ptr<redisReader, ReaderDeleter> m_reader;
-    std::chrono::steady_clock::time_point m_lastPrimaryCheck{};
+    std::chrono::steady_clock::time_point m_nextPrimaryCheck{};
     std::string m_out; // written up to m_outPos
     std::size_t m_outPos = 0;
     Stream::Want m_writeWants = Stream::Want::Write, m_readWants = Stream::Want::Read;
@@ -516,7 +523,11 @@ AsyncPool::AsyncPool(ConnectionOptions options, std::size_t size)
 AsyncPool::~AsyncPool()
 {
     m_routing->closing = true;
-    m_connections.clear(); // their pending calls fail now, while the routing they may ask is there
+    // every I/O thread stopped first (their pending calls fail now, while the routing they may ask
+    // is there): an answer on one may still reach for the others (checkPrimariesSoon, a release)
+    for (auto& c : m_connections)
+        c->close();
+    m_connections.clear();
     m_routing.reset();
 }
 
