@@ -173,17 +173,35 @@ private slots:
         QVERIFY(!keep->isChecked());
         QVERIFY(!dialog.rememberPassword());
 
-        // a password typed into the URL of the same account replaces the kept one, not kept
+        // a password typed into the URL of the same account replaces the kept one (and is kept in
+        // its place while the box stays ticked); moved to another server, it stays, the tick goes
         url->setCurrentText(a);
         dialog.keychainAnswered(a, u"kept"_s);
         url->setCurrentText(u"redis://ops:typed@127.0.0.1:6390/0"_s);
         Q_EMIT url->lineEdit()->editingFinished();
         QCOMPARE(url->currentText(), a);
         QCOMPARE(password->text(), u"typed"_s);
+        QVERIFY(keep->isChecked());
+        url->setCurrentText(u"redis://ops:typed@127.0.0.1:6391/0"_s);
+        Q_EMIT url->lineEdit()->editingFinished();
+        QCOMPARE(url->currentText(), b);
+        QCOMPARE(password->text(), u"typed"_s);
+        QVERIFY(!keep->isChecked());
+
+        // filled twice for one account (the field cleared in between): the tick is still the fill's
+        url->setCurrentText(a);
+        password->clear();
+        dialog.keychainAnswered(a, u"kept"_s);
+        password->clear();
+        url->setCurrentText(u"redis://ops@127.0.0.1:6390"_s); // the same account, spelt otherwise
+        dialog.keychainAnswered(u"redis://ops@127.0.0.1:6390"_s, u"kept"_s);
+        QCOMPARE(password->text(), u"kept"_s);
+        url->setCurrentText(b);
+        QVERIFY(password->text().isEmpty());
         QVERIFY(!keep->isChecked());
 
         // typed into the field after the fill, ticked by the user: theirs, kept across a move
-        password->clear();
+        url->setCurrentText(a);
         dialog.keychainAnswered(a, u"kept"_s);
         QVERIFY(keep->isChecked());
         password->setText(u"mine"_s);

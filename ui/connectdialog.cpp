@@ -176,7 +176,8 @@ QString shownUrl(const QString& url)
 // A password typed into a Redis URL moves to the Password field, masked: the URL field, the recent
 // list and the window's title never show it. Only the password is cut out: the rest of the URL
 // stays as typed (this runs whenever the field loses focus). A PostgreSQL URL keeps its own:
-// libpq reads it there, or from PGPASSWORD and ~/.pgpass.
+// libpq reads it there, or from PGPASSWORD and ~/.pgpass. For the account the keychain filled
+// the password in for, the typed one replaces the kept one while "keep" stays ticked.
 void ConnectDialog::takePasswordFromUrl()
 {
     const QString url = m_url->currentText();
@@ -186,7 +187,6 @@ void ConnectDialog::takePasswordFromUrl()
     const QString rest = withoutPassword(url, &password);
     if (rest == url)
         return;
-    dropFilledPassword(); // the one typed is not the kept one: "keep" is the user's to tick
     m_password->setText(password);
     const bool applying = std::exchange(m_applying, true); // the same connection, its password
     m_url->setCurrentText(rest);                            // elsewhere: no remembered profile over it
@@ -277,7 +277,7 @@ void ConnectDialog::keychainAnswered(const QString& url, const QString& password
     m_password->setText(password);
     m_filledFor = shownUrl(url.trimmed());
     m_filledPassword = password;
-    m_keepTickedByFill = !m_remember->isChecked();
+    m_keepTickedByFill = m_keepTickedByFill || !m_remember->isChecked();
     m_remember->setChecked(true);
 }
 

@@ -40,7 +40,8 @@ public:
     void accept() override; // a password in a Redis URL goes to the Password field first
     // What the keychain answered for `url` (the load it asks for when a URL is chosen): fills an
     // empty Password field and ticks "keep" while the URL is still `url`. Moving to another
-    // account takes both back: a kept password is neither sent to nor saved for another server.
+    // account takes both back (a password the user typed stays, the tick goes): a kept password
+    // is neither sent to nor saved for another server.
     void keychainAnswered(const QString& url, const QString& password);
 
 private:
