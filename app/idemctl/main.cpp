@@ -17,7 +17,8 @@ const char* kUsage = R"(usage: idemctl [--url URL] [--namespace NAME] COMMAND [o
 Exactly-once execution and inspection of idempotency records in Redis or PostgreSQL.
 
 commands:
-  run --key ID [--lease DUR] [--ttl DUR] [--payload-file F] [--wait DUR] -- CMD [ARGS...]
+  run --key ID [--lease DUR] [--ttl DUR] [--payload-file F] [--wait DUR] [--on-failure P]
+      [--min-replicas N] -- CMD [ARGS...]
                         run CMD unless ID already has a completed run; replay it otherwise
   inspect ID | --key KEY [--json]
                         show one record (any library's) and its fencing counter

@@ -104,7 +104,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                        u"DUR"_s);
     const QCommandLineOption maxBody(u"max-body"_s, u"Largest request body; larger: 413 (default: 1MiB)"_s, u"SIZE"_s);
     const QCommandLineOption maxResponse(u"max-response"_s,
-                                         u"Largest answer stored; larger ones are passed on, not stored (default: 8MiB)"_s,
+                                         u"Largest upstream answer; larger: 502 and the key released (default: 8MiB)"_s,
                                          u"SIZE"_s);
     const QCommandLineOption scope(u"key-scope"_s,
                                    u"Whose keys: authorization (default: a digest of the Authorization header), "
