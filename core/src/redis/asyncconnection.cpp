@@ -300,7 +300,7 @@ private:
             answered = true;
             const std::string named =
                 (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-            if (m_stream->peer().find(':') != std::string::npos && named != m_stream->peer()) // not a socket path
+            if (m_options.unixSocket.empty() && named != m_stream->peer())
                 dropConnection(std::make_exception_ptr(ClosedError(
                     where() + ": the sentinels name " + named + " as the primary now; asking them again")));
         } catch (const Error&) {
@@ -522,13 +522,17 @@ AsyncPool::AsyncPool(ConnectionOptions options, std::size_t size)
 
 AsyncPool::~AsyncPool()
 {
-    m_routing->closing = true;
-    // every I/O thread stopped first (their pending calls fail now, while the routing they may ask
-    // is there): an answer on one may still reach for the others (checkPrimariesSoon, a release)
-    for (auto& c : m_connections)
-        c->close();
+    close(); // every thread stopped (its pending calls failed) while all it may reach for is there
     m_connections.clear();
     m_routing.reset();
+}
+
+void AsyncPool::close()
+{
+    m_routing->closing = true; // no more redirects followed, no pool made for another node
+    for (auto& c : m_connections)
+        c->close();
+    m_routing->closeAll();
 }
 
 AsyncConnection& AsyncPool::next()

@@ -34,6 +34,19 @@ AsyncPool::Routing::~Routing()
     gone.clear();
 }
 
+void AsyncPool::Routing::closeAll()
+{
+    closing = true;
+    std::vector<AsyncPool*> open; // never erased, and none made once closing: these are all
+    {
+        std::lock_guard lock(mutex);
+        for (auto& [address, pool] : pools)
+            open.push_back(pool.get());
+    }
+    for (AsyncPool* pool : open)
+        pool->close(); // joins its threads: not under the lock their answers may take
+}
+
 bool AsyncPool::isCluster() const { return m_routing->cluster.load(); }
 
 void AsyncPool::routed(std::string_view key, UnitSender send, RepliesHandler done)
@@ -57,6 +70,8 @@ AsyncPool& AsyncPool::Routing::poolAt(const std::string& address)
     std::lock_guard lock(mutex);
     if (const auto it = pools.find(address); it != pools.end())
         return *it->second;
+    if (closing.load())
+        return seed; // closed: its calls fail at once, and no new pool outlives closeAll()
     const auto node = parseNodeAddress(address);
     if (!node)
         throw ProtoError("Redis Cluster named a node idem cannot read: '" + address + "'");

@@ -27,6 +27,7 @@ struct AsyncPool::Routing {
     AsyncPool& poolFor(std::string_view key);
     void refreshFrom(AsyncConnection& c);
     void refreshAvoiding(const std::string& failed);
+    void closeAll(); // the other nodes' pools (AsyncPool::close)
 
     AsyncPool& seed;
     std::atomic<bool> closing{false};

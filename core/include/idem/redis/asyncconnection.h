@@ -102,6 +102,10 @@ public:
     const ConnectionOptions& options() const { return m_options; }
     void interruptAll();
     void checkPrimariesSoon(); // checkPrimarySoon() on each connection
+    // Fails every pending call and stops every I/O thread, the other cluster nodes' pools' too,
+    // before anything is destroyed (the destructor does it first): an answer on one thread may
+    // still reach for the others. Later calls fail with ClosedError.
+    void close();
     void routed(std::string_view key, UnitSender send, RepliesHandler done);
     // Known to be a Redis Cluster's (a redirect has been seen): a unit's keys must share a slot.
     bool isCluster() const;
