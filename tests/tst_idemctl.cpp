@@ -96,29 +96,40 @@ private slots:
         oneLineError(missing);
     }
 
+    // The work runs until the test lets it end (a file appears): a fixed sleep could be over before
+    // a sanitized idemctl on a loaded machine has asked.
     void inProgressAndWait()
     {
+        const QString slowMayEnd = tmp.filePath(s("slow-may-end"));
         QProcess slow;
-        slow.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("slow"), s("--"), s("sh"),
-                                                                 s("-c"), s("sleep 4; echo slow-result")});
+        slow.start(idemtest::idemctlPath(),
+                   common + QStringList{s("run"), s("--key"), s("slow"), s("--"), s("sh"), s("-c"),
+                                        s("while [ ! -e '%1' ]; do sleep 0.05; done; echo slow-result").arg(slowMayEnd)});
         QVERIFY(slow.waitForStarted());
         QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("slow")}).exitCode == 0, 5000);
         auto busy = run(s("slow"), {s("echo"), s("dup")});
         QCOMPARE(busy.exitCode, 75);
         oneLineError(busy);
+        // the work ends a second into the wait
+        QVERIFY(QProcess::startDetached(s("sh"), {s("-c"), s("sleep 1; touch '%1'").arg(slowMayEnd)}));
         auto waited = run(s("slow"), {s("echo"), s("dup")}, {s("--wait"), s("10s")});
         QCOMPARE(waited.exitCode, 0);
         QCOMPARE(waited.out, QByteArray("slow-result\n"));
         QVERIFY(slow.waitForFinished(10000));
         QCOMPARE(slow.exitCode(), 0);
         // a wait that runs out is still "in progress"
+        const QString go = tmp.filePath(s("slower-may-end"));
         QProcess slower;
-        slower.start(idemtest::idemctlPath(), common + QStringList{s("run"), s("--key"), s("slower"), s("--"),
-                                                                   s("sleep"), s("2")});
+        slower.start(idemtest::idemctlPath(),
+                     common + QStringList{s("run"), s("--key"), s("slower"), s("--"), s("sh"), s("-c"),
+                                          s("while [ ! -e '%1' ]; do sleep 0.05; done").arg(go)});
         QVERIFY(slower.waitForStarted());
         QTRY_VERIFY_WITH_TIMEOUT(ctl({s("inspect"), s("slower")}).exitCode == 0, 5000);
-        QCOMPARE(run(s("slower"), {s("true")}, {s("--wait"), s("200ms")}).exitCode, 75);
+        const auto timedOut = run(s("slower"), {s("true")}, {s("--wait"), s("200ms")});
+        QFile(go).open(QIODevice::WriteOnly);
+        QCOMPARE(timedOut.exitCode, 75);
         QVERIFY(slower.waitForFinished(10000));
+        QCOMPARE(slower.exitCode(), 0);
     }
 
     void failurePolicies()
