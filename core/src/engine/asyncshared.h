@@ -51,6 +51,9 @@ struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
               bool waitForReplicas = true) const;
 
 private:
+    // The replicas the WAIT trailer (the last reply) counts, or -1 when none was sent; a count short
+    // of minReplicas asks the pool to check with the sentinels (a replaced primary without its replicas?)
+    std::int64_t replicasAcked(const std::vector<ReplyPtr>& replies, bool waited) const;
     void sendAcquires(std::vector<PendingAcquire> unit) const;
     void readAcquires(std::vector<PendingAcquire>& unit, std::vector<ReplyPtr>& replies, std::exception_ptr error) const;
     void sendCompletions(std::vector<PendingCompletion> unit) const;

@@ -71,9 +71,7 @@ void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initia
         OwnerResult out;
         if (!error) {
             try {
-                const std::int64_t acks = waits ? storecalls::replicasAcked(replies.back().get()) : -1;
-                if (waits && acks < shared->options.minReplicas)
-                    shared->pool->checkPrimariesSoon(); // a replaced primary without its replicas?
+                const std::int64_t acks = shared->replicasAcked(replies, waits);
                 out = storecalls::parseOwnerReply(s, replies.front().get(), shared->options, waits, acks);
             } catch (const Error&) {
                 error = std::current_exception();
@@ -84,6 +82,16 @@ void AsyncStore::Shared::ownerCall(const Script& s, const Ticket& t, std::initia
     };
     runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends),
                          waits ? std::string_view(waitTrailer) : std::string_view(), std::move(handler));
+}
+
+std::int64_t AsyncStore::Shared::replicasAcked(const std::vector<ReplyPtr>& replies, bool waited) const
+{
+    if (!waited)
+        return -1;
+    const std::int64_t acks = storecalls::replicasAcked(replies.back().get());
+    if (acks < options.minReplicas)
+        pool->checkPrimariesSoon();
+    return acks;
 }
 
 void AsyncStore::Shared::fail(const Ticket& t, FailPolicy policy, std::string_view error,

@@ -96,9 +96,8 @@ void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::ve
                     acquireanswer::parseAcquireLine(out[k], in, unit[k].id, unit[k].token, unit[k].leaseMs);
                     out[k].serverNowMs = nowMs;
                 });
-            const std::int64_t acks = waitTrailer.empty() ? 0 : storecalls::replicasAcked(replies.back().get());
+            const std::int64_t acks = replicasAcked(replies, !waitTrailer.empty()); // short: the retry goes to the new primary
             if (!waitTrailer.empty() && acks < options.minReplicas) {
-                pool->checkPrimariesSoon(); // a replaced primary without its replicas: the retry goes to the new one
                 // a lock no replica holds can vanish in a failover and the work run twice: give
                 // it back (its lease runs out anyway if this fails) and run nothing
                 const auto notReplicated = std::make_exception_ptr(NotReplicatedError(
@@ -163,9 +162,7 @@ void AsyncStore::Shared::readCompletions(std::vector<PendingCompletion>& unit, s
             const Script& s = scripts::complete();
             const redisReply* r = replies.front().get();
             const bool waits = !waitTrailer.empty();
-            const std::int64_t acks = waits ? storecalls::replicasAcked(replies.back().get()) : -1;
-            if (waits && acks < options.minReplicas)
-                pool->checkPrimariesSoon();
+            const std::int64_t acks = replicasAcked(replies, waits);
             if (n > 1 && !reply::isError(r) && reply::arraySize(r) != n)
                 throw ProtoError("complete script answered for the wrong number of ids");
             for (std::size_t k = 0; k < n; ++k) {

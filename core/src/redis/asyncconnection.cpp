@@ -298,8 +298,7 @@ private:
         try {
             const auto [host, port] = m_connector.primaryFromSentinels();
             answered = true;
-            const std::string named =
-                (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+            const std::string named = endpointText(host, port);
             if (m_options.unixSocket.empty() && named != m_stream->peer())
                 dropConnection(std::make_exception_ptr(ClosedError(
                     where() + ": the sentinels name " + named + " as the primary now; asking them again")));

@@ -68,11 +68,11 @@ bool Connection::tls() const { return m_stream->tls(); }
 
 bool Connection::checkPrimary()
 {
-    if (!m_options.viaSentinel() || !m_connected)
+    if (!m_options.viaSentinel() || !m_connected || !m_options.unixSocket.empty())
         return true;
     try {
         const auto [host, port] = primaryFromSentinels();
-        if (host + ":" + std::to_string(port) == m_endpoint)
+        if (endpointText(host, port) == m_stream->peer())
             return true;
     } catch (const Error&) {
         return true; // the sentinels cannot say: keep what works

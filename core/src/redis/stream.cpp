@@ -192,6 +192,11 @@ TlsFailure describeTlsFailure(SSL* ssl, int sslError, const std::string& serverN
     return {text.empty() ? "TLS handshake failed" : "TLS handshake failed: " + text, ""};
 }
 
+std::string endpointText(const std::string& host, int port)
+{
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 Stream::Stream() = default;
 
 Stream::~Stream() { close(); }
@@ -269,7 +274,7 @@ void Stream::open(const ConnectionOptions& o, const std::string& host, int port)
         std::memcpy(sa.sun_path, o.unixSocket.c_str(), o.unixSocket.size() + 1);
         fd = connectTo(AF_UNIX, reinterpret_cast<const sockaddr*>(&sa), sizeof sa);
     } else {
-        m_peer = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+        m_peer = endpointText(host, port);
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;

@@ -47,7 +47,7 @@ public:
     std::size_t writeSome(std::string_view data, Want& want); // 0: nothing could be written now
     std::size_t readSome(char* buffer, std::size_t capacity, Want& want); // 0: nothing there now
 
-    const std::string& peer() const { return m_peer; } // "host:port" or the socket path
+    const std::string& peer() const { return m_peer; } // endpointText(host, port) or the socket path
 
 private:
     [[noreturn]] void failIo(const char* what, int err);
@@ -61,6 +61,9 @@ private:
     std::string m_serverName; // the name a TLS session verified
     Millis m_timeout{0};
 };
+
+// "host:port", an IPv6 host in brackets ("[::1]:6379"): how a TCP peer is named and compared.
+std::string endpointText(const std::string& host, int port);
 
 // Why a TLS handshake or session failed, in words, with the setting to change (empty if the cause
 // may pass: a reset, a timeout). From the thread's OpenSSL error queue and the verify result.
