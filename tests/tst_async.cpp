@@ -182,6 +182,60 @@ private slots:
         QVERIFY2(calls <= 40, ("EVALSHA calls: " + std::to_string(calls)).c_str());
     }
 
+    // Calls made while the store is held wait for release(), and go out then as one script call of
+    // many ids (what idem-gateway does for the calls of one turn of its event loop); holds nest.
+    void heldCallsGoOutTogetherAtRelease()
+    {
+        idem::LocalServer server;
+        idem::Connection admin(server.connectionOptions());
+        idem::AsyncPool pool(quick(server.connectionOptions()), 1);
+        idem::AsyncStore store(pool, ns("held"));
+        const auto warm = store.acquire("warm").get(); // both scripts loaded: no NOSCRIPT retry below
+        QCOMPARE(store.complete(warm.ticket, "w").get().status, idem::OwnerStatus::Ok);
+        admin.checked({"CONFIG", "RESETSTAT"});
+        const auto evalshaCalls = [&] {
+            const std::string stats = text(admin.checked({"INFO", "commandstats"}));
+            const auto at = stats.find("cmdstat_evalsha:calls=");
+            return at == std::string::npos ? 0LL : std::atoll(stats.c_str() + at + 22);
+        };
+        const auto ready = [](auto& f) { return f.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready; };
+
+        constexpr int kIds = 20;
+        store.hold();
+        std::vector<std::future<idem::AcquireResult>> acquired;
+        for (int i = 0; i < kIds; ++i)
+            acquired.push_back(store.acquire("h-" + std::to_string(i), "fp"));
+        QTest::qWait(200);
+        QVERIFY(!ready(acquired.front()) && !ready(acquired.back()));
+        QCOMPARE(evalshaCalls(), 0);
+        store.release();
+        std::vector<idem::Ticket> tickets;
+        for (auto& f : acquired) {
+            const auto a = f.get();
+            QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+            tickets.push_back(a.ticket);
+        }
+        QCOMPARE(evalshaCalls(), 1);
+
+        store.hold();
+        store.hold();
+        std::vector<std::future<idem::OwnerResult>> completed;
+        for (const auto& t : tickets)
+            completed.push_back(store.complete(t, "r-" + t.id));
+        store.release(); // the outer hold still holds
+        QTest::qWait(200);
+        QVERIFY(!ready(completed.front()));
+        QCOMPARE(evalshaCalls(), 1);
+        store.release();
+        for (auto& f : completed)
+            QCOMPARE(f.get().status, idem::OwnerStatus::Ok);
+        QCOMPARE(evalshaCalls(), 2);
+        store.release(); // one too many: nothing held, nothing happens
+        const auto d = store.acquire("h-3", "fp").get();
+        QCOMPARE(d.status, idem::AcquireStatus::Duplicate);
+        QCOMPARE(d.response, "r-h-3");
+    }
+
     // A batch cut by a killed server: every pending request fails closed and no work runs.
     void killedServerFailsEveryPendingExecutionClosed()
     {

@@ -11,6 +11,7 @@
 #include "idem/redis/asyncconnection.h"
 #include "idem/redis/pool.h"
 
+#include <QAbstractEventDispatcher>
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -187,10 +188,33 @@ void Gateway::handle(http::Request r, http::Responder out)
     acquire(x);
 }
 
+void Gateway::holdStore()
+{
+    if (m_holding)
+        return;
+    if (!m_releaseConnected) { // this thread's loop: it says when a turn ends (and before it waits)
+        auto* loop = QAbstractEventDispatcher::instance();
+        if (!loop)
+            return;
+        connect(loop, &QAbstractEventDispatcher::awake, this, &Gateway::releaseStore);
+        connect(loop, &QAbstractEventDispatcher::aboutToBlock, this, &Gateway::releaseStore);
+        m_releaseConnected = true;
+    }
+    m_async->hold();
+    m_holding = true;
+}
+
+void Gateway::releaseStore()
+{
+    if (std::exchange(m_holding, false))
+        m_async->release();
+}
+
 void Gateway::acquire(std::shared_ptr<Exchange> x)
 {
     x->sentAt = Clock::now(); // the local lease deadline is never later than the server's
     try {
+        holdStore();
         m_async->acquire(x->id, x->fingerprint, x->policy->lease,
                          m_relay->bind<AcquireResult>([this, x](const AcquireResult& a, std::exception_ptr e) {
                              // runs on this thread while this gateway lives (Relay)
@@ -310,6 +334,7 @@ void Gateway::answered(std::shared_ptr<Exchange> x)
     const Outcome executed = x->acquire.takeover ? Outcome::Takeover : Outcome::Executed;
     try {
         if (!stored.empty()) {
+            holdStore();
             m_async->complete(x->acquire.ticket, stored, x->policy->retention,
                               m_relay->bind<OwnerResult>([this, x, executed](const OwnerResult& r, std::exception_ptr e) {
                                   if (e || r.status != OwnerStatus::Ok) {

@@ -42,6 +42,8 @@ struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
     std::string recordKey(std::string_view id) const;
     void acquire(PendingAcquire p) const;
     void complete(PendingCompletion p) const;
+    void hold() const;
+    void release() const;
 
     void ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
                    bool waitForReplicas, StoreCallback<OwnerResult> done) const;

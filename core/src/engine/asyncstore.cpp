@@ -38,6 +38,10 @@ AsyncStore::AsyncStore(AsyncPool& pool, StoreOptions options) : m_pool(pool), m_
 
 std::string AsyncStore::recordKey(std::string_view id) const { return m_shared->recordKey(id); }
 
+void AsyncStore::hold() { m_shared->hold(); }
+
+void AsyncStore::release() { m_shared->release(); }
+
 std::string AsyncStore::Shared::recordKey(std::string_view id) const
 {
     std::string k(options.keyNamespace);

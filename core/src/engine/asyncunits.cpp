@@ -49,7 +49,23 @@ void handOut(std::vector<P>& unit, std::vector<T>& out, const std::vector<std::e
         }
     }
 }
+bool sameLease(const PendingAcquire& a, const PendingAcquire& b) { return a.leaseMs == b.leaseMs; }
+bool anyTwo(const PendingCompletion&, const PendingCompletion&) { return true; }
 } // namespace
+
+void AsyncStore::Shared::hold() const
+{
+    acquires.hold();
+    completions.hold();
+}
+
+void AsyncStore::Shared::release() const
+{
+    for (auto& unit : acquires.release(unitsLimit(), idsPerUnit(), sameLease))
+        sendAcquires(std::move(unit));
+    for (auto& unit : completions.release(unitsLimit(), idsPerUnit(), anyTwo))
+        sendCompletions(std::move(unit));
+}
 
 void AsyncStore::Shared::acquire(PendingAcquire p) const
 {
@@ -71,7 +87,6 @@ void AsyncStore::Shared::sendAcquires(std::vector<PendingAcquire> unit) const
     auto handler = [shared = shared_from_this(), unit = std::move(unit)](std::vector<ReplyPtr> replies,
                                                                          std::exception_ptr error) mutable {
         shared->readAcquires(unit, replies, std::move(error));
-        const auto sameLease = [](const PendingAcquire& a, const PendingAcquire& b) { return a.leaseMs == b.leaseMs; };
         for (auto& next : shared->acquires.unitDone(shared->unitsLimit(), shared->idsPerUnit(), sameLease))
             shared->sendAcquires(std::move(next));
     };
@@ -142,8 +157,7 @@ void AsyncStore::Shared::sendCompletions(std::vector<PendingCompletion> unit) co
     auto handler = [shared = shared_from_this(), unit = std::move(unit)](std::vector<ReplyPtr> replies,
                                                                          std::exception_ptr error) mutable {
         shared->readCompletions(unit, replies, std::move(error));
-        const auto any = [](const PendingCompletion&, const PendingCompletion&) { return true; };
-        for (auto& next : shared->completions.unitDone(shared->unitsLimit(), shared->idsPerUnit(), any))
+        for (auto& next : shared->completions.unitDone(shared->unitsLimit(), shared->idsPerUnit(), anyTwo))
             shared->sendCompletions(std::move(next));
     };
     runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));

@@ -12,7 +12,9 @@ namespace idem {
 // their way, later calls wait, and when one comes back they go out together, as many per unit as
 // `maxPerUnit` and `fits` (may this call share the first one's unit?) allow. The waiters would
 // have waited for Redis anyway, and Redis spends less per id on one script call of many ids than
-// on many calls of one. Thread-safe.
+// on many calls of one. While held, every call waits, and release() sends what waited: a caller
+// that issues many calls in one turn of its event loop sends them as a few units, not one each.
+// Thread-safe.
 template <typename P>
 class UnitQueue {
 public:
@@ -21,7 +23,7 @@ public:
     std::optional<P> offer(P p, int limit, bool mayWait)
     {
         std::lock_guard lock(m_mutex);
-        if (mayWait && m_units >= limit) {
+        if (mayWait && (m_held > 0 || m_units >= limit)) {
             m_waiting.push_back(std::move(p));
             return std::nullopt;
         }
@@ -36,13 +38,36 @@ public:
         ++m_units;
     }
 
-    // A unit came back: the next units to send, from the calls that waited, in order.
+    // A unit came back: the next units to send, from the calls that waited, in order (none while
+    // held: release() sends them).
     template <typename Fits>
     std::vector<std::vector<P>> unitDone(int limit, std::size_t maxPerUnit, Fits fits)
     {
-        std::vector<std::vector<P>> next;
         std::lock_guard lock(m_mutex);
         --m_units;
+        return m_held > 0 ? std::vector<std::vector<P>>() : nextUnits(limit, maxPerUnit, fits);
+    }
+
+    // Holds may nest; the last release() returns the units to send now.
+    void hold()
+    {
+        std::lock_guard lock(m_mutex);
+        ++m_held;
+    }
+    template <typename Fits>
+    std::vector<std::vector<P>> release(int limit, std::size_t maxPerUnit, Fits fits)
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_held == 0 || --m_held > 0)
+            return {};
+        return nextUnits(limit, maxPerUnit, fits);
+    }
+
+private:
+    template <typename Fits>
+    std::vector<std::vector<P>> nextUnits(int limit, std::size_t maxPerUnit, Fits fits)
+    {
+        std::vector<std::vector<P>> next;
         std::size_t from = 0;
         while (from < m_waiting.size() && m_units < limit) {
             std::size_t to = from + 1;
@@ -57,10 +82,10 @@ public:
         return next;
     }
 
-private:
     std::mutex m_mutex;
     std::vector<P> m_waiting;
     int m_units = 0;
+    int m_held = 0;
 };
 
 } // namespace idem

@@ -40,6 +40,14 @@ public:
     std::future<OwnerResult> complete(const Ticket& t, std::string_view response,
                                       std::optional<Millis> retention = {});
 
+    // Acquires and completions asked for between hold() and release() (from any thread) wait, and
+    // release() sends them as a few script calls of many ids: a caller that makes many calls in one
+    // turn of its event loop (idem-gateway holds from its first call of a turn until the loop is
+    // about to wait) pays one call, one write and one wake-up of an I/O thread for all of them.
+    // Holds nest; the last release() sends. Not on a Redis Cluster (each call goes at once there).
+    void hold();
+    void release();
+
     std::string recordKey(std::string_view id) const;
     const StoreOptions& options() const { return m_options; }
     AsyncPool& pool() { return m_pool; }

@@ -55,11 +55,16 @@ private:
     void finish(const std::shared_ptr<Exchange>& x, http::Response r, Outcome o);
     http::Response keyProblem(std::string_view detail) const;
     void storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why);
+    // The store's acquires and completions of one turn of this thread's event loop go out together
+    // when the turn ends (AsyncStore::hold): one script call, one write and one wake-up for all.
+    void holdStore();
+    void releaseStore();
 
     GatewayOptions m_options;
     Policy m_policy; // the flags' default and the routes of --config
     Metrics m_metrics;
     bool m_storeUp = true; // what the last call to Redis said
+    bool m_holding = false, m_releaseConnected = false;
     std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used
     std::unique_ptr<Store> m_store;
     std::unique_ptr<AsyncPool> m_pool;
