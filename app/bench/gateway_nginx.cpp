@@ -5,6 +5,8 @@
 // Idempotency-Key: after the first, every request is a duplicate) and "fresh" (a new key per
 // request: acquire + upstream + complete). Both nginx run as this user from a temporary
 // directory (-p DIR -c conf, pid, logs and temp paths inside it, no daemon, no master process).
+// Each measured run also prints the CPU time every process spent per request (/proc/PID/stat for
+// the servers, getrusage(RUSAGE_CHILDREN) for wrk): where a ratio's cost goes on this machine.
 #include "gateway_nginx.h"
 
 #include "idem/errors.h"
@@ -22,6 +24,8 @@
 #include <QThread>
 
 #include <cstdio>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <map>
 #include <memory>
 #include <vector>
@@ -124,10 +128,38 @@ public:
     }
 
 private:
+public:
+    qint64 pid() const { return m_process.processId(); }
+
+private:
     QString m_dir, m_name;
     QProcess m_process;
     bool m_ok = false;
 };
+
+// CPU seconds a running process has used (user + system), from /proc/PID/stat; -1 if unknown.
+double cpuSeconds(qint64 pid)
+{
+    QFile f(u"/proc/%1/stat"_s.arg(pid));
+    if (pid <= 0 || !f.open(QIODevice::ReadOnly))
+        return -1;
+    const QByteArray stat = f.readAll();
+    const qsizetype afterName = stat.lastIndexOf(')'); // the name may hold spaces
+    const QList<QByteArray> fields = stat.mid(afterName + 2).split(' ');
+    if (fields.size() < 13)
+        return -1;
+    // fields 14 and 15 of the file (utime, stime) are 11 and 12 after the state
+    return (fields[11].toDouble() + fields[12].toDouble()) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds used by the children this process has waited for (wrk, once it ended).
+double childrenCpuSeconds()
+{
+    rusage u{};
+    ::getrusage(RUSAGE_CHILDREN, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 struct WrkResult {
     bool ok = false;
@@ -289,6 +321,10 @@ int nginxBench(const QStringList& args)
         quint16 port;
     };
     const Target targets[] = {{"direct", upPort}, {"nginx-proxy", proxyPort}, {"idem-gateway", gatewayPort}};
+    const std::pair<const char*, qint64> servers[] = {{"nginx upstream", upstream.pid()},
+                                                      {"nginx proxy", proxy.pid()},
+                                                      {"redis-server", static_cast<qint64>(redis->pid())},
+                                                      {"idem-gateway", gatewayProcess.processId()}};
     int run = 0;
     bool goalsMet = true;
     for (const int c : concurrency) {
@@ -298,15 +334,29 @@ int nginxBench(const QStringList& args)
                 const QString tag = u"%1-%2-%3"_s.arg(QCoreApplication::applicationPid()).arg(++run).arg(c);
                 // warm-up: replay's executes its key (so that the run is all duplicates); fresh's keys are its own
                 runWrk(wrk, script, std::string(label) == "replay" ? tag : tag + u"-warm"_s, t.port, c, 1);
+                std::vector<double> before;
+                for (const auto& server : servers)
+                    before.push_back(cpuSeconds(server.second));
+                const double wrkBefore = childrenCpuSeconds();
                 res[t.name] = runWrk(wrk, script, tag, t.port, c, seconds);
                 const WrkResult& r = res[t.name];
                 if (!r.ok)
                     return 70;
+                const auto perRequest = [&](double spent) { return spent * 1e6 / static_cast<double>(r.requests); };
+                std::string cpu = "wrk " + std::to_string(std::lround(perRequest(childrenCpuSeconds() - wrkBefore)));
+                double total = perRequest(childrenCpuSeconds() - wrkBefore);
+                for (std::size_t k = 0; k < std::size(servers); ++k) {
+                    const double spent = cpuSeconds(servers[k].second) - before[k];
+                    if (before[k] < 0 || perRequest(spent) < 0.5) // idle in this run
+                        continue;
+                    total += perRequest(spent);
+                    cpu += std::string(", ") + servers[k].first + " " + std::to_string(std::lround(perRequest(spent)));
+                }
                 std::printf("%-7s c=%-3d %-13s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms", label, c, t.name, r.rps,
                             r.p50, r.p99);
                 if (r.non2xx || r.errors)
                     std::printf("  (%lld of %lld answers not 2xx, %lld socket errors)", r.non2xx, r.requests, r.errors);
-                std::printf("\n");
+                std::printf("\n    CPU us a request: %s; all %ld\n", cpu.c_str(), std::lround(total));
                 std::fflush(stdout);
             }
             const WrkResult &direct = res["direct"], &anchor = res["nginx-proxy"], &gw = res["idem-gateway"];
