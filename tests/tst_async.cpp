@@ -73,6 +73,18 @@ long long infoField(idem::Connection& c, const char* section, const std::string&
     const auto count = info.find("count=", at);
     return count == std::string::npos ? 0 : std::atoll(info.c_str() + count + 6);
 }
+template <typename T>
+bool ready(std::future<T>& f, int ms)
+{
+    return f.wait_for(std::chrono::milliseconds(ms)) == std::future_status::ready;
+}
+
+long long evalshaCalls(idem::Connection& admin)
+{
+    const std::string stats = text(admin.checked({"INFO", "commandstats"}));
+    const auto at = stats.find("cmdstat_evalsha:calls=");
+    return at == std::string::npos ? 0LL : std::atoll(stats.c_str() + at + 22);
+}
 } // namespace
 
 class TestAsync : public QObject {
@@ -193,12 +205,6 @@ private slots:
         const auto warm = store.acquire("warm").get(); // both scripts loaded: no NOSCRIPT retry below
         QCOMPARE(store.complete(warm.ticket, "w").get().status, idem::OwnerStatus::Ok);
         admin.checked({"CONFIG", "RESETSTAT"});
-        const auto evalshaCalls = [&] {
-            const std::string stats = text(admin.checked({"INFO", "commandstats"}));
-            const auto at = stats.find("cmdstat_evalsha:calls=");
-            return at == std::string::npos ? 0LL : std::atoll(stats.c_str() + at + 22);
-        };
-        const auto ready = [](auto& f) { return f.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready; };
 
         constexpr int kIds = 20;
         store.hold();
@@ -206,16 +212,17 @@ private slots:
         for (int i = 0; i < kIds; ++i)
             acquired.push_back(store.acquire("h-" + std::to_string(i), "fp"));
         QTest::qWait(200);
-        QVERIFY(!ready(acquired.front()) && !ready(acquired.back()));
-        QCOMPARE(evalshaCalls(), 0);
+        QVERIFY(!ready(acquired.front(), 0) && !ready(acquired.back(), 0));
+        QCOMPARE(evalshaCalls(admin), 0);
         store.release();
         std::vector<idem::Ticket> tickets;
         for (auto& f : acquired) {
+            QVERIFY(ready(f, 5000));
             const auto a = f.get();
             QCOMPARE(a.status, idem::AcquireStatus::Acquired);
             tickets.push_back(a.ticket);
         }
-        QCOMPARE(evalshaCalls(), 1);
+        QCOMPARE(evalshaCalls(admin), 1);
 
         store.hold();
         store.hold();
@@ -224,16 +231,59 @@ private slots:
             completed.push_back(store.complete(t, "r-" + t.id));
         store.release(); // the outer hold still holds
         QTest::qWait(200);
-        QVERIFY(!ready(completed.front()));
-        QCOMPARE(evalshaCalls(), 1);
+        QVERIFY(!ready(completed.front(), 0));
+        QCOMPARE(evalshaCalls(admin), 1);
         store.release();
-        for (auto& f : completed)
+        for (auto& f : completed) {
+            QVERIFY(ready(f, 5000));
             QCOMPARE(f.get().status, idem::OwnerStatus::Ok);
-        QCOMPARE(evalshaCalls(), 2);
+        }
+        QCOMPARE(evalshaCalls(admin), 2);
         store.release(); // one too many: nothing held, nothing happens
         const auto d = store.acquire("h-3", "fp").get();
         QCOMPARE(d.status, idem::AcquireStatus::Duplicate);
         QCOMPARE(d.response, "r-h-3");
+    }
+
+    // Units that come back while the store is held send nothing; release() sends as many units as
+    // may be on their way (connections + 1) and the rest follow as those come back; a store
+    // destroyed while held sends what it held.
+    void heldCallsWithUnitsOnTheirWay()
+    {
+        idem::LocalServer server;
+        idem::Connection admin(server.connectionOptions());
+        idem::AsyncPool pool(quick(server.connectionOptions(), 5000), 1);
+        idem::AsyncStore store(pool, ns("held-busy"));
+        QCOMPARE(store.acquire("warm").get().status, idem::AcquireStatus::Acquired);
+        admin.checked({"CONFIG", "RESETSTAT"});
+
+        server.pause();
+        auto first = store.acquire("b-first"), second = store.acquire("b-second"); // the two units allowed
+        store.hold();
+        constexpr int kIds = 200; // four units of up to 64 ids
+        std::vector<std::future<idem::AcquireResult>> held;
+        for (int i = 0; i < kIds; ++i)
+            held.push_back(store.acquire("b-" + std::to_string(i), "fp"));
+        server.resume();
+        QVERIFY(ready(first, 5000) && ready(second, 5000));
+        QTest::qWait(200);
+        QVERIFY(!ready(held.front(), 0) && !ready(held.back(), 0));
+        QCOMPARE(evalshaCalls(admin), 2);
+        store.release();
+        for (auto& f : held) {
+            QVERIFY(ready(f, 5000));
+            QCOMPARE(f.get().status, idem::AcquireStatus::Acquired);
+        }
+        QCOMPARE(evalshaCalls(admin), 2 + 4);
+
+        std::future<idem::AcquireResult> orphan;
+        {
+            idem::AsyncStore going(pool, ns("held-busy"));
+            going.hold();
+            orphan = going.acquire("b-orphan");
+        }
+        QVERIFY(ready(orphan, 5000));
+        QCOMPARE(orphan.get().status, idem::AcquireStatus::Acquired);
     }
 
     // A batch cut by a killed server: every pending request fails closed and no work runs.

@@ -17,6 +17,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
+#include <QThread>
 #include <QTimer>
 
 Q_LOGGING_CATEGORY(lcGateway, "idem.gateway")
@@ -95,6 +96,7 @@ Gateway::Gateway(GatewayOptions options, QObject* parent)
 
 Gateway::~Gateway()
 {
+    releaseStore(); // the last turn's completions still go: a retry finds its answer stored
     delete m_server; // no more requests; their connections go, and their Responders answer into nothing
     delete m_admin;
     delete m_upstream; // replies under way end here, while everything they call still stands
@@ -194,6 +196,7 @@ void Gateway::holdStore()
         return;
     if (!m_releaseConnected) { // this thread's loop: it says when a turn ends (and before it waits)
         auto* loop = QAbstractEventDispatcher::instance();
+        Q_ASSERT(QThread::currentThread() == thread());
         if (!loop)
             return;
         connect(loop, &QAbstractEventDispatcher::awake, this, &Gateway::releaseStore);

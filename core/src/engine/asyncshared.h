@@ -43,7 +43,7 @@ struct AsyncStore::Shared : std::enable_shared_from_this<AsyncStore::Shared> {
     void acquire(PendingAcquire p) const;
     void complete(PendingCompletion p) const;
     void hold() const;
-    void release() const;
+    void release(bool all = false) const; // all: every hold ends (~AsyncStore: nothing stays behind)
 
     void ownerCall(const Script& s, const Ticket& t, std::initializer_list<std::string_view> args,
                    bool waitForReplicas, StoreCallback<OwnerResult> done) const;

@@ -42,6 +42,8 @@ void AsyncStore::hold() { m_shared->hold(); }
 
 void AsyncStore::release() { m_shared->release(); }
 
+AsyncStore::~AsyncStore() { m_shared->release(true); }
+
 std::string AsyncStore::Shared::recordKey(std::string_view id) const
 {
     std::string k(options.keyNamespace);

@@ -59,11 +59,16 @@ void AsyncStore::Shared::hold() const
     completions.hold();
 }
 
-void AsyncStore::Shared::release() const
+void AsyncStore::Shared::release(bool all) const
 {
-    for (auto& unit : acquires.release(unitsLimit(), idsPerUnit(), sameLease))
+    // both queues' holds end before anything is sent
+    auto a = all ? acquires.releaseAll(unitsLimit(), idsPerUnit(), sameLease)
+                 : acquires.release(unitsLimit(), idsPerUnit(), sameLease);
+    auto c = all ? completions.releaseAll(unitsLimit(), idsPerUnit(), anyTwo)
+                 : completions.release(unitsLimit(), idsPerUnit(), anyTwo);
+    for (auto& unit : a)
         sendAcquires(std::move(unit));
-    for (auto& unit : completions.release(unitsLimit(), idsPerUnit(), anyTwo))
+    for (auto& unit : c)
         sendCompletions(std::move(unit));
 }
 

@@ -48,7 +48,8 @@ public:
         return m_held > 0 ? std::vector<std::vector<P>>() : nextUnits(limit, maxPerUnit, fits);
     }
 
-    // Holds may nest; the last release() returns the units to send now.
+    // Holds may nest; the last release() returns the units to send now (a release() with nothing
+    // held does nothing). releaseAll() ends every hold (the store is going).
     void hold()
     {
         std::lock_guard lock(m_mutex);
@@ -60,6 +61,13 @@ public:
         std::lock_guard lock(m_mutex);
         if (m_held == 0 || --m_held > 0)
             return {};
+        return nextUnits(limit, maxPerUnit, fits);
+    }
+    template <typename Fits>
+    std::vector<std::vector<P>> releaseAll(int limit, std::size_t maxPerUnit, Fits fits)
+    {
+        std::lock_guard lock(m_mutex);
+        m_held = 0;
         return nextUnits(limit, maxPerUnit, fits);
     }
 

@@ -52,7 +52,13 @@ bool AsyncPool::isCluster() const { return m_routing->cluster.load(); }
 void AsyncPool::routed(std::string_view key, UnitSender send, RepliesHandler done)
 {
     auto call = std::make_shared<Routing::Call>(Routing::Call{std::string(key), std::move(send), std::move(done), 0});
-    m_routing->dispatch(call, m_routing->poolFor(key).next(), false);
+    AsyncConnection* c = nullptr;
+    try {
+        c = &m_routing->poolFor(key).next();
+    } catch (const Error&) { // a node the map names that idem cannot read: this call fails, as a reply would
+        return call->done({}, std::current_exception());
+    }
+    m_routing->dispatch(call, *c, false);
 }
 
 AsyncPool& AsyncPool::Routing::poolFor(std::string_view key)

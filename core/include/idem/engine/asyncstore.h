@@ -27,6 +27,9 @@ namespace idem {
 class AsyncStore {
 public:
     explicit AsyncStore(AsyncPool& pool, StoreOptions options = {});
+    ~AsyncStore(); // sends what a hold still keeps
+    AsyncStore(const AsyncStore&) = delete;
+    AsyncStore& operator=(const AsyncStore&) = delete;
 
     void acquire(std::string_view id, std::string_view fingerprint, std::optional<Millis> lease,
                  StoreCallback<AcquireResult> done);
@@ -41,10 +44,12 @@ public:
                                       std::optional<Millis> retention = {});
 
     // Acquires and completions asked for between hold() and release() (from any thread) wait, and
-    // release() sends them as a few script calls of many ids: a caller that makes many calls in one
-    // turn of its event loop (idem-gateway holds from its first call of a turn until the loop is
-    // about to wait) pays one call, one write and one wake-up of an I/O thread for all of them.
-    // Holds nest; the last release() sends. Not on a Redis Cluster (each call goes at once there).
+    // release() sends them as a few script calls of many ids (up to 64 each, as many at once as
+    // units may be on their way; the rest as those come back): a caller that makes many calls in
+    // one turn of its event loop (idem-gateway holds from its first call of a turn until the turn
+    // ends) pays a call, a write and a wake-up of an I/O thread for many of them.
+    // Holds nest; the last release() sends; the destructor sends what a hold keeps. No effect on a
+    // pool known to be a Redis Cluster's (each call goes at once there).
     void hold();
     void release();
 

@@ -91,7 +91,8 @@ using UnitSender = std::function<void(AsyncConnection& c, bool asking, RepliesHa
 // and options) are made on first use, and a redirected unit is sent again where the redirect says
 // (up to 5 times). A node that stops answering fails its calls (closed) and the map is asked
 // again of another node, so later calls reach the promoted replica. TRYAGAIN (a slot half
-// moved) reaches the caller as the error reply it is.
+// moved) reaches the caller as the error reply it is. routed() does not throw: what stops a unit
+// from being sent reaches its handler as the error.
 class AsyncPool {
 public:
     explicit AsyncPool(ConnectionOptions options, std::size_t size = 0);

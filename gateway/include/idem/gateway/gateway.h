@@ -56,7 +56,7 @@ private:
     http::Response keyProblem(std::string_view detail) const;
     void storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why);
     // The store's acquires and completions of one turn of this thread's event loop go out together
-    // when the turn ends (AsyncStore::hold): one script call, one write and one wake-up for all.
+    // when the turn ends (AsyncStore::hold): a few script calls of many ids, not one call each.
     void holdStore();
     void releaseStore();
 
