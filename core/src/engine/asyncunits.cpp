@@ -62,10 +62,8 @@ void AsyncStore::Shared::hold() const
 void AsyncStore::Shared::release(bool all) const
 {
     // both queues' holds end before anything is sent
-    auto a = all ? acquires.releaseAll(unitsLimit(), idsPerUnit(), sameLease)
-                 : acquires.release(unitsLimit(), idsPerUnit(), sameLease);
-    auto c = all ? completions.releaseAll(unitsLimit(), idsPerUnit(), anyTwo)
-                 : completions.release(unitsLimit(), idsPerUnit(), anyTwo);
+    auto a = acquires.release(unitsLimit(), idsPerUnit(), sameLease, all);
+    auto c = completions.release(unitsLimit(), idsPerUnit(), anyTwo, all);
     for (auto& unit : a)
         sendAcquires(std::move(unit));
     for (auto& unit : c)

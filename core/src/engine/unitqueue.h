@@ -49,25 +49,18 @@ public:
     }
 
     // Holds may nest; the last release() returns the units to send now (a release() with nothing
-    // held does nothing). releaseAll() ends every hold (the store is going).
+    // held does nothing); `all` ends every hold (the store is going).
     void hold()
     {
         std::lock_guard lock(m_mutex);
         ++m_held;
     }
     template <typename Fits>
-    std::vector<std::vector<P>> release(int limit, std::size_t maxPerUnit, Fits fits)
+    std::vector<std::vector<P>> release(int limit, std::size_t maxPerUnit, Fits fits, bool all)
     {
         std::lock_guard lock(m_mutex);
-        if (m_held == 0 || --m_held > 0)
+        if (m_held == 0 || (m_held = all ? 0 : m_held - 1) > 0)
             return {};
-        return nextUnits(limit, maxPerUnit, fits);
-    }
-    template <typename Fits>
-    std::vector<std::vector<P>> releaseAll(int limit, std::size_t maxPerUnit, Fits fits)
-    {
-        std::lock_guard lock(m_mutex);
-        m_held = 0;
         return nextUnits(limit, maxPerUnit, fits);
     }
 
