@@ -110,9 +110,10 @@ int main(int argc, char** argv)
     QStandardPaths::setTestModeEnabled(true); // no settings of the user's read or written
     const QStringList args = app.arguments();
     QString palette = u"light"_s;
-    QStringList scenes = {u"console"_s,  u"inspector"_s, u"confirm"_s,      u"racelab"_s,
-                          u"teaching"_s, u"projector"_s, u"replay"_s,   u"disconnected"_s, u"refused"_s,
-                          u"audit"_s,    u"history"_s,  u"rewound"_s};
+    // what needs the demo's server first: "disconnected" kills it, "refused" connects elsewhere
+    QStringList scenes = {u"console"_s, u"inspector"_s, u"confirm"_s, u"racelab"_s,      u"teaching"_s,
+                          u"projector"_s, u"replay"_s,  u"audit"_s,   u"history"_s,      u"rewound"_s,
+                          u"disconnected"_s, u"refused"_s};
     for (qsizetype i = 1; i + 1 < args.size(); i += 2) {
         if (args[i] == u"--out"_s)
             g_out = args[i + 1];

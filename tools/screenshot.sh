@@ -17,7 +17,8 @@ cmake --build build --target idem-console-shots >/dev/null
 out=resources/screenshots
 mkdir -p "$out"
 
-every="console,inspector,gateway,confirm,racelab,teaching,replay,history,rewound,disconnected,refused,audit"
+every="console,inspector,gateway,confirm,racelab,teaching,replay,history,rewound,audit,disconnected,refused"
+# (disconnected kills the demo's server and refused connects elsewhere: they come last)
 shoot() { # size palette scenes
   xvfb-run -a -s "-screen 0 ${1}x24" build/tests/idem-console-shots --out "$out" --palette "$2" --scenes "$3" \
     --tag "$1-$2" 2>/dev/null
