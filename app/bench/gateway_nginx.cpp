@@ -127,8 +127,6 @@ public:
         return true;
     }
 
-private:
-public:
     qint64 pid() const { return m_process.processId(); }
 
 private:
@@ -343,8 +341,8 @@ int nginxBench(const QStringList& args)
                 if (!r.ok)
                     return 70;
                 const auto perRequest = [&](double spent) { return spent * 1e6 / static_cast<double>(r.requests); };
-                std::string cpu = "wrk " + std::to_string(std::lround(perRequest(childrenCpuSeconds() - wrkBefore)));
                 double total = perRequest(childrenCpuSeconds() - wrkBefore);
+                std::string cpu = "wrk " + std::to_string(std::lround(total));
                 for (std::size_t k = 0; k < std::size(servers); ++k) {
                     const double spent = cpuSeconds(servers[k].second) - before[k];
                     if (before[k] < 0 || perRequest(spent) < 0.5) // idle in this run
