@@ -5,7 +5,9 @@
 #include "idem/engine/store.h"
 
 #include <QProcess>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <QThread>
 #include <QElapsedTimer>
 #include <filesystem>
@@ -13,6 +15,9 @@
 #include <QtTest>
 #include <atomic>
 #include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace idemtest {
 
@@ -43,6 +48,25 @@ idem::ConnectionOptions quick(idem::ConnectionOptions o)
     o.reconnectMin = idem::Millis(20);
     o.reconnectMax = idem::Millis(200);
     return o;
+}
+
+ClosedPort::ClosedPort()
+{
+    m_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    // no SO_REUSEADDR: a server that sets it still cannot bind a port held by a socket without it
+    if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        qFatal("ClosedPort: cannot bind a loopback port: %s", std::strerror(errno));
+    m_port = ntohs(addr.sin_port);
+}
+
+ClosedPort::~ClosedPort()
+{
+    ::close(m_fd);
 }
 
 std::string uniqueNamespace(const char* prefix)

@@ -33,6 +33,22 @@ long long commandCalls(idem::Connection& c, const std::string& command);
 // The idemctl binary under test.
 QString idemctlPath();
 
+// A loopback TCP port bound, not listening, for as long as the object lives: a connection to it
+// is refused, and no other process (a redis-server a parallel test starts) can take it meanwhile,
+// as it could a port that freeLoopbackPort() found free a moment ago.
+class ClosedPort {
+public:
+    ClosedPort();
+    ~ClosedPort();
+    ClosedPort(const ClosedPort&) = delete;
+    ClosedPort& operator=(const ClosedPort&) = delete;
+    int port() const { return m_port; }
+
+private:
+    int m_fd = -1;
+    int m_port = 0;
+};
+
 // A Redis Cluster of private redis-servers on loopback (idem::LocalCluster, Qt-free, shared with
 // the benchmarks).
 using LocalCluster = idem::LocalCluster;

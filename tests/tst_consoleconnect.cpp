@@ -367,8 +367,9 @@ private slots:
     // A server that cannot be reached, never connected: "—" everywhere, not an empty healthy store
     void neverConnectedShowsNoData()
     {
+        const idemtest::ClosedPort closed;
         MainWindow::Options o = options();
-        o.connection.url = u"redis://127.0.0.1:%1/0"_s.arg(idem::freeLoopbackPort());
+        o.connection.url = u"redis://127.0.0.1:%1/0"_s.arg(closed.port());
         MainWindow w(o);
         QSignalSpy links(&w, &MainWindow::linkStateChanged);
         w.show();

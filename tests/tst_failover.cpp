@@ -277,7 +277,8 @@ private slots:
 
         // nobody listening
         auto gone = quick(idem::ConnectionOptions{});
-        gone.port = idem::freeLoopbackPort();
+        const idemtest::ClosedPort closed;
+        gone.port = closed.port();
         idem::ConnectionPool gonePool(gone, 1);
         idem::Store goneStore(gonePool, ns("pw"));
         QVERIFY_THROWS_EXCEPTION(idem::IoError, goneStore.acquire("x", ""));

@@ -190,7 +190,8 @@ private slots:
         auto badUrl = idemtest::runIdemctl(QStringList{s("--url"), s("http://nope")} + cmd);
         QCOMPARE(badUrl.exitCode, 64);
         oneLineError(badUrl);
-        const int port = idem::freeLoopbackPort();
+        const idemtest::ClosedPort closed;
+        const int port = closed.port();
         auto down = idemtest::runIdemctl(QStringList{s("--url"), s("redis://127.0.0.1:%1").arg(port)} + cmd);
         QCOMPARE(down.exitCode, 69);
         oneLineError(down);

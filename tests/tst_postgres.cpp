@@ -577,8 +577,9 @@ private slots:
                           QStringLiteral("redis://127.0.0.1:6379/0")}).exit,
                  64);
         QCOMPARE(idemctl({QStringLiteral("pg"), QStringLiteral("upgrade"), QStringLiteral("--url"), ctlUrl}).exit, 64);
+        const idemtest::ClosedPort closed;
         const Ctl away = idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--url"),
-                                  QStringLiteral("postgresql://idem@127.0.0.1:%1/ctl").arg(idem::freeLoopbackPort())});
+                                  QStringLiteral("postgresql://idem@127.0.0.1:%1/ctl").arg(closed.port())});
         QCOMPARE(away.exit, 69);
         QCOMPARE(away.err.count(QLatin1Char('\n')), 1);
     }

@@ -54,7 +54,8 @@ private slots:
             QCOMPARE(e.field(), std::string("sentinel"));
         }
         idem::ConnectionOptions down = o;
-        down.sentinel.nodes = {{"127.0.0.1", idem::freeLoopbackPort()}};
+        const idemtest::ClosedPort closed;
+        down.sentinel.nodes = {{"127.0.0.1", closed.port()}};
         QVERIFY_THROWS_EXCEPTION(idem::IoError, idem::Connection(down).connect());
     }
 
