@@ -31,7 +31,38 @@ private slots:
     void tlsListenerKeepsAliveAndReplays();
     void tlsListenerRefusesBadFiles_data();
     void tlsListenerRefusesBadFiles();
+    void refusedPasswordEndsItAtStart();
+    void redisNotUpYetIsSaidAndFailsClosed();
+
+private:
+    // the idem-gateway binary with `args` after --upstream and --listen 127.0.0.1:0
+    void startBinary(QProcess& p, const QStringList& args);
+    // its listening port, from stdout (0: it never said)
+    quint16 listeningPort(QProcess& p);
 };
+
+void TestGatewayOps::startBinary(QProcess& p, const QStringList& args)
+{
+    const QString binary = qEnvironmentVariable("IDEM_GATEWAY");
+    QVERIFY2(!binary.isEmpty(), "IDEM_GATEWAY is not set: run the tests through ctest");
+    p.start(binary, QStringList{u"--upstream"_s, up->url().toString(), u"--listen"_s, u"127.0.0.1:0"_s} + args);
+    QVERIFY(p.waitForStarted());
+}
+
+quint16 TestGatewayOps::listeningPort(QProcess& p)
+{
+    QByteArray out;
+    quint16 port = 0;
+    (void)QTest::qWaitFor( // the port says whether it did
+        [&] {
+            out += p.readAllStandardOutput();
+            const auto m = QRegularExpression(u"listening: http://127.0.0.1:(\\d+)"_s).match(QString::fromUtf8(out));
+            port = m.hasMatch() ? static_cast<quint16>(m.captured(1).toUInt()) : 0;
+            return port != 0 || p.state() == QProcess::NotRunning;
+        },
+        10000);
+    return port;
+}
 
 void TestGatewayOps::redisDownIs503()
 {
@@ -335,6 +366,44 @@ void TestGatewayOps::tlsListenerRefusesBadFiles()
     QCOMPARE(err.count(u'\n'), 1);
     QVERIFY(err.startsWith(u"idem-gateway: "_s));
     QVERIFY(!p.readAllStandardOutput().contains("listening"));
+}
+
+// A password the server refuses cannot get better by retrying: one line naming what to check, exit
+// 69, and nothing listens (a deployment fails at once, not at its first request).
+void TestGatewayOps::refusedPasswordEndsItAtStart()
+{
+    LocalServerOptions lo;
+    lo.extraArgs = {"--requirepass", "s3cret"};
+    LocalServer redis(lo);
+    QProcess p;
+    startBinary(p, {u"--url"_s, u"redis://:wrong@127.0.0.1:%1/0"_s.arg(redis.port())});
+    QVERIFY(p.waitForFinished(20000));
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QCOMPARE(p.exitCode(), 69);
+    QVERIFY2(err.startsWith(u"idem-gateway: "_s) && err.contains(u"WRONGPASS"_s) && err.contains(u"(check password)"_s),
+             qPrintable(err));
+    QCOMPARE(err.count(u'\n'), 1);
+    QVERIFY(!p.readAllStandardOutput().contains("listening"));
+}
+
+// A Redis that is not up yet may come later: the gateway says so, listens, and fails closed (503)
+// until it answers.
+void TestGatewayOps::redisNotUpYetIsSaidAndFailsClosed()
+{
+    const idemtest::ClosedPort closed;
+    QProcess p;
+    startBinary(p, {u"--url"_s, u"redis://127.0.0.1:%1/0"_s.arg(closed.port())});
+    const quint16 port = listeningPort(p);
+    QString err;
+    (void)QTest::qWaitFor([&] { return (err += QString::fromUtf8(p.readAllStandardError())).endsWith(u'\n'); }, 5000);
+    QVERIFY2(port != 0, qPrintable(err));
+    QVERIFY2(err.startsWith(u"idem-gateway: warning: "_s) && err.contains(u"unreachable"_s) &&
+                 err.contains(u"503 until it answers"_s),
+             qPrintable(err));
+    QCOMPARE(call(port, request("POST", "/r", "early-1", "{}")).status, 503);
+    QCOMPARE(up->calls("/r"), 0);
+    p.terminate();
+    QVERIFY(p.waitForFinished(10000));
 }
 
 QTEST_GUILESS_MAIN(TestGatewayOps)

@@ -4,6 +4,7 @@
 #include "idem/qt/signals.h"
 #include "idem/errors.h"
 #include "idem/gateway/gateway.h"
+#include "idem/redis/connection.h"
 #include "idem/redis/localserver.h"
 
 #include <QCoreApplication>
@@ -19,6 +20,23 @@ QString hostPort(const QHostAddress& h, quint16 port)
 {
     const QString host = h == QHostAddress::Any ? u"0.0.0.0"_s : h.toString();
     return (h.protocol() == QAbstractSocket::IPv6Protocol ? u'[' + host + u']' : host) + u':' + QString::number(port);
+}
+
+// One connection before anything listens. What retrying cannot fix (a refused password, a
+// certificate, a missing database) ends the gateway here, when it is deployed, rather than
+// answering every request with 503. A server not up yet is only said: the gateway fails closed
+// until it answers, and a supervisor may well start Redis after it.
+bool redisUsable(const idem::ConnectionOptions& options)
+{
+    try {
+        idem::Connection(options).connect();
+    } catch (const idem::ConfigError& e) {
+        std::fprintf(stderr, "idem-gateway: %s (check %s)\n", e.what(), e.field().c_str());
+        return false;
+    } catch (const idem::Error& e) {
+        std::fprintf(stderr, "idem-gateway: warning: %s; protected requests get 503 until it answers\n", e.what());
+    }
+    return true;
 }
 } // namespace
 
@@ -54,6 +72,9 @@ int main(int argc, char** argv)
                     server->url().c_str(), server->url().c_str(), options.keyNamespace.c_str());
     } else {
         std::printf("redis: %s\n", options.connection.describe().c_str());
+        std::fflush(stdout);
+        if (!redisUsable(options.connection))
+            return 69;
     }
     idem::qt::quitOnSignals(app);
     idem::gateway::Gateway gateway(options);
