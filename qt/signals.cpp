@@ -4,6 +4,7 @@
 #include <QSocketNotifier>
 
 #include <csignal>
+#include <utility>
 #include <unistd.h>
 
 namespace idem::qt {
@@ -12,12 +13,18 @@ namespace {
 int g_signalPipe[2] = {-1, -1};
 }
 
-void quitOnSignals(QCoreApplication& app)
+void quitOnSignals(QCoreApplication& app, std::function<void()> first)
 {
     if (::pipe(g_signalPipe) != 0)
         return;
     auto* notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, &app);
-    QObject::connect(notifier, &QSocketNotifier::activated, &app, [] { QCoreApplication::quit(); });
+    QObject::connect(notifier, &QSocketNotifier::activated, &app, [first = std::move(first)]() mutable {
+        char c;
+        (void)!::read(g_signalPipe[0], &c, 1);
+        if (first)
+            return std::exchange(first, nullptr)();
+        QCoreApplication::quit();
+    });
     struct sigaction sa {};
     sa.sa_handler = [](int) {
         const char c = 1;

@@ -33,6 +33,9 @@ private slots:
     void tlsListenerRefusesBadFiles();
     void refusedPasswordEndsItAtStart();
     void redisNotUpYetIsSaidAndFailsClosed();
+    void drainAnswersWhatIsUnderWay();
+    void drainTimesOut();
+    void sigtermDrainsTheBinary();
 
 private:
     // the idem-gateway binary with `args` after --upstream and --listen 127.0.0.1:0
@@ -404,6 +407,100 @@ void TestGatewayOps::redisNotUpYetIsSaidAndFailsClosed()
     QCOMPARE(up->calls("/r"), 0);
     p.terminate();
     QVERIFY(p.waitForFinished(10000));
+}
+
+// A graceful stop: the listener closes, an idle keep-alive client is let go at once, /healthz says
+// draining, the request under way is answered (Connection: close) and stored, then drained().
+void TestGatewayOps::drainAnswersWhatIsUnderWay()
+{
+    std::string ns;
+    auto g = start([&](gateway::GatewayOptions& o) { ns = o.keyNamespace; });
+    QVERIFY(g);
+    QSignalSpy drained(g.get(), &gateway::Gateway::drained);
+    Client idle(g->port());
+    idle.send(request("POST", "/d", "drain-0", "{}"));
+    QVERIFY(idle.wait(1)); // kept alive, nothing more asked
+    Client busy(g->port());
+    const QByteArray req = request("POST", "/slow/1500/d", "drain-1", "{}");
+    busy.send(req);
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/1500/d") == 1; }, 10000));
+    QCOMPARE(g->inFlight(), 1u);
+
+    g->drain(Millis(20000));
+    QVERIFY(QTest::qWaitFor([&] { return idle.closed; }, 5000));
+    QVERIFY(busy.replies.empty() && !busy.closed);
+    QCOMPARE(drained.count(), 0);
+    const Reply health = call(g->adminPort(), request("GET", "/healthz"));
+    QCOMPARE(health.status, 503);
+    QVERIFY2(health.body.contains("\"draining\""), health.body.constData());
+    QTcpSocket late; // the listener is closed: refused by the kernel, no event loop needed
+    late.connectToHost(QHostAddress::LocalHost, g->port());
+    QVERIFY(!late.waitForConnected(3000));
+
+    QVERIFY(busy.wait(1));
+    QCOMPARE(busy.replies[0].status, 201);
+    QCOMPARE(busy.replies[0].header("Connection"), "close"_ba);
+    QVERIFY(QTest::qWaitFor([&] { return busy.closed; }, 5000));
+    QVERIFY(drained.count() == 1 || drained.wait(5000));
+    QCOMPARE(g->inFlight(), 0u);
+    g.reset();
+    // its answer was stored before it was sent: the next gateway replays it
+    auto next = start([&](gateway::GatewayOptions& o) { o.keyNamespace = ns; });
+    QVERIFY(next);
+    QVERIFY(call(next->port(), req).replayed());
+    QCOMPARE(up->calls("/slow/1500/d"), 1);
+}
+
+// An upstream slower than the drain: drained() comes at the timeout; the request keeps its lease.
+void TestGatewayOps::drainTimesOut()
+{
+    auto g = start();
+    QVERIFY(g);
+    QSignalSpy drained(g.get(), &gateway::Gateway::drained);
+    Client busy(g->port());
+    busy.send(request("POST", "/slow/8000/t", "drain-t", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/8000/t") == 1; }, 10000));
+    QElapsedTimer t;
+    t.start();
+    g->drain(Millis(400));
+    QVERIFY(drained.wait(5000));
+    QVERIFY2(t.elapsed() >= 350 && t.elapsed() < 4000, qPrintable(QString::number(t.elapsed())));
+    QCOMPARE(g->inFlight(), 1u);
+    QVERIFY(busy.replies.empty());
+}
+
+// The binary: SIGTERM mid-request, the request answered, exit 0; a second signal ends it at once.
+void TestGatewayOps::sigtermDrainsTheBinary()
+{
+    QProcess p;
+    startBinary(p, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl()), u"--namespace"_s,
+                    QString::fromStdString(idemtest::uniqueNamespace("gwterm"))});
+    const quint16 port = listeningPort(p);
+    QVERIFY(port != 0);
+    Client busy(port);
+    busy.send(request("POST", "/slow/1500/term", "term-1", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/1500/term") == 1; }, 10000));
+    p.terminate(); // SIGTERM
+    QVERIFY(busy.wait(1));
+    QCOMPARE(busy.replies[0].status, 201);
+    QVERIFY(p.state() == QProcess::NotRunning || p.waitForFinished(10000)); // (false if it ended already)
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(p.readAllStandardOutput().contains("draining: no new connections; 1 requests under way"));
+
+    QProcess q;
+    startBinary(q, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl())});
+    const quint16 qport = listeningPort(q);
+    QVERIFY(qport != 0);
+    Client stuck(qport);
+    stuck.send(request("POST", "/slow/8000/term2", "term-2", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/8000/term2") == 1; }, 10000));
+    q.terminate();
+    QVERIFY(QTest::qWaitFor([&] { return q.readAllStandardOutput().contains("draining"); }, 5000));
+    q.terminate(); // the second: now
+    QVERIFY(q.state() == QProcess::NotRunning || q.waitForFinished(3000));
+    QCOMPARE(q.exitCode(), 0);
+    QVERIFY(stuck.replies.empty());
 }
 
 QTEST_GUILESS_MAIN(TestGatewayOps)

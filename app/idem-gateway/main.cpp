@@ -76,8 +76,16 @@ int main(int argc, char** argv)
         if (!redisUsable(options.connection))
             return 69;
     }
-    idem::qt::quitOnSignals(app);
     idem::gateway::Gateway gateway(options);
+    // a rollout's SIGTERM: requests under way end and are stored, then the gateway exits
+    QObject::connect(&gateway, &idem::gateway::Gateway::drained, &app, &QCoreApplication::quit);
+    idem::qt::quitOnSignals(app, [&gateway, &options] {
+        std::printf("draining: no new connections; %zu requests under way end within %lld ms (a second signal: "
+                    "exit now)\n",
+                    gateway.inFlight(), static_cast<long long>(options.drainTimeout.count()));
+        std::fflush(stdout);
+        gateway.drain(options.drainTimeout);
+    });
     QString error;
     if (!gateway.start(&error)) {
         std::fprintf(stderr, "idem-gateway: %s\n", qPrintable(error));

@@ -120,6 +120,10 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                             u"A duplicate of a request in flight waits up to DUR for its answer "
                                             "(default: 409 at once)"_s,
                                             u"DUR"_s);
+    const QCommandLineOption drainTimeout(u"drain-timeout"_s,
+                                          u"SIGTERM or SIGINT: stop listening and let requests under way end for up "
+                                          "to DUR, then exit; a second signal exits at once (default: 20s)"_s,
+                                          u"DUR"_s);
     const QCommandLineOption policyLink(u"policy-link"_s,
                                         u"URL of the published policy, linked from 400 answers (default: the admin "
                                         "listener's /policy)"_s,
@@ -131,7 +135,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                     u"FILE"_s);
     p.addOptions({config, upstream, listen, listenCert, listenKey, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
                   methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, upstreamTimeout,
-                  idleTimeout, waitInProgress, policyLink});
+                  idleTimeout, drainTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
         std::fprintf(stderr, "idem-gateway: %s (see --help)\n", qPrintable(p.errorText()));
         return 64;
@@ -221,6 +225,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
         duration(retention, "--retention", o.retention);
         duration(upstreamTimeout, "--upstream-timeout", o.upstreamTimeout);
         duration(idleTimeout, "--idle-timeout", o.idleTimeout);
+        duration(drainTimeout, "--drain-timeout", o.drainTimeout);
         duration(waitInProgress, "--wait-in-progress", o.waitInProgress);
         const auto size = [&](const QCommandLineOption& f, const char* name, std::size_t& into) {
             if (!p.isSet(f))

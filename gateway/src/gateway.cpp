@@ -166,6 +166,7 @@ http::Response Gateway::keyProblem(std::string_view detail) const
 void Gateway::handle(http::Request r, http::Responder out)
 {
     auto x = std::make_shared<Exchange>();
+    ++m_inFlight;
     x->request = std::move(r);
     x->out = std::move(out);
     x->clock.start();
@@ -374,6 +375,41 @@ void Gateway::finish(const std::shared_ptr<Exchange>& x, http::Response r, Outco
     m_metrics.count(o);
     m_metrics.request.observe(static_cast<double>(x->clock.nsecsElapsed()) / 1e9);
     x->out.send(std::move(r));
+    --m_inFlight;
+    if (m_draining)
+        checkDrained();
+}
+
+void Gateway::drain(Millis timeout)
+{
+    if (std::exchange(m_draining, true))
+        return;
+    qCInfo(lcGateway) << "draining:" << m_inFlight << "requests under way," << (m_server ? m_server->connections() : 0)
+                      << "connections";
+    if (m_server) {
+        m_server->closed = [this] { checkDrained(); };
+        m_server->drain();
+    }
+    QTimer::singleShot(timeout, this, [this] {
+        if (m_drained)
+            return;
+        qCWarning(lcGateway) << "drain timed out:" << m_inFlight
+                             << "requests cut off (their leases run out; a retry takes them over)";
+        m_drained = true;
+        emit drained();
+    });
+    checkDrained();
+}
+
+// Drained when nothing is under way and every answer has left (its connection closed after it).
+void Gateway::checkDrained()
+{
+    if (m_drained || m_inFlight > 0 || (m_server && m_server->connections() > 0))
+        return;
+    m_drained = true;
+    releaseStore();
+    // queued: the caller may be deep in a connection's or the store's call stack
+    QMetaObject::invokeMethod(this, &Gateway::drained, Qt::QueuedConnection);
 }
 
 namespace {
@@ -439,10 +475,10 @@ void Gateway::handleAdmin(const http::Request& r, const http::Responder& out)
         resp.set("Content-Type", "text/plain; version=0.0.4");
         resp.body = m_metrics.render(m_server ? m_server->connections() : 0);
     } else if (r.path == "/healthz") {
-        const bool ok = m_storeUp || m_options.failOpen;
+        const bool ok = (m_storeUp || m_options.failOpen) && !m_draining;
         resp.status = ok ? 200 : 503;
         resp.set("Content-Type", "application/json");
-        resp.body = std::string("{\"status\":\"") + (ok ? "ok" : "unavailable") + "\",\"redis\":\"" +
+        resp.body = std::string("{\"status\":\"") + (m_draining ? "draining" : ok ? "ok" : "unavailable") + "\",\"redis\":\"" +
                     (m_storeUp ? "up" : "unreachable") + "\"}\n";
     } else if (r.path == "/policy") {
         resp.set("Content-Type", "application/json");

@@ -30,6 +30,7 @@ HttpConnection::HttpConnection(QTcpSocket* socket, HttpServer* server)
     : QObject(server), m_socket(socket), m_server(server), m_parser(server->m_options.limits)
 {
     m_parser.setBodyLimit(server->m_options.bodyLimit);
+    server->opened();
     m_socket->setParent(this);
     m_socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
     connect(m_socket, &QTcpSocket::readyRead, this, &HttpConnection::readSome);
@@ -43,6 +44,19 @@ HttpConnection::HttpConnection(QTcpSocket* socket, HttpServer* server)
     m_idle.start();
     if (m_socket->bytesAvailable() > 0)
         QMetaObject::invokeMethod(this, &HttpConnection::readSome, Qt::QueuedConnection);
+}
+
+HttpConnection::~HttpConnection() { m_server->gone(); }
+
+void HttpConnection::drain()
+{
+    if (lastWanted() && !m_closing)
+        closeAfterWrite();
+}
+
+bool HttpConnection::lastWanted() const
+{
+    return m_server->m_draining && m_slots.empty() && !m_parser.midRequest();
 }
 
 // (restarting the QTimer instead, three times a request, was a timer unregistered and registered
@@ -106,7 +120,8 @@ void HttpConnection::respond(quint64 seq, Response r)
         if (s.seq != seq || s.ready)
             continue;
         // the last request of the connection: say so, and close once it is written
-        const bool keepAlive = s.keepAlive && !(s.seq + 1 == m_nextSeq && (m_parser.closed() || m_parser.failed()));
+        const bool keepAlive = s.keepAlive && !(s.seq + 1 == m_nextSeq && (m_parser.closed() || m_parser.failed() ||
+                                                                            m_server->m_draining));
         s.keepAlive = keepAlive;
         s.bytes = serialize(r, s.head, keepAlive, httpDate());
         s.ready = true;
@@ -129,6 +144,8 @@ void HttpConnection::flush()
     }
     if (wrote && !m_closing)
         m_socket->flush(); // at once, not on the next turn of the event loop
+    if (!m_closing && lastWanted())
+        closeAfterWrite(); // (an answer that was ready before the drain said keep-alive)
     if (m_closing)
         return;
     touch();

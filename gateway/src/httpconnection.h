@@ -18,7 +18,10 @@ class HttpConnection : public QObject {
     Q_OBJECT
 public:
     HttpConnection(QTcpSocket* socket, HttpServer* server);
+    ~HttpConnection() override;
     void respond(quint64 seq, Response r);
+    // The server drains: close now if nothing is asked, else after the last answer.
+    void drain();
 
 private:
     struct Slot {
@@ -34,6 +37,7 @@ private:
     void idle();
     void closeAfterWrite();
     void touch();
+    bool lastWanted() const; // draining, and nothing asked or half asked: the connection may go
 
     QTcpSocket* m_socket;
     HttpServer* m_server;

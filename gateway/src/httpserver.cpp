@@ -45,21 +45,37 @@ HttpServer::HttpServer(ServerOptions options, Handler handler, QObject* parent)
     connect(m_server, &QTcpServer::pendingConnectionAvailable, this, &HttpServer::accept);
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer()
+{
+    // the connections go first, while this is still a whole HttpServer they can tell
+    closed = nullptr;
+    for (HttpConnection* c : findChildren<HttpConnection*>(Qt::FindDirectChildrenOnly))
+        delete c;
+}
 
 bool HttpServer::listen(const QHostAddress& host, quint16 port) { return m_server->listen(host, port); }
 quint16 HttpServer::port() const { return m_server->serverPort(); }
 QString HttpServer::errorString() const { return m_server->errorString(); }
 
-std::size_t HttpServer::connections() const
-{
-    return static_cast<std::size_t>(findChildren<HttpConnection*>(Qt::FindDirectChildrenOnly).size());
-}
-
 void HttpServer::accept()
 {
     while (QTcpSocket* s = m_server->nextPendingConnection())
         new HttpConnection(s, this);
+}
+
+void HttpServer::drain()
+{
+    m_draining = true;
+    m_server->close();
+    for (HttpConnection* c : findChildren<HttpConnection*>(Qt::FindDirectChildrenOnly))
+        c->drain();
+}
+
+void HttpServer::gone()
+{
+    --m_open;
+    if (closed)
+        closed();
 }
 
 } // namespace idem::http

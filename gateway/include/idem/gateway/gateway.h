@@ -43,6 +43,17 @@ public:
     // The published policy (what /policy serves): methods, key rules, retention, limits.
     std::string policyJson() const;
 
+    // A graceful stop (SIGTERM): no new connections, /healthz says "draining", requests under
+    // way run to their end and are answered (their answers stored, so a retry replays), and
+    // drained() comes once every client connection has gone, or after `timeout` at the latest.
+    // A request cut off by the timeout keeps its lease: a retry takes it over when it runs out.
+    void drain(Millis timeout);
+    bool draining() const { return m_draining; }
+    std::size_t inFlight() const { return m_inFlight; }
+
+signals:
+    void drained();
+
 private:
     friend struct Exchange;
     void handle(http::Request r, http::Responder out);
@@ -59,12 +70,15 @@ private:
     // when the turn ends (AsyncStore::hold): a few script calls of many ids, not one call each.
     void holdStore();
     void releaseStore();
+    void checkDrained();
 
     GatewayOptions m_options;
     Policy m_policy; // the flags' default and the routes of --config
     Metrics m_metrics;
     bool m_storeUp = true; // what the last call to Redis said
     bool m_holding = false, m_releaseConnected = false;
+    bool m_draining = false, m_drained = false;
+    std::size_t m_inFlight = 0; // requests handled and not yet answered
     std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used
     std::unique_ptr<Store> m_store;
     std::unique_ptr<AsyncPool> m_pool;

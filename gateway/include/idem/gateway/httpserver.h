@@ -56,15 +56,25 @@ public:
     bool listen(const QHostAddress& host, quint16 port);
     quint16 port() const;
     QString errorString() const;
-    std::size_t connections() const;
+    std::size_t connections() const { return m_open; }
     std::function<void(const ParseError&)> parseFailed;
+    // Stops listening; idle connections close now, the others after the answer to the last
+    // request they have sent (which says Connection: close). `closed` is told whenever a
+    // connection goes.
+    void drain();
+    bool draining() const { return m_draining; }
+    std::function<void()> closed;
 
 private:
     void accept();
+    void opened() { ++m_open; }
+    void gone();
     friend class HttpConnection;
     ServerOptions m_options;
     Handler m_handler;
     QTcpServer* m_server;
+    std::size_t m_open = 0;
+    bool m_draining = false;
 };
 
 } // namespace idem::http

@@ -40,6 +40,7 @@ struct GatewayOptions {
     bool failOpen = false;
     Millis upstreamTimeout{30'000};
     Millis idleTimeout{60'000};
+    Millis drainTimeout{20'000}; // SIGTERM: how long requests under way may take to end (below a 30 s kill)
     Millis waitInProgress{0}; // a duplicate in flight waits this long for the first's answer; 0: 409 at once
     QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy
     std::vector<RoutePolicy> routes; // --config: routes whose policy differs from the flags' (the default)
