@@ -401,7 +401,7 @@ void TestGatewayOps::redisNotUpYetIsSaidAndFailsClosed()
     (void)QTest::qWaitFor([&] { return (err += QString::fromUtf8(p.readAllStandardError())).endsWith(u'\n'); }, 5000);
     QVERIFY2(port != 0, qPrintable(err));
     QVERIFY2(err.startsWith(u"idem-gateway: warning: "_s) && err.contains(u"unreachable"_s) &&
-                 err.contains(u"503 until it answers"_s),
+                 err.contains(u"get 503 until it answers"_s),
              qPrintable(err));
     QCOMPARE(call(port, request("POST", "/r", "early-1", "{}")).status, 503);
     QCOMPARE(up->calls("/r"), 0);

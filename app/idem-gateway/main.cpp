@@ -26,7 +26,7 @@ QString hostPort(const QHostAddress& h, quint16 port)
 // certificate, a missing database) ends the gateway here, when it is deployed, rather than
 // answering every request with 503. A server not up yet is only said: the gateway fails closed
 // until it answers, and a supervisor may well start Redis after it.
-bool redisUsable(const idem::ConnectionOptions& options)
+bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
 {
     try {
         idem::Connection(options).connect();
@@ -34,7 +34,9 @@ bool redisUsable(const idem::ConnectionOptions& options)
         std::fprintf(stderr, "idem-gateway: %s (check %s)\n", e.what(), e.field().c_str());
         return false;
     } catch (const idem::Error& e) {
-        std::fprintf(stderr, "idem-gateway: warning: %s; protected requests get 503 until it answers\n", e.what());
+        std::fprintf(stderr, "idem-gateway: warning: %s; %s until it answers\n", e.what(),
+                     failOpen ? "protected requests go to the upstream unprotected (--fail-open)"
+                              : "protected requests get 503");
     }
     return true;
 }
@@ -73,7 +75,7 @@ int main(int argc, char** argv)
     } else {
         std::printf("redis: %s\n", options.connection.describe().c_str());
         std::fflush(stdout);
-        if (!redisUsable(options.connection))
+        if (!redisUsable(options.connection, options.failOpen))
             return 69;
     }
     idem::gateway::Gateway gateway(options);
