@@ -40,6 +40,36 @@ idem::Record read(const std::string& key, const std::string& value, std::int64_t
 class TestFormats : public QObject {
     Q_OBJECT
 private slots:
+    // --format names whose records a namespace holds; another library's record there is still read
+    // as that library's (a live lock of it never becomes a "malformed" purge candidate), a list is
+    // foreign, and only what no library reads is malformed in the named format.
+    void forcedFormatNeverMisreadsAnotherLibrary()
+    {
+        idem::DecodeOptions o;
+        o.format = RecordFormat::NodeIdempotency;
+        auto r = read("orders#HXoPuS989n9jdP6e7H2ySg==",
+                      "{\"status\":\"INPROGRESS\",\"expiration\":1795431481,\"in_progress_expiration\":" +
+                          std::to_string(kNow + 600'000) + "}",
+                      30'000, o);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(!r.stale);
+        o.format = RecordFormat::Powertools;
+        r = read("node-idempotency:POST:/orders:k1", "{\"status\":\"IN_PROGRESS\"}", 30'000, o);
+        QCOMPARE(r.format, RecordFormat::NodeIdempotency);
+        QCOMPARE(r.state, RecordState::Started);
+        idem::KeyRead list;
+        list.key = "queue:jobs";
+        list.type = "list";
+        list.ttlMs = -1;
+        o.nowMs = kNow;
+        r = idem::decode(list, o);
+        QCOMPARE(r.state, RecordState::Foreign);
+        r = read("garbage", "not json{", 30'000, o);
+        QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+    }
+
     void scanWholeObjects()
     {
         const auto j = json::scanObject(" {\"a\":\"x\\\"y\\u00e9\\ud83d\\ude00\",\"b\":-1.5e3,\"c\":{\"d\":[1,{\"e\":null}]},\"f\":true} ", false);
@@ -241,16 +271,24 @@ private slots:
         auto r = read("anything", "{\"status\":\"IN_PROGRESS\"}", 30'000, o);
         QCOMPARE(r.format, RecordFormat::NodeIdempotency);
         QCOMPARE(r.state, RecordState::Started);
-        r = read("anything", "{\"request\":{}}", 30'000, o); // what the operator said it is not
+        r = read("anything", "{\"status\":7}", 30'000, o); // what the operator said it is not
         QCOMPARE(r.state, RecordState::Malformed);
+        QCOMPARE(r.format, RecordFormat::NodeIdempotency);
+        r = read("anything", "{\"request\":{}}", 30'000, o); // express-idempotency's lock: never malformed
+        QCOMPARE(r.state, RecordState::Started);
+        QCOMPARE(r.format, RecordFormat::ExpressIdempotency);
         o.format = RecordFormat::Native; // a string where idem keeps hashes
-        r = read("anything", "PROCESSING", 30'000, o);
+        r = read("anything", "no record at all", 30'000, o);
         QCOMPARE(r.state, RecordState::Malformed);
         QCOMPARE(r.format, RecordFormat::Native);
+        // ... but what another profile reads is that profile's: a lock, not a broken native record
+        r = read("anything", "PROCESSING", 30'000, o);
+        QCOMPARE(r.state, RecordState::Started);
+        QCOMPARE(r.format, RecordFormat::Plain);
         o.format = RecordFormat::Plain;
         r = read("anything", "{\"status\":\"STARTED\"}", 30'000, o);
-        QCOMPARE(r.state, RecordState::Malformed);
-        QCOMPARE(r.format, RecordFormat::Plain);
+        QCOMPARE(r.state, RecordState::Started);
+        QCOMPARE(r.format, RecordFormat::StatusJson);
         QCOMPARE(idem::formatFromString("express-idempotency"), std::optional(RecordFormat::ExpressIdempotency));
         QVERIFY(!idem::formatFromString("kong"));
         for (int f = 0; f < idem::kRecordFormats; ++f) // every format has a name that reads back

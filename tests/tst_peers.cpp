@@ -386,6 +386,55 @@ private slots:
         QCOMPARE(idem::reply::integer(conn->checked({"EXISTS", "cache:user:7"}).get()), std::int64_t(1));
     }
 
+    // A bulk purge never deletes a lock whose owner may still run: not by state (kept, and said,
+    // unless --live), not as "malformed" under another library's --format, not as "unknown" when
+    // only the head and tail of a large value were read.
+    void bulkPurgeKeepsLiveLocks()
+    {
+        conn->checked({"FLUSHALL"});
+        const std::string pt = "orders-fn#HXoPuS989n9jdP6e7H2ySg==";
+        conn->checked({"SET", pt,
+                       "{\"status\":\"INPROGRESS\",\"expiration\":9999999999,\"in_progress_expiration\":" +
+                           std::to_string(QDateTime::currentMSecsSinceEpoch() + 600'000) + "}",
+                       "EX", "600"});
+        const std::string node = "node-idempotency:POST:/orders:k1";
+        conn->checked({"SET", node, "{\"status\":\"IN_PROGRESS\"}", "EX", "600"});
+        const std::string big = "94f477df3a6ae6b1f4d0c1a61e6b7bb6"; // express-idempotency: a large request in flight
+        conn->checked({"SET", big, "{\"request\":{\"body\":\"" + std::string(40'000, 'x') + "\"}}", "EX", "600"});
+        conn->checked({"RPUSH", "queue:jobs", "a", "b"});
+        const QStringList url = {QStringLiteral("--url"), QString::fromStdString(server->url())};
+        const auto exists = [&](const std::string& k) { return idem::reply::integer(conn->checked({"EXISTS", k}).get()) == 1; };
+        const auto purge = [&](QStringList args) {
+            return idemtest::runIdemctl(url + args + QStringList{QStringLiteral("--pattern"), QStringLiteral("*"),
+                                                                 QStringLiteral("--yes")});
+        };
+
+        auto forced = idemtest::runIdemctl(url + QStringList{QStringLiteral("--format"), QStringLiteral("node-idempotency"),
+                                                             QStringLiteral("purge"), QStringLiteral("--state"),
+                                                             QStringLiteral("malformed"), QStringLiteral("--pattern"),
+                                                             QStringLiteral("*"), QStringLiteral("--yes")});
+        QCOMPARE(forced.exitCode, 0);
+        for (const std::string& k : {pt, node, big, std::string("queue:jobs")})
+            QVERIFY2(exists(k), (k + ": " + forced.out.toStdString()).c_str());
+
+        auto unknown = purge({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("unknown")});
+        QCOMPARE(unknown.exitCode, 0);
+        QVERIFY(exists(big));
+
+        auto started = purge({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("started")});
+        QCOMPARE(started.exitCode, 0);
+        QVERIFY2(started.out.contains("kept 2 live lock(s)") || started.out.contains("kept 3 live lock(s)"),
+                 started.out.constData());
+        QVERIFY2(started.out.contains(QByteArray::fromStdString("keep " + pt)), started.out.constData());
+        QVERIFY(exists(pt) && exists(node));
+
+        auto live = purge({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("started"),
+                           QStringLiteral("--live")});
+        QCOMPARE(live.exitCode, 0);
+        QVERIFY2(!exists(pt) && !exists(node), live.out.constData());
+        QVERIFY(exists("queue:jobs"));
+    }
+
     // Another library's record is released the way that library does on failure (deleted if
     // unchanged) and never written into; a terminal failure, which it cannot keep, is refused.
     void forceFailAndPurgeOfAnotherLibrarysRecord()

@@ -182,7 +182,7 @@ int cmdStats(const std::vector<std::string>& argv)
 int cmdPurgeMany(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--state", "--pattern", "--count", "--stale-after", "--writer-ttl", "--reason", "--by", "--read-from"},
-              {"--stale", "--dry-run", "--yes", "--json"});
+              {"--stale", "--dry-run", "--yes", "--json", "--live"});
     if (args.flag("--help"))
         return cmdPurge({"--help"});
     if (!args.positional().empty())
@@ -199,7 +199,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     Scan scan(args, redisGlobalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
     const idem::Actor by{args.value("--by").value_or(whoAmI()), args.value("--reason").value_or("bulk purge")};
-    std::size_t matched = 0, removed = 0, changed = 0;
+    std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, shown = 0;
+    const bool takeLive = args.flag("--live");
     std::vector<idem::Record> batch;
     auto flush = [&] {
         if (batch.empty())
@@ -214,11 +215,25 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     scan.each([&](const idem::Record& r, std::int64_t, int) {
         if (!idem::matches(r, filter))
             return;
+        // a lock whose owner may still be running: deleting it lets a duplicate run beside it
+        const bool live = r.state == idem::RecordState::Started && !r.stale;
+        // not understood from the bytes read (the head and tail of a large value): what inspect
+        // reads whole may be a live lock
+        const bool unsure = r.partial && (r.state == idem::RecordState::Unknown || r.state == idem::RecordState::Malformed);
+        if ((live && !takeLive) || unsure) {
+            ++(unsure ? keptPartial : keptLive);
+            if (args.flag("--json") || ++shown <= 10)
+                std::printf("keep %s  (%s, %s: %s)\n", r.key.c_str(), std::string(idem::nameOf(r.format)).c_str(),
+                            std::string(idem::nameOf(r.state)).c_str(),
+                            unsure ? "read in part; inspect it, then purge it by key"
+                                   : "live, its owner may still be running; --live takes it");
+            return;
+        }
         ++matched;
         byState.add(r);
         ++byFormat[std::string(idem::nameOf(r.format))];
         // every key when only telling; a sample of what goes when acting
-        if (args.flag("--json") || !act || matched <= 10)
+        if (args.flag("--json") || !act || ++shown <= 10)
             std::printf("%s %s  (%s, %s%s)\n", act ? "purge" : "would purge", r.key.c_str(),
                         std::string(idem::nameOf(r.format)).c_str(), std::string(idem::nameOf(r.state)).c_str(),
                         r.stale ? ", stale" : "");
@@ -229,17 +244,24 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         }
     }, [](int) {}); // a key read twice is unlinked once: the guard finds it gone
     flush();
+    if (!args.flag("--json") && act && shown > 10)
+        std::printf("(the first 10 keys are shown; %zu more)\n", shown - 10);
+    std::string kept;
+    if (keptLive)
+        kept += ", kept " + std::to_string(keptLive) + " live lock(s)";
+    if (keptPartial)
+        kept += ", kept " + std::to_string(keptPartial) + " read in part";
     std::string formats;
     for (const auto& [name, n] : byFormat)
         formats += (formats.empty() ? "" : ", ") + name + " " + std::to_string(n);
     if (!act) {
-        std::fprintf(stderr, "%zu key(s) match (%s; formats: %s); nothing removed%s\n", matched,
-                     byState.summary().c_str(), formats.empty() ? "none" : formats.c_str(),
+        std::fprintf(stderr, "%zu key(s) match (%s; formats: %s)%s; nothing removed%s\n", matched,
+                     byState.summary().c_str(), formats.empty() ? "none" : formats.c_str(), kept.c_str(),
                      args.flag("--dry-run") ? " (dry run)" : ": add --yes to purge them");
         return Ok;
     }
-    std::printf("purged %zu key(s) of %zu matching (%s; formats: %s)%s\n", removed, matched, byState.summary().c_str(),
-                formats.empty() ? "none" : formats.c_str(),
+    std::printf("purged %zu key(s) of %zu matching (%s; formats: %s)%s%s\n", removed, matched, byState.summary().c_str(),
+                formats.empty() ? "none" : formats.c_str(), kept.c_str(),
                 changed ? (", left " + std::to_string(changed) + " that changed since they were read").c_str() : "");
     return Ok;
 }

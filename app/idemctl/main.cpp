@@ -12,7 +12,7 @@
 
 namespace {
 
-const char* kUsage = R"(usage: idemctl [--url URL] [--namespace NAME] COMMAND [options]
+const char* kUsage = R"(usage: idemctl [--url URL] [--namespace NAME] [--format NAME] COMMAND [options]
 
 Exactly-once execution and inspection of idempotency records in Redis or PostgreSQL.
 
@@ -27,7 +27,7 @@ commands:
                         library's record is released (deleted) as that library does on failure
   purge ID | --key KEY [--reason R]
                         delete a record so the id can run again
-  purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--reason R] [--by WHO]
+  purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--live] [--reason R] [--by WHO]
                         delete many, in bounded batches, only if unchanged since read; keys
                         that are not records (malformed, foreign, unknown) need --pattern too
   list [--state S] [--stale] [--pattern GLOB] [--json]

@@ -165,23 +165,38 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
                     object.members.push_back(std::move(m));
         x.object = &object;
     }
-    std::optional<Record> got;
-    if (o.format) {
-        got = profileOf(*o.format).decode(x, true);
-    } else {
+    const auto detect = [&x, &in, &o] {
+        std::optional<Record> got;
         for (const Profile* p : profiles())
             if (p->ownsKey(in.key, o) && (got = p->decode(x, true)))
                 break;
         for (auto it = profiles().begin(); !got && it != profiles().end(); ++it)
             got = (*it)->decode(x, false);
+        return got;
+    };
+    std::optional<Record> got;
+    const bool otherType = in.type != "string" && in.type != "hash";
+    if (o.format) {
+        got = profileOf(*o.format).decode(x, true);
+        // Another library's record is not a broken one of the format the operator named: read as
+        // what it is, a live lock of it can never be taken for malformed and purged as such
+        if (!got || got->state == RecordState::Malformed)
+            if (std::optional<Record> other = detect(); other && other->state != RecordState::Malformed &&
+                                                         other->format != *o.format)
+                got = std::move(other);
+        if (got && otherType && got->state == RecordState::Malformed)
+            got.reset(); // a list, set, sorted set or stream: a valid key of something else
+    } else {
+        got = detect();
     }
     // No profile took it: another type is a valid key of something else (a queue, a set of
     // message ids); a string or a hash is unknown
     Record r;
     if (got) {
         r = std::move(*got);
-    } else if (o.format) {
-        // the operator said whose records these are: what that library cannot read is malformed
+    } else if (o.format && !otherType) {
+        // the operator said whose records these are: a string or hash that library cannot read
+        // (and no other can) is malformed
         r = malformed(*o.format, "not a record " + std::string(libraryOf(*o.format)) + " writes: a " + in.type +
                                      (in.type == "string" ? " " + quoted(in.value) : std::string()));
     } else if (in.type == "hash") {
