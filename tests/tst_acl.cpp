@@ -268,8 +268,8 @@ private Q_SLOTS:
              {QStringList{u"list"_s}, QStringList{u"stats"_s}, QStringList{u"inspect"_s, u"done"_s},
               QStringList{u"purge"_s, u"done"_s, u"--reason"_s, u"stuck after deploy"_s, u"--by"_s, u"alice"_s},
               QStringList{u"force-fail"_s, u"stuck"_s, u"--reason"_s, u"poison"_s, u"--by"_s, u"alice"_s},
-              QStringList{u"purge"_s, u"--state"_s, u"started"_s, u"--yes"_s, u"--reason"_s, u"bulk"_s, u"--by"_s,
-                          u"alice"_s}}) {
+              QStringList{u"purge"_s, u"--state"_s, u"started"_s, u"--live"_s, u"--yes"_s, u"--reason"_s, u"bulk"_s,
+                          u"--by"_s, u"alice"_s}}) {
             const auto r = runIdemctl(g(url, ns) + ok);
             QVERIFY2(r.exitCode == 0, qPrintable(ok.join(u' ') + u": "_s + QString::fromUtf8(r.err)));
         }
