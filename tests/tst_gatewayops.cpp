@@ -78,6 +78,8 @@ void TestGatewayOps::redisDownIs503()
     QCOMPARE(down.status, 503);
     QCOMPARE(down.header("Content-Type"), "application/problem+json"_ba);
     QVERIFY(down.has("Retry-After"));
+    // nothing of the store's address or credentials reaches the client
+    QVERIFY2(!down.body.contains("127.0.0.1") && !down.body.contains("redis"), down.body.constData());
     QCOMPARE(up->calls("/r"), 1); // fail closed: not forwarded
     QCOMPARE(outcome(*g, gateway::Outcome::StoreError), 1u);
     QCOMPARE(call(g->adminPort(), request("GET", "/healthz")).status, 503);

@@ -140,6 +140,9 @@ private slots:
         };
         QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("one"), QStringLiteral("--by"), QStringLiteral("dave"),
                       QStringLiteral("--reason"), QStringLiteral("rerun")}),
+                 1); // its lease lives: refused
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("one"), QStringLiteral("--live"), QStringLiteral("--by"),
+                      QStringLiteral("dave"), QStringLiteral("--reason"), QStringLiteral("rerun")}),
                  0);
         QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes"), QStringLiteral("--by"),
                       QStringLiteral("erin"), QStringLiteral("--reason"), QStringLiteral("stale sweep")}),

@@ -182,7 +182,14 @@ void TestHttp::keySyntax_data()
     QTest::newRow("bad escape") << "\"a\\nb\""_ba << QByteArray();
     QTest::newRow("parameters") << "\"abc\";x=1"_ba << QByteArray();
     QTest::newRow("two keys") << "\"a\", \"b\""_ba << QByteArray();
-    QTest::newRow("token starting with a digit") << "1abc"_ba << QByteArray();
+    QTest::newRow("bare UUID starting with a digit") << "8e03978e-40d5-43e8-bc93-6894a57f9324"_ba
+                                                     << "8e03978e-40d5-43e8-bc93-6894a57f9324"_ba;
+    QTest::newRow("bare base64") << "q+3/Zw=="_ba << "q+3/Zw=="_ba;
+    QTest::newRow("bare list") << "a,b"_ba << QByteArray();
+    QTest::newRow("bare with parameters") << "abc;x=1"_ba << QByteArray();
+    QTest::newRow("bare with a space") << "a b"_ba << QByteArray();
+    QTest::newRow("bare with a quote") << "a\"b"_ba << QByteArray();
+    QTest::newRow("bare non-ASCII") << "caf\xc3\xa9"_ba << QByteArray();
     QTest::newRow("non-ASCII") << "\"caf\xc3\xa9\""_ba << QByteArray();
 }
 

@@ -466,9 +466,17 @@ private slots:
         QCOMPARE(idem::reply::integer(conn->checked({"EXISTS", key}).get()), std::int64_t(0));
 
         // purge by key: only if unchanged since read, and only what is there
+        // a live lock: refused in one line unless --live
         conn->checked({"SET", key, live, "EX", "600"});
-        QCOMPARE(idemtest::runIdemctl(url + QStringList{QStringLiteral("purge"), QStringLiteral("--key"), k}).exitCode, 0);
-        QCOMPARE(idemtest::runIdemctl(url + QStringList{QStringLiteral("purge"), QStringLiteral("--key"), k}).exitCode, 66);
+        const auto refused = idemtest::runIdemctl(url + QStringList{QStringLiteral("purge"), QStringLiteral("--key"), k});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains("is a live lock") && refused.err.contains("--live") &&
+                     refused.err.count('\n') == 1,
+                 refused.err.constData());
+        QCOMPARE(idem::reply::str(conn->checked({"GET", key}).get()), live);
+        const QStringList purgeLive = {QStringLiteral("purge"), QStringLiteral("--key"), k, QStringLiteral("--live")};
+        QCOMPARE(idemtest::runIdemctl(url + purgeLive).exitCode, 0);
+        QCOMPARE(idemtest::runIdemctl(url + purgeLive).exitCode, 66);
     }
 };
 

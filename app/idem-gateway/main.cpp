@@ -73,10 +73,9 @@ int main(int argc, char** argv)
         std::printf("redis: %s (private, stops with the gateway; watch it: idem-console --url %s --namespace %s)\n",
                     server->url().c_str(), server->url().c_str(), options.keyNamespace.c_str());
     } else {
-        std::printf("redis: %s\n", options.connection.describe().c_str());
-        std::fflush(stdout);
         if (!redisUsable(options.connection, options.failOpen))
             return 69;
+        std::printf("redis: %s\n", options.connection.describe().c_str());
     }
     idem::gateway::Gateway gateway(options);
     // a rollout's SIGTERM: requests under way end and are stored, then the gateway exits

@@ -349,15 +349,31 @@ bool purgesMany(const std::vector<std::string>& argv)
     return false;
 }
 
+// A lock whose owner may still be running: purging it lets a duplicate run beside the first. Said
+// in words, and done only with --live.
+bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args)
+{
+    if (!r || r->state != idem::RecordState::Started || r->stale || args.flag("--live"))
+        return false;
+    std::fprintf(stderr,
+                 "idemctl purge: %s is a live lock (%s, %s): its owner may still be running, and purging it lets a "
+                 "duplicate run beside it; add --live to purge it anyway\n",
+                 r->key.c_str(), std::string(idem::nameOf(r->format)).c_str(),
+                 r->blocked ? "no lease: held until its TTL ends" : "its lease has not run out");
+    return true;
+}
+
 int cmdPurge(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--table", "--stale-after"}, {});
+    Args args(argv, {"--reason", "--by", "--key", "--table", "--stale-after"}, {"--live"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl purge ID [--reason R] [--by WHO]\n"
-                  "       idemctl purge --key KEY [--reason R] [--by WHO]\n"
+        std::puts("usage: idemctl purge ID [--live] [--reason R] [--by WHO]\n"
+                  "       idemctl purge --key KEY [--live] [--reason R] [--by WHO]\n"
                   "       idemctl --url postgresql://... purge KEY --table [SCHEMA.]NAME [--stale-after DUR]\n"
                   "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--live] [--json]\n"
                   "                     [--reason R] [--by WHO] [--stale-after DUR] [--writer-ttl DUR]\n\n"
+                  "A live lock (STARTED, its lease not over, or with no lease) is refused (exit 1): its\n"
+                  "owner may still be running; --live purges it anyway.\n"
                   "With an ID: deletes its record (any type) so the id can run again; the last fence,\n"
                   "who, when and why are kept in the meta key. With --key: any key, another library's\n"
                   "record included, deleted only if unchanged since it was read.\n"
@@ -390,6 +406,8 @@ int cmdPurge(const std::vector<std::string>& argv)
             std::fprintf(stderr, "idemctl purge: no key %s\n", t.key.c_str());
             return NotFound;
         }
+        if (refusedAsLive(rec, args))
+            return Refused;
         if (!s.unlinkIfUnchanged(*rec, who, reason)) {
             std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", t.key.c_str());
             return Refused;
@@ -398,6 +416,8 @@ int cmdPurge(const std::vector<std::string>& argv)
                     std::string(idem::nameOf(rec->state)).c_str());
         return Ok;
     }
+    if (refusedAsLive(s.store.inspectKey(t.key, s.decodeOptions()), args))
+        return Refused;
     const auto r = s.store.purge(t.id, who, reason);
     if (r.status == idem::AdminStatus::NotFound) {
         std::fprintf(stderr, "idemctl purge: no record at %s\n", t.key.c_str());

@@ -257,8 +257,9 @@ void Gateway::storeFailed(const std::shared_ptr<Exchange>& x, const std::string&
     qCWarning(lcGateway) << "Redis:" << why.c_str();
     if (m_options.failOpen)
         return pass(x, Outcome::StoreError);
+    // the client learns what happened, not where the store is or who logs in to it (the log says)
     http::Response r = http::problem(503, "The idempotency store is unavailable",
-                                     "the request was not forwarded: its key could not be recorded (" + why + ")");
+                                     "the request was not forwarded: its key could not be recorded; retry later");
     r.set("Retry-After", "1");
     finish(x, std::move(r), Outcome::StoreError);
 }
@@ -277,7 +278,8 @@ void Gateway::pass(std::shared_ptr<Exchange> x, Outcome o)
 
 void Gateway::acquired(std::shared_ptr<Exchange> x)
 {
-    m_storeUp = true;
+    if (!std::exchange(m_storeUp, true))
+        qCInfo(lcGateway) << "Redis answers again";
     const AcquireResult& a = x->acquire;
     switch (a.status) {
     case AcquireStatus::Acquired: {
@@ -430,7 +432,8 @@ std::string Gateway::policyJson() const
         {u"header"_s, u"Idempotency-Key"_s},
         {u"methods"_s, methods},
         {u"key_required"_s, m_options.requireKey},
-        {u"key_syntax"_s, u"sf-string or token, 1 to 255 printable ASCII characters, one header"_s},
+        {u"key_syntax"_s, u"sf-string, or bare printable ASCII without space, quote, ',' or ';'; 1 to 255 "
+                                   "characters, one header"_s},
         {u"key_scope"_s, QString::fromStdString(scopeName(m_options.scope))},
         {u"fingerprint"_s, u"method, path, canonical query, body"_s},
         {u"retention_seconds"_s, static_cast<double>(m_options.retention.count()) / 1000},

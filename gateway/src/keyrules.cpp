@@ -62,12 +62,20 @@ std::optional<std::string> parseKey(std::string_view v, std::string* why)
         if (i + 1 != v.size())
             return refuse("the key is followed by something (one key, no parameters)");
     } else {
+        // A bare key: an sf-token, or what clients send unquoted (a UUID that starts with a digit,
+        // base64 with '=' and '+'), so any run of printable ASCII that cannot be read as something
+        // else: no space, no quote, no ',' (a list of keys), no ';' (parameters)
         if (v.empty())
             return refuse("the key is empty");
-        if (!alpha(v.front()) && v.front() != '*')
-            return refuse("the key is neither an sf-string (\"...\") nor a token (starting with a letter or '*')");
-        if (!std::all_of(v.begin(), v.end(), tokenChar))
-            return refuse("the key is neither an sf-string (\"...\") nor a token (it has a character no token has)");
+        for (const char c : v) {
+            if (c == ',')
+                return refuse("one key, not a list of them");
+            if (c == ';')
+                return refuse("the key is followed by parameters (one key, no parameters)");
+            if (c < 0x21 || c > 0x7e || c == '"')
+                return refuse("an unquoted key is printable ASCII without spaces or quotes: quote it as an sf-string "
+                              "(\"...\")");
+        }
         key = v;
     }
     if (key.empty())

@@ -14,8 +14,8 @@ namespace idem::gateway {
 inline constexpr std::size_t kMaxKeyLength = 255;
 
 // The key an Idempotency-Key field value names: an sf-string ("..." with \" and \\ escapes) or a
-// bare sf-token, 1 to 255 printable ASCII characters once unquoted. nullopt with `why` set
-// otherwise.
+// bare key (an sf-token, or any printable ASCII without space, quote, ',' or ';', as clients send
+// UUIDs and base64 unquoted), 1 to 255 characters once unquoted. nullopt with `why` set otherwise.
 std::optional<std::string> parseKey(std::string_view fieldValue, std::string* why = nullptr);
 
 // Whose key it is: none (every client shares the key space), the Authorization header (the
