@@ -140,6 +140,8 @@ private slots:
         QTest::newRow("negative") << QByteArray("-1700000000") << u"negative"_qs;
         QTest::newRow("exponent") << QByteArray("1.7e12") << u"exponent"_qs;
         QTest::newRow("words") << QByteArray("\"tomorrow\"") << u"not a time"_qs;
+        QTest::newRow("words with an e") << QByteArray("\"garbage\"") << u"not a time"_qs;
+        QTest::newRow("exponent with a sign") << QByteArray("\"17E+11\"") << u"exponent"_qs;
         QTest::newRow("object") << QByteArray("{\"s\":1}") << u"not a time"_qs;
     }
     void timesOutOfRange()

@@ -251,7 +251,10 @@ void printListRow(const idem::Record& r, ListOf what)
                             : !redis && r.ttlMs < 0 ? "-"
                                                     : idem::formatDuration(idem::Millis(r.ttlMs));
     const std::string note = printable(r.stale ? r.staleWhy : r.reason, 60);
-    const std::string id = printable(r.id, 40);
+    // the whole id, never cut: a gateway's ids start with a credential digest, a record and its
+    // lock share a prefix, and an id is what `inspect` is given next (a long one moves the
+    // columns after it)
+    const std::string id = printable(r.id, r.id.size());
     const std::string state(idem::nameOf(r.state));
     if (redis)
         std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", id.c_str(), state.c_str(),

@@ -4,6 +4,7 @@
 #include "idem/duration.h"
 #include "idem/monitor/scanner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,7 +29,10 @@ struct Scan {
             o.pattern = *p;
         }
         if (auto c = args.value("--count")) {
-            const auto n = idem::parseSize(*c);
+            // a number of keys a SCAN step asks for, not a size: "4KiB" is no count
+            const bool digits = !c->empty() && c->size() <= 6 &&
+                                std::all_of(c->begin(), c->end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+            const std::size_t n = digits ? std::stoul(*c) : 0;
             if (n < 1 || n > 10000)
                 throw UsageFailure{"--count must be from 1 to 10000"};
             o.scanCount = n;
@@ -97,7 +101,7 @@ int cmdList(const std::vector<std::string>& argv)
               {"--json", "--stale"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl list [--state S] [--stale] [--pattern GLOB] [--count N] [--stale-after DUR]\n"
-                  "                   [--read-from primary|replica] [--json]\n\n"
+                  "                   [--writer-ttl DUR] [--read-from primary|replica] [--json]\n\n"
                   "Lists the records under the namespace (SCAN MATCH NS:* COUNT 500, never KEYS; on a Redis\n"
                   "Cluster every primary in parallel, or one replica of each with --read-from replica; give\n"
                   "--pattern to read other libraries' keys, e.g. 'myfunction#*' for Powertools), with\n"
@@ -171,7 +175,7 @@ int cmdStats(const std::vector<std::string>& argv)
                             {"unknown", s.unknown}, {"no_ttl", s.noTtl}};
         std::printf("%s\n", j.dump().c_str());
     } else {
-        std::printf("total      %zu\nstarted    %zu (stale %zu, no lease %zu)\ncompleted  %zu\nfailed     %zu\n"
+        std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
                     "expired    %zu\nmalformed  %zu\nforeign    %zu\nunknown    %zu\nno TTL     %zu\n",
                     s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired, s.malformed, s.foreign,
                     s.unknown, s.noTtl);

@@ -111,7 +111,16 @@ std::optional<std::int64_t> fromNumber(std::string_view s, Unit unit, std::strin
     if (whole.empty() || !allDigits(whole) || (dot != std::string_view::npos && (frac.empty() || !allDigits(frac)))) {
         if (!s.empty() && s.front() == '-' && s.size() > 1 && allDigits(s.substr(1, s.find('.') - 1)))
             return refuse(why, "a negative time " + shown(s));
-        if (s.find_first_of("eE") != std::string_view::npos)
+        // 1.7e12, 17E+11: a number, in a notation no writer of times uses
+        const std::size_t e = s.find_first_of("eE");
+        std::string_view mantissa = e == std::string_view::npos ? s : s.substr(0, e);
+        std::string_view exponent = e == std::string_view::npos ? std::string_view() : s.substr(e + 1);
+        if (!exponent.empty() && (exponent.front() == '+' || exponent.front() == '-'))
+            exponent.remove_prefix(1);
+        const std::size_t mdot = mantissa.find('.');
+        if (e != std::string_view::npos && !mantissa.empty() && mantissa != "." && !exponent.empty() &&
+            allDigits(exponent) && allDigits(mantissa.substr(0, mdot)) &&
+            (mdot == std::string_view::npos || allDigits(mantissa.substr(mdot + 1))))
             return refuse(why, "a time in exponent notation " + shown(s));
         return refuse(why, "not a time: " + shown(s));
     }
