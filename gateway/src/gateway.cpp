@@ -315,7 +315,8 @@ void Gateway::acquired(std::shared_ptr<Exchange> x)
         return finish(x, http::problem(422, "Idempotency-Key is already used",
                                        "this key was used with another request (method, path, query or body)"),
                       Outcome::Mismatch);
-    case AcquireStatus::Unusable:
+    case AcquireStatus::Unusable: // another writer's key where the gateway's record would be
+        qCWarning(lcGateway) << "key" << x->id.c_str() << "holds no record of the gateway's:" << a.error.c_str();
         return finish(x, http::problem(500, "The key cannot be recorded", a.error), Outcome::StoreError);
     }
 }
