@@ -190,6 +190,10 @@ void TestHttp::keySyntax_data()
     QTest::newRow("bare with a space") << "a b"_ba << QByteArray();
     QTest::newRow("bare with a quote") << "a\"b"_ba << QByteArray();
     QTest::newRow("bare non-ASCII") << "caf\xc3\xa9"_ba << QByteArray();
+    QTest::newRow("bare with DEL") << "ab\x7f"_ba << QByteArray();
+    QTest::newRow("bare with a tab") << "a\tb"_ba << QByteArray();
+    QTest::newRow("bare 255 characters") << QByteArray(255, '7') << QByteArray(255, '7');
+    QTest::newRow("bare 256 characters") << QByteArray(256, '7') << QByteArray();
     QTest::newRow("non-ASCII") << "\"caf\xc3\xa9\""_ba << QByteArray();
 }
 

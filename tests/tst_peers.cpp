@@ -420,11 +420,13 @@ private slots:
         auto unknown = purge({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("unknown")});
         QCOMPARE(unknown.exitCode, 0);
         QVERIFY(exists(big));
+        QVERIFY2(unknown.out.contains(QByteArray::fromStdString("keep " + big)) && unknown.out.contains("read in part") &&
+                     unknown.out.contains("kept 1 read in part"),
+                 unknown.out.constData());
 
         auto started = purge({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("started")});
         QCOMPARE(started.exitCode, 0);
-        QVERIFY2(started.out.contains("kept 2 live lock(s)") || started.out.contains("kept 3 live lock(s)"),
-                 started.out.constData());
+        QVERIFY2(started.out.contains("kept 2 live lock(s)"), started.out.constData()); // pt and node
         QVERIFY2(started.out.contains(QByteArray::fromStdString("keep " + pt)), started.out.constData());
         QVERIFY(exists(pt) && exists(node));
 
@@ -433,6 +435,7 @@ private slots:
         QCOMPARE(live.exitCode, 0);
         QVERIFY2(!exists(pt) && !exists(node), live.out.constData());
         QVERIFY(exists("queue:jobs"));
+        QVERIFY(exists(big)); // read in part as unknown: not a started record even with --live
     }
 
     // Another library's record is released the way that library does on failure (deleted if

@@ -31,8 +31,14 @@ bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
     try {
         idem::Connection(options).connect();
     } catch (const idem::ConfigError& e) {
-        std::fprintf(stderr, "idem-gateway: %s (check %s)\n", e.what(), e.field().c_str());
-        return false;
+        if (e.certain()) {
+            std::fprintf(stderr, "idem-gateway: %s (check %s)\n", e.what(), e.field().c_str());
+            return false;
+        }
+        std::fprintf(stderr, "idem-gateway: warning: %s (check %s, unless it passes); %s until it answers\n", e.what(),
+                     e.field().c_str(),
+                     failOpen ? "protected requests go to the upstream unprotected (--fail-open)"
+                              : "protected requests get 503");
     } catch (const idem::Error& e) {
         std::fprintf(stderr, "idem-gateway: warning: %s; %s until it answers\n", e.what(),
                      failOpen ? "protected requests go to the upstream unprotected (--fail-open)"

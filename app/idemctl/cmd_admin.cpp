@@ -416,12 +416,18 @@ int cmdPurge(const std::vector<std::string>& argv)
                     std::string(idem::nameOf(rec->state)).c_str());
         return Ok;
     }
-    if (refusedAsLive(s.store.inspectKey(t.key, s.decodeOptions()), args))
+    const auto seen = s.store.inspectKey(t.key, s.decodeOptions());
+    if (refusedAsLive(seen, args))
         return Refused;
-    const auto r = s.store.purge(t.id, who, reason);
+    // without --live, only what was just read as not live: a lock taken meanwhile stays
+    const auto r = s.store.purge(t.id, who, reason, seen && !args.flag("--live") ? &*seen : nullptr);
     if (r.status == idem::AdminStatus::NotFound) {
         std::fprintf(stderr, "idemctl purge: no record at %s\n", t.key.c_str());
         return NotFound;
+    }
+    if (r.status == idem::AdminStatus::Refused) {
+        std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", t.key.c_str(), r.reason.c_str());
+        return Refused;
     }
     std::printf("purged %s (was %s)\n", t.key.c_str(), r.previousState.c_str());
     return Ok;

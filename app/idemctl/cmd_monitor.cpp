@@ -200,6 +200,7 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         throw UsageFailure{"--state " + std::string(idem::nameOf(filter)) +
                            " takes keys that are not records idem understands (or keys of every kind): "
                            "name them with --pattern GLOB as well"};
+    const std::optional<idem::RecordFormat> forced = redisGlobalFrom(args).format;
     Scan scan(args, redisGlobalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
     const idem::Actor by{args.value("--by").value_or(whoAmI()), args.value("--reason").value_or("bulk purge")};
@@ -223,7 +224,9 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         const bool live = r.state == idem::RecordState::Started && !r.stale;
         // not understood from the bytes read (the head and tail of a large value): what inspect
         // reads whole may be a live lock
-        const bool unsure = r.partial && (r.state == idem::RecordState::Unknown || r.state == idem::RecordState::Malformed);
+        // (or read as another library's than --format names: from part of it, that is a guess)
+        const bool unsure = r.partial && (r.state == idem::RecordState::Unknown || r.state == idem::RecordState::Malformed ||
+                                          (forced && r.format != *forced));
         if ((live && !takeLive) || unsure) {
             ++(unsure ? keptPartial : keptLive);
             if (args.flag("--json") || ++shown <= 10)

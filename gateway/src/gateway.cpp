@@ -97,8 +97,9 @@ Gateway::Gateway(GatewayOptions options, QObject* parent)
 Gateway::~Gateway()
 {
     releaseStore(); // the last turn's completions still go: a retry finds its answer stored
-    delete m_server; // no more requests; their connections go, and their Responders answer into nothing
-    delete m_admin;
+    delete std::exchange(m_server, nullptr); // no more requests; their connections go, and their Responders
+                                             // answer into nothing
+    delete std::exchange(m_admin, nullptr);
     delete m_upstream; // replies under way end here, while everything they call still stands
     m_relay->close();  // store answers still to come are dropped
     m_watchdog.reset();

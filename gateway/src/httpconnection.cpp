@@ -50,6 +50,9 @@ HttpConnection::~HttpConnection() { m_server->gone(); }
 
 void HttpConnection::drain()
 {
+    // a request already here (its readyRead not handled yet) is answered, not cut off
+    if (!m_closing && m_slots.empty() && m_socket->bytesAvailable() > 0)
+        readSome();
     if (lastWanted() && !m_closing)
         closeAfterWrite();
 }

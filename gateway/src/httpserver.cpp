@@ -59,8 +59,11 @@ QString HttpServer::errorString() const { return m_server->errorString(); }
 
 void HttpServer::accept()
 {
-    while (QTcpSocket* s = m_server->nextPendingConnection())
-        new HttpConnection(s, this);
+    while (QTcpSocket* s = m_server->nextPendingConnection()) {
+        auto* c = new HttpConnection(s, this);
+        if (m_draining) // a TLS handshake that ended after the listener closed
+            c->drain();
+    }
 }
 
 void HttpServer::drain()

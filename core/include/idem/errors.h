@@ -40,11 +40,19 @@ public:
 // "user", "url", "tls-ca", "tls-cert", "tls-key", "tls-server-name", "sentinel", ...).
 class ConfigError : public Error {
 public:
-    ConfigError(const std::string& what, std::string field) : Error(what), m_field(std::move(field)) {}
+    // `certain`: false for a likely cause read from a symptom (a server that hangs up before its
+    // first answer is most likely a TLS port; a sentinel set that knows no such primary may not
+    // have met it yet): a deployment check warns on those rather than refusing to start
+    ConfigError(const std::string& what, std::string field, bool certain = true)
+        : Error(what), m_field(std::move(field)), m_certain(certain)
+    {
+    }
     const std::string& field() const { return m_field; }
+    bool certain() const { return m_certain; }
 
 private:
     std::string m_field;
+    bool m_certain = true;
 };
 
 // The server answered with an error reply (wrong password, wrong type, script error, ...).

@@ -391,6 +391,9 @@ AdminResult parseAdmin(const redisReply* r)
     } else if (status == "REFUSED") {
         out.status = AdminStatus::Refused;
         out.reason = str(element(r, 1));
+    } else if (status == "CHANGED") { // a guarded purge: not what was read any more
+        out.status = AdminStatus::Refused;
+        out.reason = "it changed since it was read (now " + str(element(r, 1)) + ")";
     } else {
         throw ProtoError("operator script answered '" + status + "'");
     }
@@ -441,7 +444,7 @@ AdminResult Store::forceFail(std::string_view id, std::string_view reason, bool 
     return out;
 }
 
-AdminResult Store::purge(std::string_view id, std::string_view who, std::string_view reason)
+AdminResult Store::purge(std::string_view id, std::string_view who, std::string_view reason, const Record* seen)
 {
     checkId(id);
     // the fencing counter must outlive any lease that could still be held
@@ -450,7 +453,7 @@ AdminResult Store::purge(std::string_view id, std::string_view who, std::string_
     const std::string rk = recordKey(id), mk = metaKey(id), stream = guard::auditKey(m_options.keyNamespace);
     std::string call;
     resp::Writer w(call);
-    guard::writePurge(w, rk, mk, inScript ? std::string_view(stream) : std::string_view(), nullptr,
+    guard::writePurge(w, rk, mk, inScript ? std::string_view(stream) : std::string_view(), seen,
                       guard::Actor{std::string(who), std::string(reason)}, keepMs);
     const ReplyPtr r = m_router->routed(rk, [&](Connection& c) {
         return std::move(runScriptPipelined(c, scripts::purge(), call, {call.size()}).front());

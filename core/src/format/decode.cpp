@@ -165,14 +165,14 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
                     object.members.push_back(std::move(m));
         x.object = &object;
     }
-    const auto detect = [&x, &in, &o] {
-        std::optional<Record> got;
-        for (const Profile* p : profiles())
-            if (p->ownsKey(in.key, o) && (got = p->decode(x, true)))
-                break;
-        for (auto it = profiles().begin(); !got && it != profiles().end(); ++it)
-            got = (*it)->decode(x, false);
-        return got;
+    // what another profile than `f` reads as a record (by the key's shape first, then the value)
+    const auto otherThan = [&x, &in, &o](RecordFormat f) {
+        for (const bool claimed : {true, false})
+            for (const Profile* p : profiles())
+                if (p->format != f && (!claimed || p->ownsKey(in.key, o)))
+                    if (std::optional<Record> r = p->decode(x, claimed); r && r->state != RecordState::Malformed)
+                        return r;
+        return std::optional<Record>();
     };
     std::optional<Record> got;
     const bool otherType = in.type != "string" && in.type != "hash";
@@ -181,13 +181,16 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         // Another library's record is not a broken one of the format the operator named: read as
         // what it is, a live lock of it can never be taken for malformed and purged as such
         if (!got || got->state == RecordState::Malformed)
-            if (std::optional<Record> other = detect(); other && other->state != RecordState::Malformed &&
-                                                         other->format != *o.format)
+            if (std::optional<Record> other = otherThan(*o.format))
                 got = std::move(other);
         if (got && otherType && got->state == RecordState::Malformed)
             got.reset(); // a list, set, sorted set or stream: a valid key of something else
     } else {
-        got = detect();
+        for (const Profile* p : profiles())
+            if (p->ownsKey(in.key, o) && (got = p->decode(x, true)))
+                break;
+        for (auto it = profiles().begin(); !got && it != profiles().end(); ++it)
+            got = (*it)->decode(x, false);
     }
     // No profile took it: another type is a valid key of something else (a queue, a set of
     // message ids); a string or a hash is unknown

@@ -317,7 +317,7 @@ private:
         try {
             throw;
         } catch (const ConfigError& e) {
-            return std::make_exception_ptr(ConfigError(w + ": " + e.what(), e.field()));
+            return std::make_exception_ptr(ConfigError(w + ": " + e.what(), e.field(), e.certain()));
         } catch (const ClosedError& e) {
             return std::make_exception_ptr(ClosedError(w + ": " + e.what()));
         } catch (const ProtoError& e) {

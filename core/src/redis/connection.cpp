@@ -118,7 +118,7 @@ std::pair<std::string, int> Connection::primaryFromSentinels()
         }
     }
     if (unknownEverywhere)
-        throw ConfigError("no sentinel knows a primary named '" + m_options.sentinel.master + "'", "sentinel");
+        throw ConfigError("no sentinel knows a primary named '" + m_options.sentinel.master + "'", "sentinel", false);
     throw IoError("no sentinel answered for '" + m_options.sentinel.master + "'" + errors);
 }
 
@@ -144,7 +144,7 @@ void Connection::connect()
     } catch (const TimeoutError& e) {
         throw TimeoutError("Redis at " + where + " unreachable: " + e.what());
     } catch (const ConfigError& e) {
-        throw ConfigError("Redis at " + where + ": " + e.what(), e.field());
+        throw ConfigError("Redis at " + where + ": " + e.what(), e.field(), e.certain());
     } catch (const IoError& e) {
         throw IoError("Redis at " + where + " unreachable: " + e.what());
     }
@@ -250,11 +250,11 @@ void Connection::fail(const char* what)
         if (inHandshake && !tls)
             throw ConfigError(where + ": the server closed the connection before its first answer (a TLS port? "
                                       "use rediss://)",
-                              "url");
+                              "url", false);
         if (inHandshake)
             throw ConfigError(where + ": the server closed the TLS session before its first answer: it requires "
                                       "a client certificate, or refused this one (--tls-cert and --tls-key)",
-                              "tls-cert");
+                              "tls-cert", false);
         throw ClosedError(where + ": " + what + ": " + e.what());
     } catch (const ConfigError&) {
         throw;

@@ -198,7 +198,10 @@ public:
     // the meta key, so fences keep rising after it.
     AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal,
                           std::string_view who);
-    AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {});
+    // `seen`: only if the record is still what that read found (inspectKey); else Refused with
+    // what it is now. nullptr: whatever it is.
+    AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {},
+                      const Record* seen = nullptr);
 
     // The record as it is now, decoded (native or foreign formats); nullopt when absent.
     std::optional<Record> inspect(std::string_view id);
