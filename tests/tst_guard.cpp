@@ -109,6 +109,29 @@ class TestGuard : public QObject {
 private slots:
     void oneServer() { everyPathIsGuarded(idemtest::sharedRedis(), idemtest::uniqueNamespace("guard")); }
 
+    // A purge by id given what the operator read takes only that: a stale lock taken over in
+    // between is the new owner's live lock, and stays.
+    void purgeOfWhatWasRead()
+    {
+        const std::string ns = idemtest::uniqueNamespace("guardseen");
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns, .lease = idem::Millis(60000)});
+        QCOMPARE(store.acquire("x", "", idem::Millis(1)).status, idem::AcquireStatus::Acquired);
+        QThread::msleep(5);
+        const auto seen = store.inspectKey(store.recordKey("x"));
+        QVERIFY(seen && seen->stale);
+        const auto taken = store.acquire("x", "");
+        QCOMPARE(taken.status, idem::AcquireStatus::Acquired);
+        QVERIFY(taken.takeover);
+        const auto refused = store.purge("x", "test", "stale", &*seen);
+        QCOMPARE(refused.status, idem::AdminStatus::Refused);
+        QVERIFY2(refused.reason.find("changed since it was read") != std::string::npos, refused.reason.c_str());
+        QVERIFY(store.inspect("x")); // the new owner's lock
+        const auto now = store.inspectKey(store.recordKey("x"));
+        QCOMPARE(store.purge("x", "test", "read again", &*now).status, idem::AdminStatus::Ok);
+        QVERIFY(!store.inspect("x"));
+    }
+
     void cluster()
     {
         idem::LocalCluster cluster(3);
