@@ -100,7 +100,7 @@ private slots:
         o.duplicates = 2;
         o.viaStream = true;
         o.consumers = 3;
-        o.killConsumerAfter = 2; // consumer 0 dies holding its third message
+        o.killConsumerAfter = 2; // the first consumer to take a third message dies holding it
         o.lease = idem::Millis(200);
         o.keyNamespace = idemtest::uniqueNamespace("st");
         const auto r = idem::replay(idemtest::sharedRedis(), log, o);

@@ -492,7 +492,9 @@ private:
                 ++m_deliveries;
                 if (claimed)
                     ++m_claimed;
-                const bool kill = i == 0 && m_o.killConsumerAfter >= 0 && acquired >= m_o.killConsumerAfter;
+                // the first consumer to get this far dies (consumer 0 alone may get nothing on a
+                // loaded machine: the others can read every message before its thread starts)
+                const bool kill = m_o.killConsumerAfter >= 0 && acquired >= m_o.killConsumerAfter && m_killOwed.exchange(false);
                 ++acquired;
                 // the last consumer standing does not die: someone has to claim what the others left.
                 // A consumer about to die takes its life first, atomically: consumers that decide at
@@ -509,6 +511,8 @@ private:
                     return false; // this consumer is gone; its pending message waits for XAUTOCLAIM
                 if (dies)
                     ++m_alive; // someone else held the event: it did not die after all
+                if (kill)
+                    m_killOwed = true; // (nor did the kill happen: the next one to get this far)
                 if (h == Handled::Done)
                     c.checked({"XACK", stream, group, msgId});
                 return true;
@@ -539,6 +543,7 @@ private:
             }
         };
         m_alive = m_o.consumers;
+        m_killOwed = m_o.killConsumerAfter >= 0;
         std::vector<std::thread> threads;
         std::vector<std::exception_ptr> errors(static_cast<std::size_t>(m_o.consumers));
         for (int i = 0; i < m_o.consumers; ++i)
@@ -585,6 +590,7 @@ private:
     Clock::duration m_pausedBefore{};
     std::vector<Delivery> m_schedule;
     std::atomic<int> m_deliveries{0}, m_crashes{0}, m_claimed{0}, m_alive{0}, m_produced{0};
+    std::atomic<bool> m_killOwed{false}; // killConsumerAfter: no consumer has died of it yet
     std::mutex m_ranMutex;
     std::unordered_map<std::string, int> m_ran; // side effects that ran, per event id (live counts)
     std::atomic<bool> m_timedOut{false};

@@ -71,7 +71,7 @@ struct ReplayOptions {
     int duplicates = 1;    // deliveries per event
     Millis reorder{0};     // each delivery is shifted by a random 0..reorder
     double crashRate = 0;  // a consumer dies after acquiring, before acknowledging
-    int killConsumerAfter = -1; // stream: consumer 0 dies after acquiring this many messages
+    int killConsumerAfter = -1; // stream: the first consumer to take this many messages dies holding its next
     int consumers = 3;
     bool viaStream = false; // through a Redis Stream and a consumer group (XREADGROUP, XAUTOCLAIM)
     std::uint64_t seed = 1;
