@@ -424,6 +424,23 @@ private slots:
                      unknown.out.contains("kept 1 read in part"),
                  unknown.out.constData());
 
+        // --json: one object a key, what would happen to it and why
+        const auto told = idemtest::runIdemctl(url + QStringList{QStringLiteral("purge"), QStringLiteral("--state"),
+                                                                 QStringLiteral("started"), QStringLiteral("--pattern"),
+                                                                 QStringLiteral("*"), QStringLiteral("--json")});
+        QCOMPARE(told.exitCode, 0);
+        int keeps = 0;
+        for (const QByteArray& line : told.out.trimmed().split('\n')) {
+            const QJsonObject o = QJsonDocument::fromJson(line).object();
+            QVERIFY2(!o.isEmpty(), line.constData());
+            if (o.value(u"action"_qs).toString() == u"keep"_qs) {
+                ++keeps;
+                QVERIFY(o.value(u"why"_qs).toString().contains(u"live"_qs));
+                QCOMPARE(o.value(u"state"_qs).toString(), u"STARTED"_qs);
+            }
+        }
+        QCOMPARE(keeps, 2);
+
         auto started = purge({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("started")});
         QCOMPARE(started.exitCode, 0);
         QVERIFY2(started.out.contains("kept 2 live lock(s)"), started.out.constData()); // pt and node

@@ -217,6 +217,20 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     };
     idem::Stats byState;
     std::map<std::string, std::size_t> byFormat;
+    const bool json = args.flag("--json");
+    // one line a key: every key when only telling or with --json, a sample of what goes when acting
+    const auto say = [&](const char* action, const idem::Record& r, const std::string& why) {
+        if (!json && act && ++shown > 10)
+            return;
+        const std::string format(idem::nameOf(r.format)), state(idem::nameOf(r.state));
+        if (json)
+            std::printf("%s\n", dumpLine({{"action", action}, {"key", r.key}, {"format", format}, {"state", state},
+                                          {"stale", r.stale}, {"why", why}})
+                                   .c_str());
+        else
+            std::printf("%s %s  (%s, %s%s%s)\n", action, r.key.c_str(), format.c_str(), state.c_str(),
+                        why.empty() ? "" : ": ", why.c_str());
+    };
     scan.each([&](const idem::Record& r, std::int64_t, int) {
         if (!idem::matches(r, filter))
             return;
@@ -229,21 +243,14 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
                                           (forced && r.format != *forced));
         if ((live && !takeLive) || unsure) {
             ++(unsure ? keptPartial : keptLive);
-            if (args.flag("--json") || ++shown <= 10)
-                std::printf("keep %s  (%s, %s: %s)\n", r.key.c_str(), std::string(idem::nameOf(r.format)).c_str(),
-                            std::string(idem::nameOf(r.state)).c_str(),
-                            unsure ? "read in part; inspect it, then purge it by key"
-                                   : "live, its owner may still be running; --live takes it");
+            say("keep", r, unsure ? "read in part; inspect it, then purge it by key"
+                                  : "live, its owner may still be running; --live takes it");
             return;
         }
         ++matched;
         byState.add(r);
         ++byFormat[std::string(idem::nameOf(r.format))];
-        // every key when only telling; a sample of what goes when acting
-        if (args.flag("--json") || !act || ++shown <= 10)
-            std::printf("%s %s  (%s, %s%s)\n", act ? "purge" : "would purge", r.key.c_str(),
-                        std::string(idem::nameOf(r.format)).c_str(), std::string(idem::nameOf(r.state)).c_str(),
-                        r.stale ? ", stale" : "");
+        say(act ? "purge" : "would purge", r, r.stale ? "stale" : "");
         if (act) {
             batch.push_back(r);
             if (batch.size() >= 500)
@@ -251,7 +258,7 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         }
     }, [](int) {}); // a key read twice is unlinked once: the guard finds it gone
     flush();
-    if (!args.flag("--json") && act && shown > 10)
+    if (!json && act && shown > 10)
         std::printf("(the first 10 keys are shown; %zu more)\n", shown - 10);
     std::string kept;
     if (keptLive)
@@ -267,9 +274,9 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
                      args.flag("--dry-run") ? " (dry run)" : ": add --yes to purge them");
         return Ok;
     }
-    std::printf("purged %zu key(s) of %zu matching (%s; formats: %s)%s%s\n", removed, matched, byState.summary().c_str(),
-                formats.empty() ? "none" : formats.c_str(), kept.c_str(),
-                changed ? (", left " + std::to_string(changed) + " that changed since they were read").c_str() : "");
+    std::fprintf(json ? stderr : stdout, "purged %zu key(s) of %zu matching (%s; formats: %s)%s%s\n", removed, matched,
+                 byState.summary().c_str(), formats.empty() ? "none" : formats.c_str(), kept.c_str(),
+                 changed ? (", left " + std::to_string(changed) + " that changed since they were read").c_str() : "");
     return Ok;
 }
 
