@@ -27,6 +27,7 @@ private slots:
     void credentialsKeepKeysApart();
     void mismatchIs422EvenInFlight();
     void inFlightIs409WithRetryAfter();
+    void operatorsTerminalFailureIs409ForGood();
     void leaseIsRenewedWhileUpstreamWorks();
     void waitInProgressGetsTheFirstAnswer();
     void fiveHundredsReleaseTheKey();
@@ -173,6 +174,35 @@ void TestGateway::inFlightIs409WithRetryAfter()
     QVERIFY(first.wait(1));
     QVERIFY(call(g->port(), request("POST", "/slow/1000/c", "c-1", "{}")).replayed());
     QCOMPARE(up->calls("/slow/1000/c"), 1);
+}
+
+// A key an operator marked failed for good (idemctl force-fail --terminal, the console's
+// force-fail) is never executed again: 409 naming the operator's reason, in their words only.
+void TestGateway::operatorsTerminalFailureIs409ForGood()
+{
+    auto g = start([](gateway::GatewayOptions& o) { o.lease = Millis(5000); });
+    QVERIFY(g);
+    Client first(g->port());
+    first.send(request("POST", "/slow/1500/t", "t-1", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/1500/t") == 1; }, 10000));
+    ConnectionPool pool(idemtest::sharedRedis(), 1);
+    StoreOptions so;
+    so.keyNamespace = g->options().keyNamespace;
+    Store store(pool, so);
+    const AdminResult forced = store.forceFail("anonymous POST /slow/1500/t t-1", "stuck upstream", true, "ops");
+    QCOMPARE(forced.status, AdminStatus::Ok);
+    QVERIFY(first.wait(1)); // the first still gets its answer: it cannot be stored any more
+    QCOMPARE(first.replies[0].status, 201);
+    for (int i = 0; i < 2; ++i) {
+        const Reply r = call(g->port(), request("POST", "/slow/1500/t", "t-1", "{}"));
+        QCOMPARE(r.status, 409);
+        QCOMPARE(r.header("Content-Type"), "application/problem+json"_ba);
+        const QJsonObject p = QJsonDocument::fromJson(r.body).object();
+        QCOMPARE(p.value(u"title"_s).toString(), u"This Idempotency-Key failed for good"_s);
+        QCOMPARE(p.value(u"detail"_s).toString(), u"an operator marked it failed: stuck upstream"_s);
+        QVERIFY(!r.has("Retry-After")); // retrying will not change it
+    }
+    QCOMPARE(up->calls("/slow/1500/t"), 1);
 }
 
 void TestGateway::leaseIsRenewedWhileUpstreamWorks()

@@ -351,6 +351,10 @@ void TestGatewayOps::tlsListenerRefusesBadFiles_data()
                                          << u"does not go with --listen-cert"_s;
     QTest::newRow("cert without key") << QStringList{u"--listen-cert"_s, path("server.pem")}
                                       << u"--listen-cert and --listen-key go together"_s;
+    // not TLS, the same rule: the command line's own mistakes, in the words of the others
+    QTest::newRow("unknown option") << QStringList{u"--bogus"_s} << u"idem-gateway: unknown option --bogus (see --help)"_s;
+    QTest::newRow("missing value") << QStringList{u"--lease"_s}
+                                   << u"idem-gateway: missing value after '--lease' (see --help)"_s;
 }
 
 // Each mistake is one line on stderr and exit 64, before anything listens.
@@ -468,10 +472,12 @@ void TestGatewayOps::drainTimesOut()
     QVERIFY(drained.wait(5000));
     QVERIFY2(t.elapsed() >= 350 && t.elapsed() < 4000, qPrintable(QString::number(t.elapsed())));
     QCOMPARE(g->inFlight(), 1u);
+    QVERIFY(g->drainTimedOut());
     QVERIFY(busy.replies.empty());
 }
 
-// The binary: SIGTERM mid-request, the request answered, exit 0; a second signal ends it at once.
+// The binary: SIGTERM mid-request, the request answered, exit 0; a second signal ends it at once,
+// says what it cut off and exits 1 (a supervisor can tell it from a clean drain).
 void TestGatewayOps::sigtermDrainsTheBinary()
 {
     QProcess p;
@@ -488,7 +494,7 @@ void TestGatewayOps::sigtermDrainsTheBinary()
     QVERIFY(p.state() == QProcess::NotRunning || p.waitForFinished(10000)); // (false if it ended already)
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 0);
-    QVERIFY(p.readAllStandardOutput().contains("draining: no new connections; 1 requests under way"));
+    QVERIFY(p.readAllStandardOutput().contains("draining: no new connections; 1 request under way ends within 20s"));
 
     QProcess q;
     startBinary(q, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl())});
@@ -501,7 +507,10 @@ void TestGatewayOps::sigtermDrainsTheBinary()
     QVERIFY(QTest::qWaitFor([&] { return q.readAllStandardOutput().contains("draining"); }, 5000));
     q.terminate(); // the second: now
     QVERIFY(q.state() == QProcess::NotRunning || q.waitForFinished(3000));
-    QCOMPARE(q.exitCode(), 0);
+    QCOMPARE(q.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(q.exitCode(), 1);
+    const QByteArray said = q.readAllStandardError();
+    QVERIFY2(said.contains("stopped by a second signal: 1 request cut off"), said.constData());
     QVERIFY(stuck.replies.empty());
 }
 

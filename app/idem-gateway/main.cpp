@@ -2,6 +2,7 @@
 // Without --url (or IDEM_URL) it starts a private redis-server and prints its URL, so that
 // idem-console --url URL can watch the keys it writes.
 #include "idem/qt/signals.h"
+#include "idem/duration.h"
 #include "idem/errors.h"
 #include "idem/gateway/gateway.h"
 #include "idem/redis/connection.h"
@@ -87,9 +88,10 @@ int main(int argc, char** argv)
     // a rollout's SIGTERM: requests under way end and are stored, then the gateway exits
     QObject::connect(&gateway, &idem::gateway::Gateway::drained, &app, &QCoreApplication::quit);
     idem::qt::quitOnSignals(app, [&gateway, &options] {
-        std::printf("draining: no new connections; %zu requests under way end within %lld ms (a second signal: "
-                    "exit now)\n",
-                    gateway.inFlight(), static_cast<long long>(options.drainTimeout.count()));
+        const std::size_t n = gateway.inFlight();
+        std::printf("draining: no new connections; %zu %s under way %s within %s (a second signal: exit now)\n", n,
+                    n == 1 ? "request" : "requests", n == 1 ? "ends" : "end",
+                    idem::formatDuration(options.drainTimeout).c_str());
         std::fflush(stdout);
         gateway.drain(options.drainTimeout);
     });
@@ -104,5 +106,15 @@ int main(int argc, char** argv)
         std::printf("admin: http://%s (/metrics /healthz /policy)\n",
                     qPrintable(hostPort(options.adminHost, gateway.adminPort())));
     std::fflush(stdout);
-    return QCoreApplication::exec();
+    const int rc = QCoreApplication::exec();
+    // a drain that ended with requests under way (its timeout, or a second signal) cut them off: a
+    // supervisor is told, in the exit code and in words (the drain timeout has said it already)
+    if (const std::size_t n = gateway.inFlight(); n > 0) {
+        if (!gateway.drainTimedOut())
+            std::fprintf(stderr, "idem-gateway: stopped by a second signal: %zu %s cut off (%s their lease; a retry "
+                                 "takes %s over when it runs out)\n",
+                         n, n == 1 ? "request" : "requests", n == 1 ? "it keeps" : "they keep", n == 1 ? "it" : "them");
+        return 1;
+    }
+    return rc;
 }

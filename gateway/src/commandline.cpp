@@ -137,7 +137,16 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                   methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, upstreamTimeout,
                   idleTimeout, drainTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
-        std::fprintf(stderr, "idem-gateway: %s (see --help)\n", qPrintable(p.errorText()));
+        // in the words of the other errors, not Qt's ("Unknown option 'x'.")
+        const QStringList unknown = p.unknownOptionNames();
+        QString why = !unknown.isEmpty() ? u"unknown option %1%2"_s.arg(unknown.first().size() == 1 ? u"-"_s : u"--"_s,
+                                                                          unknown.first())
+                                         : p.errorText();
+        if (why.endsWith(u'.'))
+            why.chop(1);
+        if (!why.isEmpty())
+            why[0] = why[0].toLower();
+        std::fprintf(stderr, "idem-gateway: %s (see --help)\n", qPrintable(why));
         return 64;
     }
     if (p.isSet(help)) {

@@ -309,9 +309,16 @@ void Gateway::acquired(std::shared_ptr<Exchange> x)
         r.set("Retry-After", std::to_string(std::max<std::int64_t>(1, (a.remainingMs + 999) / 1000)));
         return finish(x, std::move(r), Outcome::Conflict);
     }
-    case AcquireStatus::FailedTerminal:
-        return finish(x, http::problem(409, "This Idempotency-Key failed for good", "an operator marked it failed: " + a.error),
+    case AcquireStatus::FailedTerminal: {
+        // force-fail stores "forced: <reason>": the operator's reason is what the client is told
+        const std::string_view why = std::string_view(a.error).starts_with("forced: ")
+                                         ? std::string_view(a.error).substr(8)
+                                         : std::string_view(a.error);
+        return finish(x,
+                      http::problem(409, "This Idempotency-Key failed for good",
+                                    "an operator marked it failed: " + std::string(why)),
                       Outcome::Conflict);
+    }
     case AcquireStatus::Mismatch:
         return finish(x, http::problem(422, "Idempotency-Key is already used",
                                        "this key was used with another request (method, path, query or body)"),
@@ -347,8 +354,10 @@ void Gateway::answered(std::shared_ptr<Exchange> x)
                               m_relay->bind<OwnerResult>([this, x, executed](const OwnerResult& r, std::exception_ptr e) {
                                   if (e || r.status != OwnerStatus::Ok) {
                                       ++m_metrics.unstored;
-                                      qCWarning(lcGateway) << "answer not stored for" << x->id.c_str() << ":"
-                                                           << (e ? whatOf(e) : "lease lost: " + r.currentState).c_str();
+                                      qCWarning(lcGateway).noquote()
+                                          << u"answer not stored for %1: %2"_s.arg(
+                                                 QString::fromStdString(x->id),
+                                                 QString::fromStdString(e ? whatOf(e) : "lease lost: " + r.currentState));
                                   }
                                   finish(x, x->upstream.response, executed);
                               }));
@@ -397,9 +406,13 @@ void Gateway::drain(Millis timeout)
     QTimer::singleShot(timeout, this, [this] {
         if (m_drained)
             return;
-        qCWarning(lcGateway) << "drain timed out:" << m_inFlight
-                             << "requests cut off (their leases run out; a retry takes them over)";
+        qCWarning(lcGateway).noquote() << u"drain timed out: %1 cut off (%2 their lease; a retry takes %3 over when "
+                                          u"it runs out)"_s.arg(m_inFlight == 1 ? u"1 request"_s
+                                                                                : u"%1 requests"_s.arg(m_inFlight),
+                                                                m_inFlight == 1 ? u"it keeps"_s : u"they keep"_s,
+                                                                m_inFlight == 1 ? u"it"_s : u"them"_s);
         m_drained = true;
+        m_drainTimedOut = true;
         emit drained();
     });
     checkDrained();

@@ -312,8 +312,10 @@ bool RequestParser::headersDone()
             return fail(400, "Content-Length is empty");
         std::size_t length = 0;
         for (const std::string_view v : lengths) {
-            if (v != lengths.front() || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
-                return fail(400, "Content-Length is not one decimal number");
+            if (!std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+                return fail(400, "Content-Length is not a decimal number");
+            if (v != lengths.front())
+                return fail(400, "Content-Length given twice, with different values");
         }
         if (!lengths.empty()) {
             const std::string_view v = lengths.front();

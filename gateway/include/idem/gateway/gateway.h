@@ -50,6 +50,7 @@ public:
     void drain(Millis timeout);
     bool draining() const { return m_draining; }
     std::size_t inFlight() const { return m_inFlight; }
+    bool drainTimedOut() const { return m_drainTimedOut; }
 
 signals:
     void drained();
@@ -79,6 +80,7 @@ private:
     bool m_holding = false, m_releaseConnected = false;
     bool m_draining = false, m_drained = false;
     std::size_t m_inFlight = 0; // requests handled and not yet answered
+    bool m_drainTimedOut = false;
     std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used
     std::unique_ptr<Store> m_store;
     std::unique_ptr<AsyncPool> m_pool;
