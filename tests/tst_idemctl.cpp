@@ -163,6 +163,26 @@ private slots:
         QVERIFY(big.out.startsWith(replay.out));
     }
 
+    // ids of very different lengths (a gateway's run to 60 characters and more) keep the columns
+    // after them in line: the ID column is as wide as the longest id
+    void listColumnsLineUp()
+    {
+        const QString longId = s("c57d989fe30f51be3f74ee4981d84a288 POST /payments/refunds pay-46e1ae-1");
+        QCOMPARE(run(s("a"), {s("true")}).exitCode, 0);
+        QCOMPARE(run(longId, {s("true")}).exitCode, 0);
+        QCOMPARE(run(s("mid-sized-id-0001"), {s("true")}).exitCode, 0);
+        const auto r = ctl({s("list")});
+        QCOMPARE(r.exitCode, 0);
+        const QList<QByteArray> lines = r.out.trimmed().split('\n');
+        QCOMPARE(lines.size(), 4); // the header and three rows
+        const qsizetype at = lines[0].indexOf("STATE");
+        QVERIFY(at > longId.size());
+        for (const QByteArray& line : lines.mid(1)) {
+            QVERIFY2(line.indexOf("COMPLETED") == at, line.constData());
+            QVERIFY2(line.indexOf("idem") == lines[0].indexOf("FORMAT"), line.constData());
+        }
+    }
+
     void badInput_data()
     {
         QTest::addColumn<QStringList>("args");
@@ -173,6 +193,10 @@ private slots:
         QTest::newRow("bad lease") << QStringList{s("run"), s("--key"), s("k"), s("--lease"), s("soon"), s("--"), s("true")};
         QTest::newRow("unknown option") << QStringList{s("run"), s("--key"), s("k"), s("--frobnicate"), s("--"), s("true")};
         QTest::newRow("unknown command") << QStringList{s("launch")};
+        // before the command only global options: the others are named, not taken for a value
+        QTest::newRow("unknown option before the command") << QStringList{s("--bogus"), s("list")};
+        QTest::newRow("command's flag before it") << QStringList{s("--json"), s("list")};
+        QTest::newRow("global option without value") << QStringList{s("--namespace")};
         QTest::newRow("inspect two ids") << QStringList{s("inspect"), s("a"), s("b")};
     }
     void badInput()

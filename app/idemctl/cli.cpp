@@ -111,7 +111,10 @@ Global globalFrom(const Args& args)
     try {
         g.connection = idem::connectionFromFlags(flags);
     } catch (const idem::UsageError& e) {
-        throw UsageFailure{e.what()};
+        std::string what = e.what();
+        if (what.ends_with(" or rediss-sentinel://")) // idemctl takes PostgreSQL too
+            what.append(", or a PostgreSQL URL (postgresql://...)");
+        throw UsageFailure{what};
     }
     if (flags.tlsInsecure)
         std::fprintf(stderr, "idemctl: warning: --tls-insecure: the server's certificate is not verified; anyone "
@@ -236,32 +239,50 @@ std::string printable(const std::string& s, std::size_t width)
     return out;
 }
 
-void printListHeader(ListOf what)
+void ListTable::add(const idem::Record& r)
 {
-    if (what == ListOf::RedisKeys)
-        std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");
-    else
-        std::printf("%-40s %-10s %-6s %12s  %s\n", "ID", "STATE", "STALE", "TTL", "NOTE");
+    const bool redis = m_what == ListOf::RedisKeys;
+    Row row;
+    row.id = printable(r.id, r.id.size());
+    row.state = idem::nameOf(r.state);
+    row.format = idem::nameOf(r.format);
+    row.stale = r.stale ? "yes" : "";
+    row.ttl = redis && r.ttlMs == -1 ? "none!"
+              : !redis && r.ttlMs < 0 ? "-"
+                                      : idem::formatDuration(idem::Millis(r.ttlMs));
+    row.note = printable(r.stale ? r.staleWhy : r.reason, 60);
+    if (m_measured)
+        return print(row);
+    m_held.push_back(std::move(row));
+    if (m_held.size() >= 1000)
+        flush();
 }
 
-void printListRow(const idem::Record& r, ListOf what)
+void ListTable::flush()
 {
-    const bool redis = what == ListOf::RedisKeys;
-    const std::string ttl = redis && r.ttlMs == -1 ? "none!"
-                            : !redis && r.ttlMs < 0 ? "-"
-                                                    : idem::formatDuration(idem::Millis(r.ttlMs));
-    const std::string note = printable(r.stale ? r.staleWhy : r.reason, 60);
-    // the whole id, never cut: a gateway's ids start with a credential digest, a record and its
-    // lock share a prefix, and an id is what `inspect` is given next (a long one moves the
-    // columns after it)
-    const std::string id = printable(r.id, r.id.size());
-    const std::string state(idem::nameOf(r.state));
-    if (redis)
-        std::printf("%-40s %-10s %-19s %-6s %12s  %s\n", id.c_str(), state.c_str(),
-                    std::string(idem::nameOf(r.format)).c_str(), r.stale ? "yes" : "", ttl.c_str(), note.c_str());
+    if (!m_measured) {
+        m_measured = true;
+        for (const Row& row : m_held)
+            m_idWidth = std::max(m_idWidth, static_cast<int>(std::min<std::size_t>(row.id.size(), 100)));
+        if (m_what == ListOf::RedisKeys)
+            std::printf("%-*s %-10s %-19s %-6s %12s  %s\n", m_idWidth, "ID", "STATE", "FORMAT", "STALE", "TTL", "NOTE");
+        else
+            std::printf("%-*s %-10s %-6s %12s  %s\n", m_idWidth, "ID", "STATE", "STALE", "TTL", "NOTE");
+    }
+    for (const Row& row : m_held)
+        print(row);
+    m_held.clear();
+    std::fflush(stdout);
+}
+
+void ListTable::print(const Row& r) const
+{
+    if (m_what == ListOf::RedisKeys)
+        std::printf("%-*s %-10s %-19s %-6s %12s  %s\n", m_idWidth, r.id.c_str(), r.state.c_str(), r.format.c_str(),
+                    r.stale.c_str(), r.ttl.c_str(), r.note.c_str());
     else
-        std::printf("%-40s %-10s %-6s %12s  %s\n", id.c_str(), state.c_str(), r.stale ? "yes" : "", ttl.c_str(),
-                    note.c_str());
+        std::printf("%-*s %-10s %-6s %12s  %s\n", m_idWidth, r.id.c_str(), r.state.c_str(), r.stale.c_str(),
+                    r.ttl.c_str(), r.note.c_str());
 }
 
 } // namespace idemctl

@@ -110,8 +110,34 @@ std::string printable(const std::string& s, std::size_t width);
 // `idemctl list`'s table, the same for both stores: Redis keys have a FORMAT column (and -1 for a
 // TTL means none), PostgreSQL rows hold idem's own records (and a TTL below 0 means expired).
 enum class ListOf { RedisKeys, PgRows };
-void printListHeader(ListOf what);
-void printListRow(const idem::Record& r, ListOf what);
+// The ID column is as wide as the longest id of the first rows (held back until 1000 have come or
+// the listing ends; at most 100 wide), so ids of one shape - a gateway's, with their credential
+// digest, are long - line up; a longer one later moves the columns of its own row only. Ids are
+// never cut: an id is what `inspect` is given next. Rows held back are printed when it goes, also
+// when an error ends the listing.
+class ListTable {
+public:
+    explicit ListTable(ListOf what) : m_what(what) {}
+    ~ListTable()
+    {
+        if (!m_held.empty()) // an error ends the listing: what came before it is shown
+            flush();
+    }
+    ListTable(const ListTable&) = delete;
+    ListTable& operator=(const ListTable&) = delete;
+    void add(const idem::Record& r);
+    void flush(); // prints what is held (the header first, also when nothing is)
+
+private:
+    struct Row {
+        std::string id, state, format, stale, ttl, note;
+    };
+    void print(const Row& row) const;
+    ListOf m_what;
+    std::vector<Row> m_held;
+    bool m_measured = false;
+    int m_idWidth = 2;
+};
 
 int cmdRun(const std::vector<std::string>& argv);
 int cmdInspect(const std::vector<std::string>& argv);

@@ -275,7 +275,7 @@ int cmdForceFail(const std::vector<std::string>& argv)
     Args args(argv, {"--reason", "--by", "--key", "--table"}, {"--terminal"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
-                  "       idemctl force-fail --key KEY [--reason R]\n\nMarks a STARTED "
+                  "       idemctl force-fail --key KEY [--reason R] [--terminal] [--by WHO]\n\nMarks a STARTED "
                   "or FAILED record FAILED without its owner's token: the owner's\nlate complete gets "
                   "'lease lost'. Retryable (default): the next delivery runs again;\n--terminal: "
                   "duplicates get the failure back. COMPLETED records are refused (purge them).\n"

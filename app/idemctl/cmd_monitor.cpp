@@ -126,8 +126,9 @@ int cmdList(const std::vector<std::string>& argv)
     Scan scan(args, globalFrom(args));
     scan.scanner.open(); // a clear error before any output
     const bool json = args.flag("--json");
+    std::optional<ListTable> table;
     if (!json)
-        printListHeader(ListOf::RedisKeys);
+        table.emplace(ListOf::RedisKeys);
     std::size_t n = 0;
     scan.each([&](const idem::Record& r, std::int64_t now, int) {
         if (!idem::matches(r, filter))
@@ -137,10 +138,12 @@ int cmdList(const std::vector<std::string>& argv)
             std::printf("%s\n", dumpLine(recordJson(r, now)).c_str());
             return;
         }
-        printListRow(r, ListOf::RedisKeys);
+        table->add(r);
     }, [](int shard) {
         std::fprintf(stderr, "idemctl: the records of slots from %d are listed again from the start\n", shard);
     });
+    if (table)
+        table->flush();
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
     return Ok;

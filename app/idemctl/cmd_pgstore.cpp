@@ -213,13 +213,11 @@ int pgList(const Args& args, idem::StateFilter filter)
         refuseRedisOnly(args, {"--stale-after"});
     const Global g = globalFrom(args);
     const bool json = args.flag("--json");
-    bool header = false;
+    std::optional<ListTable> rows;
+    if (!json)
+        rows.emplace(ListOf::PgRows);
     std::size_t n = 0;
     const auto each = [&](const idem::Record& r, std::int64_t now) {
-        if (!json && !header) { // after the first page answered: an error comes before any output
-            printListHeader(ListOf::PgRows);
-            header = true;
-        }
         if (!idem::matches(r, filter))
             return;
         ++n;
@@ -227,7 +225,7 @@ int pgList(const Args& args, idem::StateFilter filter)
             std::printf("%s\n", dumpLine(recordJson(r, now)).c_str());
             return;
         }
-        printListRow(r, ListOf::PgRows);
+        rows->add(r);
     };
     if (table) {
         idem::PgTable t(g.url, *table, staleAfterMs(args));
@@ -236,6 +234,8 @@ int pgList(const Args& args, idem::StateFilter filter)
         idem::PgStore store(g.url);
         eachRow(store, each);
     }
+    if (rows)
+        rows->flush();
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
     return Ok;

@@ -144,13 +144,28 @@ int main(int argc, char** argv)
             std::puts("idemctl 0.1.0");
             return 0;
         }
+        // before the command, only the global options: what else is there is said, not guessed at
+        // (a command's option there would take the command for its value)
+        const std::string name = a.substr(0, a.find('='));
+        const bool flag = idemctl::kGlobalFlags.count(name) > 0;
+        if (!flag && !idemctl::kGlobalValued.count(name)) {
+            std::fprintf(stderr, "idemctl: unknown option %s before the command (a command's own options go after "
+                                 "it; see idemctl --help)\n", name.c_str());
+            return idemctl::Usage;
+        }
         globals.push_back(a);
         // a global flag stands alone; any other global option takes the next word as its value
-        if (a.find('=') == std::string::npos && !idemctl::kGlobalFlags.count(a) && i + 1 < args.size())
+        if (!flag && a.find('=') == std::string::npos) {
+            if (i + 1 >= args.size()) {
+                std::fprintf(stderr, "idemctl: %s needs a value (see idemctl --help)\n", a.c_str());
+                return idemctl::Usage;
+            }
             globals.push_back(args[++i]);
+        }
         ++i;
     }
     if (i >= args.size()) {
+        std::fputs("idemctl: no command given\n\n", stderr);
         std::fputs(kUsage, stderr);
         return idemctl::Usage;
     }
