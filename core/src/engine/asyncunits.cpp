@@ -89,9 +89,12 @@ void AsyncStore::Shared::sendAcquires(std::vector<PendingAcquire> unit) const
     const std::string key = recordKey(unit.front().id);
     auto handler = [shared = shared_from_this(), unit = std::move(unit)](std::vector<ReplyPtr> replies,
                                                                          std::exception_ptr error) mutable {
+        // the unit is counted back before its callers hear: one that calls again at once (or holds)
+        // finds it gone, not still on its way
+        auto next = shared->acquires.unitDone(shared->unitsLimit(), shared->idsPerUnit(), sameLease);
         shared->readAcquires(unit, replies, std::move(error));
-        for (auto& next : shared->acquires.unitDone(shared->unitsLimit(), shared->idsPerUnit(), sameLease))
-            shared->sendAcquires(std::move(next));
+        for (auto& u : next)
+            shared->sendAcquires(std::move(u));
     };
     runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));
 }
@@ -159,9 +162,10 @@ void AsyncStore::Shared::sendCompletions(std::vector<PendingCompletion> unit) co
     const std::string key = recordKey(unit.front().id);
     auto handler = [shared = shared_from_this(), unit = std::move(unit)](std::vector<ReplyPtr> replies,
                                                                          std::exception_ptr error) mutable {
+        auto next = shared->completions.unitDone(shared->unitsLimit(), shared->idsPerUnit(), anyTwo);
         shared->readCompletions(unit, replies, std::move(error));
-        for (auto& next : shared->completions.unitDone(shared->unitsLimit(), shared->idsPerUnit(), anyTwo))
-            shared->sendCompletions(std::move(next));
+        for (auto& u : next)
+            shared->sendCompletions(std::move(u));
     };
     runScriptRoutedAsync(*pool, key, s, std::move(call), std::move(ends), waitTrailer, std::move(handler));
 }
