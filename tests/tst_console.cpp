@@ -453,6 +453,10 @@ private slots:
         w.show();
         QVERIFY(scans.wait(10000));
         QCOMPARE(w.model()->rowCount(), 1);
+        // the status bar says why first (where it is cut, the reason is still read), then what it does
+        const QString live = w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text();
+        QVERIFY2(live.startsWith(u"keyspace notifications are off"_s) && live.endsWith(u"rescanning every 0.3 s"_s),
+                 qPrintable(live));
         s.acquire("second", "");
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 2, 5000); // found by the next rescan
     }

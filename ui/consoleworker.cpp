@@ -325,8 +325,10 @@ void ConsoleWorker::connectNow()
     }
     if (!live)
         stopListeners();
+    // why first: where the status bar cuts the line, what to change on the server is still read
     Q_EMIT liveUpdates(live, live ? u"keyspace notifications"_s
-                                  : u"rescanning every %1 s (%2)"_s.arg(m_settings.rescanIntervalMs / 1000).arg(qs(why)));
+                                  : u"%1: rescanning every %2 s"_s.arg(qs(why),
+                                                                      QString::number(m_settings.rescanIntervalMs / 1000.0)));
     m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
     rescan();
 }

@@ -18,6 +18,7 @@
 #include "idem/pg/pgwatch.h"
 
 #include <QDateTime>
+#include <QTimeZone>
 #include <QLocale>
 
 using namespace Qt::StringLiterals;
@@ -36,7 +37,9 @@ QString html(const std::string& s)
 
 QString when(std::int64_t serverMs, std::int64_t nowMs)
 {
-    const QString at = QDateTime::fromMSecsSinceEpoch(serverMs).toString(Qt::ISODateWithMs);
+    // UTC, as the history, the audit trail and idemctl say times
+    const QString at =
+        QDateTime::fromMSecsSinceEpoch(serverMs, QTimeZone::utc()).toString(u"yyyy-MM-dd HH:mm:ss.zzz 'UTC'"_s);
     const qint64 delta = nowMs - serverMs;
     const QString rel = QString::fromStdString(idem::formatDuration(idem::Millis(delta < 0 ? -delta : delta)));
     return at + (delta >= 0 ? u" (%1 ago)"_s : u" (in %1)"_s).arg(rel);
@@ -118,6 +121,10 @@ QString recordHtml(const idem::Record& rec, std::int64_t now, const QString& las
         out += u"<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>"_s.arg(name, value);
     };
     row(u"key"_s, html(rec.key));
+    // what follows is as of this read (the table's countdowns go on; this is read again when the
+    // key changes, or when it is selected again)
+    row(u"read at"_s, u"%1 <i>(the TTL and times below are as of then)</i>"_s.arg(
+                       QDateTime::fromMSecsSinceEpoch(now, QTimeZone::utc()).toString(u"HH:mm:ss 'UTC'"_s)));
     QString state = qs(std::string(idem::nameOf(rec.state)));
     if (rec.stale)
         state += u" <span style='color:#d35400'>⚠ stale: %1</span>"_s.arg(html(rec.staleWhy));

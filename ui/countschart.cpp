@@ -13,7 +13,9 @@ constexpr qint64 kMinSpanMs = 60'000;
 const std::array<QColor, CountsChart::SeriesCount> kColors = {QColor(52, 152, 219), QColor(230, 126, 34),
                                                               QColor(39, 174, 96), QColor(231, 76, 60),
                                                               QColor(155, 89, 182)};
-const char* const kNames[] = {QT_TRANSLATE_NOOP("CountsChart", "started"), QT_TRANSLATE_NOOP("CountsChart", "stale"),
+// "started" in the counters counts stale locks too; here they are a series of their own, so the
+// other is named for what it is: STARTED with its lease running (or no lease)
+const char* const kNames[] = {QT_TRANSLATE_NOOP("CountsChart", "live locks"), QT_TRANSLATE_NOOP("CountsChart", "stale"),
                               QT_TRANSLATE_NOOP("CountsChart", "completed"),
                               QT_TRANSLATE_NOOP("CountsChart", "failed"),
                               QT_TRANSLATE_NOOP("CountsChart", "malformed")};

@@ -15,6 +15,9 @@ FrozenTableView::FrozenTableView(QWidget* parent) : QTableView(parent), m_frozen
     m_frozen->setVerticalScrollMode(ScrollPerPixel);
     m_frozen->setFrameShape(QFrame::NoFrame);
     m_frozen->setWordWrap(false);
+    // the frozen column is the id: cut in the middle, so that ids with one long prefix (a
+    // gateway's credential digest, a namespace) still show where they differ, at their end
+    m_frozen->setTextElideMode(Qt::ElideMiddle);
     // a line on its right edge says where the frozen column ends
     m_frozen->setStyleSheet(QStringLiteral("QTableView#frozenColumn { border-right: 1px solid palette(mid); }"));
     viewport()->stackUnder(m_frozen);
@@ -76,8 +79,6 @@ void FrozenTableView::syncFrozen()
         m_frozen->setSelectionMode(selectionMode());
     if (m_frozen->alternatingRowColors() != alternatingRowColors())
         m_frozen->setAlternatingRowColors(alternatingRowColors());
-    if (m_frozen->textElideMode() != textElideMode())
-        m_frozen->setTextElideMode(textElideMode());
     if (m_frozen->font() != font())
         m_frozen->setFont(font());
 }

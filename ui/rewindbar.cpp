@@ -91,7 +91,8 @@ void RewindBar::setExtent(qint64 firstMs, qint64 lastMs, qint64 transitions)
     m_slider->setEnabled(any);
     m_play->setEnabled(any);
     m_export->setEnabled(any);
-    m_slider->setRange(0, any ? static_cast<int>(std::min<qint64>(lastMs - firstMs, INT_MAX)) : 0);
+    // never an empty range: its handle would sit at the left, which reads as rewound; live is the right end
+    m_slider->setRange(0, any ? static_cast<int>(std::clamp<qint64>(lastMs - firstMs, 1, INT_MAX)) : 1);
     m_slider->setPageStep(std::max(1000, m_slider->maximum() / 20));
     m_slider->setSingleStep(1000);
     if (!m_slider->isSliderDown())
