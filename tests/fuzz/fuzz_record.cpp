@@ -110,9 +110,10 @@ void checkDecoded(const KeyRead& in, const DecodeOptions& o, const Record& r)
     const bool json = in.type == "string" && r.format != RecordFormat::Unknown;
     const json::Object j = json ? scanned(in) : json::Object{};
 
-    // A stale record is stale for a reason the record states: a lease that passed, a start longer
-    // ago than the window when the record has no lease field at all, or Powertools' record written
-    // without in_progress_expiration (read whole). Never for a time that could not be read.
+    // A stale record is stale for a reason the record states: a lease that passed, or a start longer
+    // ago than the window when the record has no lease field at all. Never for a time that could
+    // not be read, and never a Powertools lock without in_progress_expiration: the versions that
+    // fixed taking those over keep them locked until their expiration (a live lock, no lease).
     if (r.stale) {
         if (r.leaseUntilMs) {
             FUZZ_CHECK(o.nowMs > 0 && *r.leaseUntilMs <= o.nowMs);
@@ -129,13 +130,14 @@ void checkDecoded(const KeyRead& in, const DecodeOptions& o, const Record& r)
                                        r.format == RecordFormat::PowertoolsPython;
             FUZZ_CHECK(!hasLeaseField || !j.cut, "stale without a lease, but its lease may lie in what was not read: " +
                                                       r.staleWhy);
+            FUZZ_CHECK(r.startedMs.has_value(), "stale with neither a lease nor a start: " + r.staleWhy);
             if (r.startedMs)
                 FUZZ_CHECK(o.nowMs > 0 && o.nowMs - *r.startedMs > o.staleAfterMs);
-            else
-                FUZZ_CHECK(r.format == RecordFormat::Powertools || r.format == RecordFormat::PowertoolsPython,
-                           r.staleWhy);
         }
     }
+    if ((r.format == RecordFormat::Powertools || r.format == RecordFormat::PowertoolsPython) &&
+        r.state == RecordState::Started && !r.leaseUntilMs)
+        FUZZ_CHECK(!r.stale && r.blocked, "a Powertools lock without a deadline must read as live, blocked");
 
     // What a profile read as a record has times that are times; otherwise it is malformed.
     if (!isRecord(r.state))

@@ -4,8 +4,13 @@
 //   {"status":"COMPLETED","expiration":S,"data":...}        (Python: data first, a JSON string)
 // expiration in epoch seconds: past it the library treats the record as absent (EXPIRED), though
 // the key can live on. in_progress_expiration in epoch ms, written only with a Lambda context:
-// past it, or absent, the next call takes the record over (Powertools' orphan path). The handler
-// throwing deletes the record. <key>:lock ("true"/"True") is its takeover mutex, never a record.
+// past it, the next call takes the record over (Powertools' orphan path). Without it, versions
+// differ on bytes that are the same: TS 2.35.0 and Python before PR #8387 take the record over
+// at the next call (a double execution, their bug), later ones (TS PR #5680, Python #8387) keep
+// it locked until expiration. No reader can tell which wrote it, so idem reads it as the later
+// ones do: a live lock without a lease (blocked until expiration), never stale, never taken by a
+// bulk purge. The handler throwing deletes the record. <key>:lock ("true"/"True") is its
+// takeover mutex, never a record.
 #include "format/profile.h"
 
 namespace idem::format {
@@ -113,12 +118,11 @@ std::optional<Record> decodeAs(RecordFormat f, const Input& x, bool claimed)
                 r.reason = "its in_progress_expiration (if any) lies beyond what was read";
                 return r;
             }
-            if (!r.leaseUntilMs) {
-                // no Lambda context: this version takes it over at the next call, even if it runs
-                r.stale = true;
-                r.staleWhy = "no in_progress_expiration (written without a Lambda context): " + std::string(lib) +
-                             " takes it over at the next call";
-            }
+            if (!r.leaseUntilMs) // no Lambda context: see the top of this file
+                r.reason = "no in_progress_expiration (written without a Lambda context): a live lock until its "
+                           "expiration, as " + std::string(lib) +
+                           " keeps it since its fix for taking such locks over (older versions take it over at "
+                           "the next call)";
         } else {
             r.state = RecordState::Completed;
             r.changesAtMs = r.expiresMs;
@@ -138,10 +142,13 @@ std::optional<Record> decodeAs(RecordFormat f, const Input& x, bool claimed)
         }
     }
     settleStarted(r, x.o);
-    if (r.state == RecordState::Started)
-        r.blocked = false; // its lease is in_progress_expiration; without one it is taken over, not blocked
-    if (r.state == RecordState::Started && !r.leaseUntilMs)
-        r.changesAtMs.reset();
+    if (r.state == RecordState::Started && !r.leaseUntilMs) {
+        // blocked until expiration (then the library treats it as absent), whatever its age
+        r.blocked = true;
+        r.stale = false;
+        r.staleWhy.clear();
+        r.changesAtMs = r.expiresMs;
+    }
     return r;
 }
 
