@@ -473,11 +473,13 @@ void TestGatewayOps::drainTimesOut()
     QVERIFY2(t.elapsed() >= 350 && t.elapsed() < 4000, qPrintable(QString::number(t.elapsed())));
     QCOMPARE(g->inFlight(), 1u);
     QVERIFY(g->drainTimedOut());
+    QCOMPARE(g->cutOff(), 1u);
     QVERIFY(busy.replies.empty());
 }
 
 // The binary: SIGTERM mid-request, the request answered, exit 0; a second signal ends it at once,
-// says what it cut off and exits 1 (a supervisor can tell it from a clean drain).
+// says what it cut off and exits 1 (a supervisor can tell it from a clean drain); so does a drain
+// that runs out of time.
 void TestGatewayOps::sigtermDrainsTheBinary()
 {
     QProcess p;
@@ -512,6 +514,22 @@ void TestGatewayOps::sigtermDrainsTheBinary()
     const QByteArray said = q.readAllStandardError();
     QVERIFY2(said.contains("stopped by a second signal: 1 request cut off"), said.constData());
     QVERIFY(stuck.replies.empty());
+
+    // the drain's timeout: the same words and exit 1
+    QProcess t;
+    startBinary(t, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl()), u"--drain-timeout"_s, u"300ms"_s});
+    const quint16 tport = listeningPort(t);
+    QVERIFY(tport != 0);
+    Client slow(tport);
+    slow.send(request("POST", "/slow/8000/term3", "term-3", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/8000/term3") == 1; }, 10000));
+    t.terminate();
+    QVERIFY(t.state() == QProcess::NotRunning || t.waitForFinished(5000));
+    QCOMPARE(t.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(t.exitCode(), 1);
+    const QByteArray timedOut = t.readAllStandardError();
+    QVERIFY2(timedOut.contains("the drain timed out after 300ms: 1 request cut off"), timedOut.constData());
+    QVERIFY(slow.replies.empty());
 }
 
 QTEST_GUILESS_MAIN(TestGatewayOps)

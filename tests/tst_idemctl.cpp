@@ -207,6 +207,19 @@ private slots:
         oneLineError(r);
     }
 
+    // what those checks let through: global options in every form before the command
+    void globalOptionsBeforeTheCommand()
+    {
+        const QString url = QString::fromStdString(idemtest::sharedRedisUrl());
+        auto r = idemtest::runIdemctl({s("--url=") + url, s("--namespace=") + common.last(), s("list")});
+        QCOMPARE(r.exitCode, 0);
+        r = idemtest::runIdemctl({s("--url"), url, s("--namespace"), common.last(), s("stats"), s("--json")});
+        QCOMPARE(r.exitCode, 0);
+        r = idemtest::runIdemctl({s("-h")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.startsWith("usage: idemctl"));
+    }
+
     void badUrlAndUnreachableServer()
     {
         const QString marker = tmp.filePath(s("never"));

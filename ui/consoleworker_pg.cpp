@@ -90,11 +90,12 @@ void ConsoleWorker::pgConnectNow()
     m_pgNotifier = new QSocketNotifier(m_pgWatch->socket(), QSocketNotifier::Read, this);
     connect(m_pgNotifier, &QSocketNotifier::activated, this, &ConsoleWorker::pgTake);
     const bool live = m_pg && m_pgWatch->notifies();
-    const QString every = u"re-reading every %1 s"_s.arg(m_settings.rescanIntervalMs / 1000);
+    // why first, as for Redis: where the status bar cuts the line, the reason is still read
+    const QString every = u": re-reading every %1 s"_s.arg(QString::number(m_settings.rescanIntervalMs / 1000.0));
     Q_EMIT liveUpdates(live, live               ? u"LISTEN idem_records"_s
-                             : !table.isEmpty() ? every + u" (idem adds no trigger to a table it did not create)"_s
-                                                : every + u" (schema idem older than v4: idemctl pg init adds the "
-                                                          u"notifying triggers)"_s);
+                             : !table.isEmpty() ? u"idem adds no trigger to a table it did not create"_s + every
+                                                : u"schema idem older than v4 (idemctl pg init adds the notifying "
+                                                  u"triggers)"_s + every);
     m_heartbeatTimer->start();
     m_rescanTimer->start(live ? kPgResyncMs : m_settings.rescanIntervalMs);
     pgRescan();

@@ -108,12 +108,15 @@ int main(int argc, char** argv)
     std::fflush(stdout);
     const int rc = QCoreApplication::exec();
     // a drain that ended with requests under way (its timeout, or a second signal) cut them off: a
-    // supervisor is told, in the exit code and in words (the drain timeout has said it already)
-    if (const std::size_t n = gateway.inFlight(); n > 0) {
-        if (!gateway.drainTimedOut())
-            std::fprintf(stderr, "idem-gateway: stopped by a second signal: %zu %s cut off (%s their lease; a retry "
-                                 "takes %s over when it runs out)\n",
-                         n, n == 1 ? "request" : "requests", n == 1 ? "it keeps" : "they keep", n == 1 ? "it" : "them");
+    // supervisor is told, in the exit code and in words
+    const std::size_t n = gateway.drainTimedOut() ? gateway.cutOff() : gateway.inFlight();
+    if (n > 0) {
+        const std::string how = gateway.drainTimedOut()
+                                    ? "the drain timed out after " + idem::formatDuration(options.drainTimeout)
+                                    : std::string("stopped by a second signal");
+        std::fprintf(stderr, "idem-gateway: %s: %zu %s cut off (a key taken keeps its lease; a retry takes it "
+                             "over when the lease runs out)\n",
+                     how.c_str(), n, n == 1 ? "request" : "requests");
         return 1;
     }
     return rc;

@@ -254,7 +254,8 @@ void ListTable::add(const idem::Record& r)
     if (m_measured)
         return print(row);
     m_held.push_back(std::move(row));
-    if (m_held.size() >= 1000)
+    // a selective filter over many keys finds few rows slowly: those found are not kept waiting
+    if (m_held.size() >= 1000 || std::chrono::steady_clock::now() - m_since > std::chrono::milliseconds(500))
         flush();
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <charconv>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -110,8 +111,8 @@ std::string printable(const std::string& s, std::size_t width);
 // `idemctl list`'s table, the same for both stores: Redis keys have a FORMAT column (and -1 for a
 // TTL means none), PostgreSQL rows hold idem's own records (and a TTL below 0 means expired).
 enum class ListOf { RedisKeys, PgRows };
-// The ID column is as wide as the longest id of the first rows (held back until 1000 have come or
-// the listing ends; at most 100 wide), so ids of one shape - a gateway's, with their credential
+// The ID column is as wide as the longest id of the first rows (held back until 1000 have come,
+// half a second has passed, or the listing ends; at most 100 wide), so ids of one shape - a gateway's, with their credential
 // digest, are long - line up; a longer one later moves the columns of its own row only. Ids are
 // never cut: an id is what `inspect` is given next. Rows held back are printed when it goes, also
 // when an error ends the listing.
@@ -134,6 +135,7 @@ private:
     };
     void print(const Row& row) const;
     ListOf m_what;
+    std::chrono::steady_clock::time_point m_since = std::chrono::steady_clock::now();
     std::vector<Row> m_held;
     bool m_measured = false;
     int m_idWidth = 2;

@@ -22,11 +22,11 @@ commands:
                         run CMD unless ID already has a completed run; replay it otherwise
   inspect ID | --key KEY [--json]
                         show one record (any library's) and its fencing counter
-  force-fail ID | --key KEY [--reason R] [--terminal]
+  force-fail ID | --key KEY [--reason R] [--terminal] [--by WHO]
                         mark a record FAILED without its owner token (stuck work); another
                         library's record is released (deleted) as that library does on failure
-  purge ID | --key KEY [--reason R]
-                        delete a record so the id can run again
+  purge ID | --key KEY [--reason R] [--live] [--by WHO]
+                        delete a record so the id can run again (a live lock only with --live)
   purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--live] [--reason R] [--by WHO]
                         delete many, in bounded batches, only if unchanged since read; keys
                         that are not records (malformed, foreign, unknown) need --pattern too
@@ -134,9 +134,10 @@ int main(int argc, char** argv)
     // global options may come before the command
     std::vector<std::string> globals;
     std::size_t i = 0;
-    while (i < args.size() && args[i].starts_with("--") && args[i] != "--") {
+    bool lastTookValue = false; // the last global option took the next word as its value
+    while (i < args.size() && (args[i].starts_with("--") || args[i] == "-h") && args[i] != "--") {
         const std::string a = args[i];
-        if (a == "--help") {
+        if (a == "--help" || a == "-h") {
             std::fputs(kUsage, stdout);
             return 0;
         }
@@ -148,6 +149,10 @@ int main(int argc, char** argv)
         // (a command's option there would take the command for its value)
         const std::string name = a.substr(0, a.find('='));
         const bool flag = idemctl::kGlobalFlags.count(name) > 0;
+        if (flag && name != a) {
+            std::fprintf(stderr, "idemctl: %s takes no value (see idemctl --help)\n", name.c_str());
+            return idemctl::Usage;
+        }
         if (!flag && !idemctl::kGlobalValued.count(name)) {
             std::fprintf(stderr, "idemctl: unknown option %s before the command (a command's own options go after "
                                  "it; see idemctl --help)\n", name.c_str());
@@ -162,11 +167,18 @@ int main(int argc, char** argv)
             }
             globals.push_back(args[++i]);
         }
+        lastTookValue = !flag && a.find('=') == std::string::npos;
         ++i;
     }
-    if (i >= args.size()) {
-        std::fputs("idemctl: no command given\n\n", stderr);
+    if (args.empty()) {
         std::fputs(kUsage, stderr);
+        return idemctl::Usage;
+    }
+    if (i >= args.size()) { // options only: one line (the last one may have taken the command for its value)
+        const std::string took = lastTookValue ? " (" + globals[globals.size() - 2] + " took '" + globals.back() +
+                                                     "' as its value)"
+                                               : std::string();
+        std::fprintf(stderr, "idemctl: no command after the options%s; see idemctl --help\n", took.c_str());
         return idemctl::Usage;
     }
     const std::string command = args[i];

@@ -122,7 +122,8 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                             u"DUR"_s);
     const QCommandLineOption drainTimeout(u"drain-timeout"_s,
                                           u"SIGTERM or SIGINT: stop listening and let requests under way end for up "
-                                          "to DUR, then exit; a second signal exits at once (default: 20s)"_s,
+                                          "to DUR, then exit; a second signal exits at once; exit 1 if requests were "
+                                          "cut off (default: 20s)"_s,
                                           u"DUR"_s);
     const QCommandLineOption policyLink(u"policy-link"_s,
                                         u"URL of the published policy, linked from 400 answers (default: the admin "
@@ -139,9 +140,21 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
     if (!p.parse(arguments)) {
         // in the words of the other errors, not Qt's ("Unknown option 'x'.")
         const QStringList unknown = p.unknownOptionNames();
-        QString why = !unknown.isEmpty() ? u"unknown option %1%2"_s.arg(unknown.first().size() == 1 ? u"-"_s : u"--"_s,
-                                                                          unknown.first())
-                                         : p.errorText();
+        QString why = p.errorText();
+        if (!unknown.isEmpty()) {
+            // the argument as it was given ("-bogus" is parsed as -b -o -g ...: name all of it)
+            QString given = (unknown.first().size() == 1 ? u"-"_s : u"--"_s) + unknown.first();
+            for (qsizetype i = 1; i < arguments.size() && arguments[i] != u"--"_s; ++i) {
+                const QString a = arguments[i].section(u'=', 0, 0);
+                if (a.startsWith(u'-') && a != u"-"_s &&
+                    (a.mid(a.startsWith(u"--"_s) ? 2 : 1) == unknown.first() ||
+                     (!a.startsWith(u"--"_s) && a.contains(unknown.first())))) {
+                    given = a;
+                    break;
+                }
+            }
+            why = u"unknown option "_s + given;
+        }
         if (why.endsWith(u'.'))
             why.chop(1);
         if (!why.isEmpty())

@@ -51,6 +51,8 @@ public:
     bool draining() const { return m_draining; }
     std::size_t inFlight() const { return m_inFlight; }
     bool drainTimedOut() const { return m_drainTimedOut; }
+    // requests under way when the drain timed out (what it cut off)
+    std::size_t cutOff() const { return m_cutOff; }
 
 signals:
     void drained();
@@ -81,6 +83,7 @@ private:
     bool m_draining = false, m_drained = false;
     std::size_t m_inFlight = 0; // requests handled and not yet answered
     bool m_drainTimedOut = false;
+    std::size_t m_cutOff = 0;
     std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used
     std::unique_ptr<Store> m_store;
     std::unique_ptr<AsyncPool> m_pool;
