@@ -80,6 +80,7 @@ Q_SIGNALS:
     void captured();
 
 private:
+    static QString seconds(double s); // a duration as people read it: s, min or h
     void updateWhere();
     void updateButtons();
     void showProgress(const idem::ReplayProgress& p);
