@@ -49,6 +49,28 @@ private slots:
         QCOMPARE(idem::fingerprint("{broken"), "sha256:" + idem::toHex(idem::sha256("{broken")));
     }
 
+    // Payloads that say different things never share a fingerprint, even where the JSON library
+    // would read them alike; payloads that say the same thing in other words do share one.
+    void fingerprintNeverMergesDifferentPayloads()
+    {
+        const auto fp = [](const char* json) { return idem::fingerprint(json); };
+        // a member named twice: the library keeps the last, a consumer may keep the first
+        QVERIFY(fp(R"({"amount":1,"amount":1000})") != fp(R"({"amount":1000})"));
+        QCOMPARE(fp(R"({"amount":1,"amount":1000})"), "sha256:" + idem::toHex(idem::sha256(R"({"amount":1,"amount":1000})")));
+        QVERIFY(fp(R"({"a":{"x":1,"x":2}})") != fp(R"({"a":{"x":2}})"));
+        // numbers a double cannot hold: past 64 bits, more digits than a double keeps
+        QVERIFY(fp(R"({"amount":100000000000000000001})") != fp(R"({"amount":100000000000000000000})"));
+        QVERIFY(fp(R"({"amount":0.1})") != fp(R"({"amount":0.1000000000000000055511151231257827})"));
+        QVERIFY(fp(R"([1e400])") != fp(R"([2e400])"));
+        // the same numbers written otherwise still agree, floats included
+        QCOMPARE(fp(R"({"amount": 12.5, "fx": 0.1})"), fp(R"({"fx":0.10,"amount":1.25e1})"));
+        QCOMPARE(fp(R"([100.0])"), fp(R"([1e2])"));
+        QCOMPARE(fp(R"({"a":"\u0041", "b": 1.5})"), fp(R"({"b":1.5,"a":"A"})"));
+        QVERIFY(fp(R"([12.5])") != fp(R"([12.50001])"));
+        // the same name in two objects is no repetition
+        QCOMPARE(fp(R"({"a":{"x":1.5},"b":{"x":2.5}})"), fp(R"({"b":{"x":2.5},"a":{"x":1.5}})"));
+    }
+
     void derivedIdsIgnoreFieldOrder()
     {
         const auto a = idem::deriveId("payments", {{"order", "42"}, {"line", "7"}});

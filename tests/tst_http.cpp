@@ -255,6 +255,15 @@ void TestHttp::fingerprintIgnoresQueryOrder()
     b = a;
     b.query = "a=1&b=3";
     QVERIFY(gateway::requestFingerprint(a) != gateway::requestFingerprint(b));
+    // a name given twice: its values' order is data (an upstream may take the first, or the last)
+    a.query = "amount=1&amount=1000";
+    b = a;
+    b.query = "amount=1000&amount=1";
+    QVERIFY(gateway::requestFingerprint(a) != gateway::requestFingerprint(b));
+    b.query = "x=0&amount=1&amount=1000";
+    a.query = "amount=1&x=0&amount=1000";
+    QCOMPARE(gateway::requestFingerprint(a), gateway::requestFingerprint(b));
+    QCOMPARE(gateway::canonicalQuery("ab=3&flag&a=2&a-b=1"), std::string("a-b=1&a=2&ab=3&flag")); // as before for distinct names
 }
 
 void TestHttp::storedAnswerKeepsBytesAndDropsCookies()

@@ -127,7 +127,20 @@ std::string canonicalQuery(std::string_view query)
             params.push_back(p);
         query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     }
-    std::stable_sort(params.begin(), params.end());
+    // by name only, stably: the values of a name repeated (a=1&a=1000) keep their order, which
+    // the upstream may read as a list or take the first or last of; "name=" as the sort key keeps
+    // the order of earlier versions for distinct names
+    const auto name = [](std::string_view p) { return p.substr(0, p.find('=')); };
+    std::stable_sort(params.begin(), params.end(), [&](std::string_view a, std::string_view b) {
+        const std::string_view na = name(a), nb = name(b);
+        if (na == nb)
+            return false;
+        const std::size_t n = std::min(na.size(), nb.size());
+        if (const int c = na.substr(0, n).compare(nb.substr(0, n)); c != 0)
+            return c < 0;
+        // one name is the other's prefix: the shorter one's '=' against the longer one's next byte
+        return na.size() < nb.size() ? '=' < nb[n] : na[n] < '=';
+    });
     std::string out;
     for (const auto p : params)
         out.append(out.empty() ? "" : "&").append(p);

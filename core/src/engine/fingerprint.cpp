@@ -6,9 +6,114 @@
 #include "idem/hash.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace idem {
+
+namespace {
+
+// A number's decimal value as (sign, significant digits, exponent of the last digit): "0.10",
+// "1e-1" and "00.1" all give (+, "1", -1). Empty digits: zero.
+struct Decimal {
+    bool negative = false;
+    std::string digits;
+    long exponent = 0;
+    bool operator==(const Decimal&) const = default;
+};
+
+Decimal decimalOf(std::string_view text)
+{
+    Decimal d;
+    std::size_t i = 0;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+'))
+        d.negative = text[i++] == '-';
+    long fractionDigits = 0;
+    bool fraction = false;
+    for (; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
+        if (text[i] == '.') {
+            fraction = true;
+            continue;
+        }
+        if (text[i] == '0' && d.digits.empty()) { // leading zeros say nothing
+            fractionDigits += fraction;
+            continue;
+        }
+        d.digits += text[i];
+        fractionDigits += fraction;
+    }
+    long exponent = 0;
+    if (i < text.size()) {
+        const char* from = text.data() + i + 1;
+        if (from < text.data() + text.size() && *from == '+')
+            ++from;
+        std::from_chars(from, text.data() + text.size(), exponent); // past long: caught below
+    }
+    while (!d.digits.empty() && d.digits.back() == '0') {
+        d.digits.pop_back();
+        --fractionDigits;
+    }
+    d.exponent = exponent - fractionDigits;
+    if (d.digits.empty())
+        d = Decimal{}; // zero is zero, whatever its sign
+    return d;
+}
+
+// Whether nlohmann::json's text of a document says everything the document says: no object names
+// a member twice (the library keeps the last), and every number it reads as a double is that
+// double's shortest text (0.1000000000000000055511151231257827, 1e400 or an integer past 64 bits
+// would come back as another, rounded number). When it does not, two payloads that differ would
+// share a fingerprint, so the caller fingerprints the bytes instead.
+class FaithfulCheck : public nlohmann::json::json_sax_t {
+public:
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t value, const string_t& text) override
+    {
+        char buf[64];
+        const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+        if (ec != std::errc() || !std::isfinite(value))
+            return faithful = false;
+        if (!(decimalOf(text) == decimalOf(std::string_view(buf, static_cast<std::size_t>(end - buf)))))
+            faithful = false;
+        return faithful;
+    }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override
+    {
+        names.emplace_back();
+        return true;
+    }
+    bool key(string_t& name) override
+    {
+        if (!names.back().insert(name).second)
+            faithful = false;
+        return faithful;
+    }
+    bool end_object() override
+    {
+        names.pop_back();
+        return true;
+    }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override
+    {
+        return faithful = false;
+    }
+
+    bool faithful = true;
+
+private:
+    std::vector<std::set<std::string>> names;
+};
+
+} // namespace
 
 std::string canonicalJson(std::string_view json)
 {
@@ -31,10 +136,11 @@ std::string fingerprint(std::string_view payload)
         // the common shapes without a tree (the library's text exactly); the rest through it
         if (appendCanonicalJson(payload, canonical)) {
             bytes = canonical;
-        } else if (auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false); !j.is_discarded()) {
-            canonical = j.dump();
+        } else if (FaithfulCheck check; nlohmann::json::sax_parse(payload, &check) && check.faithful) {
+            canonical = nlohmann::json::parse(payload).dump();
             bytes = canonical;
-        }
+        } // else not JSON, or JSON whose canonical text would say less than it: its bytes
+
     }
     return "sha256:" + toHex(sha256(bytes));
 }

@@ -9,7 +9,10 @@ namespace idem {
 
 // "sha256:<hex>" of the payload. A payload that parses as JSON is fingerprinted in canonical form
 // (object keys sorted, no whitespace), so field order and formatting do not change it; anything
-// else is fingerprinted byte for byte. An empty payload has no fingerprint ("": not checked).
+// else is fingerprinted byte for byte, and so is JSON whose canonical form would lose something it
+// says (a member named twice; a number a double cannot hold, such as 0.1000000000000000055511 or an
+// integer past 64 bits): two payloads that differ never share a fingerprint. An empty payload has
+// no fingerprint ("": not checked).
 std::string fingerprint(std::string_view payload);
 
 // Canonical JSON text (sorted keys, compact); throws UsageError if the text is not JSON.
