@@ -16,6 +16,8 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <sys/socket.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,7 +31,8 @@ using namespace Qt::StringLiterals;
 // ---- the upstream: a tiny HTTP server on this thread ------------------------------------------
 // Paths: /slow/<ms>/... answers after <ms> (/slowfirst/<ms>/...: the first call only); a path
 // with a /failfirst segment answers its first call 503; /status/<code>/... answers <code>;
-// /reset/... closes the connection without an answer; /echo/... answers the request body as it
+// /reset/... closes the connection without an answer; /raw/<name>/... answers as raw() says (an
+// answer cut by a reset, two lengths, stray bytes after a 204, ...); /echo/... answers the request body as it
 // came; anything else 201 with JSON naming the path, the call number and the fence it got. Every answer carries
 // Set-Cookie, an ETag and a Location.
 class TestUpstream : public QObject {
@@ -76,8 +79,12 @@ private:
             s->abort();
             return;
         }
+        if (parts.size() > 1 && parts[0] == u"raw"_s)
+            return raw(s, parts[1]);
         if (parts.size() > 1 && (parts[0] == u"slow"_s || (parts[0] == u"slowfirst"_s && n == 1)))
             delay = parts[1].toInt();
+        if (s->property("answerLate").toBool()) // after /raw/204-with-body: its stray bytes come first
+            delay = 400;
         if (parts.size() > 1 && parts[0] == u"status"_s)
             resp.status = parts[1].toInt();
         if (parts.contains(u"failfirst"_s) && n == 1)
@@ -97,6 +104,35 @@ private:
             if (guard)
                 guard->write(bytes.data(), static_cast<qint64>(bytes.size()));
         });
+    }
+
+    // /raw/<name>: answers an upstream should not give, byte for byte
+    void raw(QTcpSocket* s, const QString& name)
+    {
+        const auto send = [s](const QByteArray& b) {
+            s->write(b);
+            s->flush();
+        };
+        if (name == u"close-fin"_s || name == u"close-reset"_s) { // a body that ends when the connection does
+            send("HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\n\r\nbody up to the close");
+            if (name == u"close-reset"_s) { // ... cut by a reset: the answer may be incomplete
+                const linger l{1, 0};
+                ::setsockopt(static_cast<int>(s->socketDescriptor()), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+                s->abort();
+            } else {
+                s->disconnectFromHost();
+            }
+        } else if (name == u"two-lengths"_s) {
+            send("HTTP/1.1 201 Created\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nhello");
+        } else if (name == u"gzip-chunked"_s) {
+            send("HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+        } else if (name == u"replayed"_s) {
+            send("HTTP/1.1 201 Created\r\nIdempotent-Replayed: true\r\nContent-Length: 2\r\n\r\nok");
+        } else if (name == u"204-with-body"_s) { // the body a 204 cannot have, sent late
+            send("HTTP/1.1 204 No Content\r\nContent-Length: 28\r\n\r\n");
+            s->setProperty("answerLate", true);
+            QTimer::singleShot(200, s, [s] { s->write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"); });
+        }
     }
 
     QTcpServer m_server;

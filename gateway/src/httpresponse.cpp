@@ -77,10 +77,15 @@ std::string serialize(const Response& r, bool headRequest, bool keepAlive, std::
     }
     if (!date.empty())
         out.append("Date: ").append(date).append("\r\n");
-    if (!noBody) {
-        // a HEAD answer says the length a GET would have had, when the upstream said it
-        const std::string* length = headRequest ? r.header("Content-Length") : nullptr;
-        out.append("Content-Length: ").append(length ? *length : std::to_string(r.body.size())).append("\r\n");
+    if (!noBody && !headRequest) {
+        out.append("Content-Length: ").append(std::to_string(r.body.size())).append("\r\n");
+    } else if (!noBody) {
+        // a HEAD answer says the length a GET would have had when the upstream said it (a number),
+        // else none (RFC 9110 §8.6)
+        const std::string* length = r.header("Content-Length");
+        if (length && !length->empty() && length->size() <= 19 &&
+            std::all_of(length->begin(), length->end(), [](char c) { return c >= '0' && c <= '9'; }))
+            out.append("Content-Length: ").append(*length).append("\r\n");
     }
     if (!keepAlive)
         out.append("Connection: close\r\n");

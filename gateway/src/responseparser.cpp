@@ -50,11 +50,15 @@ bool ResponseParser::fail(std::string why)
 
 bool ResponseParser::feed(std::string_view bytes)
 {
+    if (m_state == State::Done && !bytes.empty())
+        m_keepAlive = false; // bytes after the answer belong to no request: never read as the next one's
     if (m_state == State::Failed || m_state == State::Done)
         return m_state == State::Done;
     m_buf.append(bytes);
     while (step()) {
     }
+    if (m_state == State::Done && m_pos < m_buf.size())
+        m_keepAlive = false; // (as above, whether they came with the answer or after it)
     m_buf.erase(0, m_pos);
     m_pos = 0;
     return m_state != State::Failed;
@@ -198,21 +202,58 @@ bool ResponseParser::headersDone()
     const std::string* connection = r.header("Connection");
     m_keepAlive = m_minor == 1 ? !(connection && hasToken(*connection, "close"))
                                : connection && hasToken(*connection, "keep-alive");
+    // every Transfer-Encoding and Content-Length header, each a list (RFC 9112 §6.1, §6.3)
+    int codings = 0;
+    bool chunkedLast = false, lengthGiven = false, lengthsDiffer = false, lengthBad = false;
+    std::size_t n = 0;
+    for (const Header& h : r.headers) {
+        const bool te = equalsIgnoreCase(h.name, "Transfer-Encoding");
+        if (!te && !equalsIgnoreCase(h.name, "Content-Length"))
+            continue;
+        std::string_view list = h.value;
+        do {
+            const auto comma = list.find(',');
+            const std::string_view item = trimmed(list.substr(0, comma));
+            list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+            if (te) {
+                if (item.empty())
+                    continue;
+                ++codings;
+                chunkedLast = equalsIgnoreCase(item, "chunked");
+                continue;
+            }
+            std::size_t v = 0;
+            const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+            if (item.empty() || ec != std::errc() || p != item.data() + item.size())
+                lengthBad = true;
+            else if (lengthGiven && v != n)
+                lengthsDiffer = true;
+            n = v;
+            lengthGiven = true;
+        } while (!list.empty());
+    }
     if (m_head || r.status == 204 || r.status == 304) {
+        // no body, whatever the headers say; if they announce one, bytes may follow that no request
+        // asked for: the connection is not used again (a HEAD answer's length is a GET's, legitimately)
+        if (codings > 0 || (lengthGiven && n != 0) || lengthBad)
+            m_keepAlive = false;
         m_state = State::Done;
         return false;
     }
-    if (const std::string* te = r.header("Transfer-Encoding")) {
-        if (!hasToken(*te, "chunked"))
+    if (codings > 0) {
+        // the gateway decodes chunked alone: a body in another coding it would store without it
+        if (codings != 1 || !chunkedLast)
             return fail("the upstream used a transfer coding other than chunked");
+        if (lengthGiven)
+            m_keepAlive = false; // chunked wins over Content-Length, and the connection ends here
         m_state = State::ChunkSize;
         return true;
     }
-    if (const std::string* cl = r.header("Content-Length")) {
-        std::size_t n = 0;
-        const auto [p, ec] = std::from_chars(cl->data(), cl->data() + cl->size(), n);
-        if (cl->empty() || ec != std::errc() || p != cl->data() + cl->size())
+    if (lengthGiven) {
+        if (lengthBad)
             return fail("the upstream's Content-Length is not a number");
+        if (lengthsDiffer)
+            return fail("the upstream gave two different Content-Lengths"); // RFC 9112 §6.3: discard, 502
         if (n > m_maxBody)
             return fail("the upstream's answer is larger than " + std::to_string(m_maxBody) + " bytes");
         m_remaining = n;

@@ -8,6 +8,11 @@
 #include <algorithm>
 #include <set>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 using namespace Qt::StringLiterals;
 
 namespace idem::gateway {
@@ -56,6 +61,12 @@ public:
         m_clock.start();
     }
 
+    ~UpstreamCall()
+    {
+        if (m_watch >= 0)
+            ::close(m_watch);
+    }
+
     bool finished() const { return m_finished; }
 
     void read()
@@ -63,11 +74,15 @@ public:
         const QByteArray b = m_socket->readAll();
         m_parser.feed(std::string_view(b.constData(), static_cast<std::size_t>(b.size())));
         if (m_parser.done() || m_parser.failed())
-            end();
+            return end();
+        if (m_parser.readsUntilClose() && m_watch < 0 && !m_up->m_tls && m_socket->socketDescriptor() >= 0)
+            m_watch = ::dup(static_cast<int>(m_socket->socketDescriptor()));
     }
 
     void closed()
     {
+        if (m_watch >= 0 && resetByPeer())
+            return fail(UpstreamResult::Kind::Failed, "the upstream reset the connection before its answer was complete");
         m_parser.closed();
         end();
     }
@@ -84,6 +99,19 @@ public:
     }
 
 private:
+    // A body that ends with its connection is whole when the upstream closed it (FIN), not when
+    // the connection was reset (RFC 9112 §8): Qt reports both alike, and closes its descriptor.
+    // The copy kept of it (m_watch) holds the socket open, so the kernel still knows which: a
+    // close leaves it in CLOSE_WAIT (this side has not closed), a reset in CLOSE.
+    bool resetByPeer() const
+    {
+        tcp_info info{};
+        socklen_t size = sizeof info;
+        if (::getsockopt(m_watch, IPPROTO_TCP, TCP_INFO, &info, &size) != 0)
+            return true; // cannot tell: not whole
+        return info.tcpi_state != TCP_CLOSE_WAIT;
+    }
+
     void end()
     {
         if (m_parser.failed())
@@ -97,8 +125,8 @@ private:
         out.response.status = r.status;
         for (auto& h : r.headers) // Content-Length stays for a HEAD answer (serialize() writes its own otherwise)
             if ((!hopByHop(h.name) || http::equalsIgnoreCase(h.name, "Content-Length")) && !hop.count(lower(h.name)) &&
-                !http::equalsIgnoreCase(h.name, "Date"))
-                out.response.headers.push_back(std::move(h));
+                !http::equalsIgnoreCase(h.name, "Date") && !http::equalsIgnoreCase(h.name, "Idempotent-Replayed"))
+                out.response.headers.push_back(std::move(h)); // (the gateway says what it replayed)
         out.response.body = std::move(r.body);
         finish(std::move(out), m_parser.keepAlive());
     }
@@ -137,6 +165,7 @@ private:
     std::function<void(UpstreamResult)> m_done;
     QElapsedTimer m_clock;
     bool m_finished = false;
+    int m_watch = -1; // a copy of the descriptor while a body is read until close
 };
 
 Upstream::Upstream(const QUrl& base, Millis timeout, std::size_t maxResponse, QObject* parent)

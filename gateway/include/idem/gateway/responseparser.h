@@ -23,6 +23,8 @@ public:
     Response& response() { return m_response; }
     // The connection may carry another request after this answer.
     bool keepAlive() const { return m_keepAlive; }
+    // The body ends when the connection closes (no length, not chunked).
+    bool readsUntilClose() const { return m_state == State::UntilClose; }
 
 private:
     enum class State { StatusLine, Headers, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, UntilClose, Done, Failed };
