@@ -5,6 +5,7 @@
 #include "idem/monitor/scanner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -207,7 +208,7 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     Scan scan(args, redisGlobalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
     const idem::Actor by{args.value("--by").value_or(whoAmI()), args.value("--reason").value_or("bulk purge")};
-    std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, shown = 0;
+    std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, keptUnread = 0, shown = 0;
     const bool takeLive = args.flag("--live");
     std::vector<idem::Record> batch;
     auto flush = [&] {
@@ -244,6 +245,19 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         // (or read as another library's than --format names: from part of it, that is a guess)
         const bool unsure = r.partial && (r.state == idem::RecordState::Unknown || r.state == idem::RecordState::Malformed ||
                                           (forced && r.format != *forced));
+        // a key idem does not read as a record goes only when its state is named: a pattern, or a
+        // record state, may match another library's live lock that idem could not read
+        const bool notRecord = r.state == idem::RecordState::Malformed || r.state == idem::RecordState::Unknown ||
+                               r.state == idem::RecordState::Foreign;
+        if (notRecord && !unsure && filter != idem::StateFilter::Malformed && filter != idem::StateFilter::Unknown &&
+            filter != idem::StateFilter::Foreign) {
+            ++keptUnread;
+            std::string state(idem::nameOf(r.state));
+            std::transform(state.begin(), state.end(), state.begin(), [](unsigned char c) { return std::tolower(c); });
+            say("keep", r, "not a record idem understands; --state " + state +
+                               " --pattern GLOB takes it, or purge --key after inspect");
+            return;
+        }
         if ((live && !takeLive) || unsure) {
             ++(unsure ? keptPartial : keptLive);
             say("keep", r, unsure ? "read in part; inspect it, then purge it by key"
@@ -268,6 +282,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         kept += ", kept " + std::to_string(keptLive) + " live lock(s)";
     if (keptPartial)
         kept += ", kept " + std::to_string(keptPartial) + " read in part";
+    if (keptUnread)
+        kept += ", kept " + std::to_string(keptUnread) + " not understood";
     std::string formats;
     for (const auto& [name, n] : byFormat)
         formats += (formats.empty() ? "" : ", ") + name + " " + std::to_string(n);
