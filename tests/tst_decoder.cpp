@@ -50,6 +50,14 @@ private slots:
             RecordState::Started, RecordFormat::StatusJson, true);
         row("json recent started_at", R"({"status":"STARTED","started_at":"2023-11-14T23:10:00+01:00"})",
             RecordState::Started, RecordFormat::StatusJson, false);
+        // no zone: the writer's local time, read as the latest instant it can be (UTC-12), so a
+        // lease 10 minutes ahead in New York is not read as expired 4 hours ago
+        row("json lock iso no zone", R"({"status":"PROCESSING","lock_expiry":"2023-11-14T22:10:00.085798"})",
+            RecordState::Started, RecordFormat::StatusJson, false);
+        row("json lock iso no zone, past in every zone", R"({"status":"PROCESSING","lock_expiry":"2023-11-14T10:00:00"})",
+            RecordState::Started, RecordFormat::StatusJson, true);
+        row("json started_at no zone", R"({"status":"STARTED","started_at":"2023-11-14T20:00:00"})",
+            RecordState::Started, RecordFormat::StatusJson, false);
         row("plain processing", "PROCESSING", RecordState::Started, RecordFormat::Plain);
         row("plain completed", "COMPLETED", RecordState::Completed, RecordFormat::Plain);
         row("plain failed newline", "FAILED\n", RecordState::Failed, RecordFormat::Plain);

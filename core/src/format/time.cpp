@@ -62,9 +62,13 @@ std::optional<std::int64_t> iso8601(std::string_view s)
             pos = end;
         }
     }
-    std::int64_t offsetMin = 0;
+    // No zone: the writer's local time, in a zone idem cannot know (UTC-12:00 to UTC+14:00). Read
+    // as the latest instant it can be, as if written at UTC-12: a lease deadline is never read as
+    // earlier than it is, nor a start as older, so a live lock never looks expired or stale.
+    std::int64_t offsetMin = -12 * 60;
     if (pos < s.size()) {
         if (s[pos] == 'Z' || s[pos] == 'z') {
+            offsetMin = 0;
             ++pos;
         } else if (s[pos] == '+' || s[pos] == '-') {
             auto oh = num(pos + 1, 2);

@@ -17,7 +17,8 @@ constexpr std::int64_t kMaxMs = 253'402'300'799'999; // 9999-12-31T23:59:59.999Z
 // A decimal number (digits, an optional fraction; no sign, no exponent) in `unit`, as ms since
 // the epoch; nullopt with *why set otherwise.
 std::optional<std::int64_t> fromNumber(std::string_view digits, Unit unit, std::string* why);
-// The same, or an ISO 8601 text ("2024-05-01T12:00:00.5Z", "+02:00" offsets) when `unit` is Guess.
+// The same, or an ISO 8601 text ("2024-05-01T12:00:00.5Z", "+02:00" offsets) when `unit` is Guess;
+// a text without a zone is the latest instant it can be (read as UTC-12:00).
 std::optional<std::int64_t> fromText(std::string_view text, Unit unit, std::string* why);
 
 } // namespace idem::timefield
