@@ -230,7 +230,9 @@ private slots:
         auto r = store.inspect("json");
         QVERIFY(r);
         QCOMPARE(r->state, RecordState::Started);
-        QVERIFY(r->stale); // started in 1970, no lock_expiry
+        // started in 1970, no lock_expiry: blocked (its writer keeps it until its TTL), stale only
+        // in an operator's window (idemctl --stale-after)
+        QVERIFY(r->blocked && !r->stale);
         QCOMPARE(r->ttlMs, std::int64_t(-1)); // no TTL: flagged
         r = store.inspect("plain");
         QCOMPARE(r->state, RecordState::Completed);

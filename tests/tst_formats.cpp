@@ -252,6 +252,10 @@ private slots:
         QVERIFY(!r.startedMs); // unknown: never stale on a guess
         o.writerTtlMs = 24LL * 3'600'000;
         r = read("node-idempotency:POST:/orders:k", "{\"status\":\"IN_PROGRESS\",\"fingerPrint\":\"ab\"}", 30'000, o);
+        QVERIFY(r.blocked && !r.stale); // in progress for 23h59m30s, and no window given: as its library keeps it
+        QVERIFY(r.startedMs); // known now, from the TTL
+        o.staleAfterMs = 15 * 60'000; // the operator's window
+        r = read("node-idempotency:POST:/orders:k", "{\"status\":\"IN_PROGRESS\",\"fingerPrint\":\"ab\"}", 30'000, o);
         QVERIFY(r.blocked && r.stale); // in progress for 23h59m30s, over the 15 min window
         r = read("node-idempotency:POST:/orders:k", "{\"status\":\"DONE\"}", 30'000, o);
         QCOMPARE(r.state, RecordState::Malformed);

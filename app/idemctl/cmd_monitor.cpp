@@ -111,7 +111,7 @@ int cmdList(const std::vector<std::string>& argv)
                   "--json prints one JSON object per key with key, id, state, format, library, type, node, ttl_ms\n"
                   "(-1: no TTL), stale, blocked, reason, expires_ms, partial, lease_remaining_ms, age_ms,\n"
                   "owner, fence, attempt. --stale-after: when a record with no lease counts as stale\n"
-                  "(default 15m). --writer-ttl: the TTL node-idempotency or express-idempotency give their\n"
+                  "(default never: its library keeps it until its TTL; with --table, 15m). --writer-ttl: the TTL node-idempotency or express-idempotency give their\n"
                   "records (their age is that minus the TTL left; without it their age is unknown and\n"
                   "they are never stale). With a postgresql:// URL: the rows of schema idem, or with\n"
                   "--table [SCHEMA.]NAME those of a table another program writes (read-only; its columns\n"

@@ -63,8 +63,8 @@ void settleStarted(Record& r, const DecodeOptions& o)
         return;
     }
     r.blocked = true;
-    if (!r.startedMs)
-        return;
+    if (!r.startedMs || o.staleAfterMs <= 0)
+        return; // no start known, or no window given: blocked until its TTL, as its library keeps it
     r.changesAtMs = *r.startedMs + o.staleAfterMs;
     if (o.nowMs > 0 && o.nowMs - *r.startedMs > o.staleAfterMs) {
         r.stale = true;

@@ -97,8 +97,10 @@ struct DecodeOptions {
     std::int64_t nowMs = 0;                  // server clock
     std::string keyNamespace = "idempotency"; // idem's records live at <namespace>:{<id>}
     // How long a record with no lease may be in progress before it counts as stale: records of
-    // libraries that write no deadline (only a start time, or a start derived from the TTL)
-    std::int64_t staleAfterMs = 15 * 60'000;
+    // libraries that write no deadline (only a start time, or a start derived from the TTL). 0:
+    // never — those libraries keep such a lock until its TTL ends, and a handler may run long; an
+    // operator who knows none of theirs runs longer says so (idemctl --stale-after).
+    std::int64_t staleAfterMs = 0;
     // The TTL node-idempotency and express-idempotency are configured to give their records (both
     // 24 h by default): an in-progress record's age is that minus the key's TTL. 0: not known, so
     // their in-progress records have no known start and never turn stale (a guess too long would

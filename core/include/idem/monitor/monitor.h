@@ -15,8 +15,8 @@ struct MonitorOptions {
     std::string pattern;                     // SCAN MATCH; empty = "<namespace>:*"
     std::size_t scanCount = 500;             // SCAN COUNT: bounded, never KEYS
     // Records with no lease (a start time only, or one derived from the TTL) count as stale once
-    // in progress this long.
-    std::int64_t staleAfterMs = 15 * 60'000;
+    // in progress this long; 0: never (see DecodeOptions::staleAfterMs).
+    std::int64_t staleAfterMs = 0;
     std::int64_t purgeKeepMetaMs = 24 * 3'600'000; // a purged idem record's meta key (its fence) kept at least
     std::int64_t writerTtlMs = 0; // see DecodeOptions::writerTtlMs
     // Classify as of this server time instead of now (a captured store replayed; tests); 0: now.
