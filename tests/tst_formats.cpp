@@ -271,8 +271,52 @@ private slots:
         QVERIFY(!r.stale);
         r = read("idempotency_keys:lock:k", "1795420000", -1, o);
         QVERIFY(r.stale); // three hours, no TTL: held for ever
+        r = read("idempotency_keys:lock:k", "true", 1000, o); // gem 0.1.2-0.1.3: a lock, start unknown
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.blocked && !r.stale && !r.startedMs);
         r = read("idempotency_keys:lock:k", "soon", 1000, o);
         QCOMPARE(r.state, RecordState::Malformed);
+    }
+
+    // A key's shape, or a format that reads every string as its own kind of key, does not beat a
+    // value another library reads as its record: a live lock read as "malformed" or "foreign" could
+    // go in a purge of those.
+    void aValueBeatsAShape()
+    {
+        idem::DecodeOptions o;
+        // an express-idempotency key that looks like a Powertools (Python) hash
+        auto r = read("checkout#5d41402abc4b2a76b9719d911017c592", "{\"request\":{\"url\":\"/o\",\"method\":\"POST\"}}",
+                      86'000'000, o);
+        QCOMPARE(r.format, RecordFormat::ExpressIdempotency);
+        QCOMPARE(r.state, RecordState::Started);
+        // a status record under idempotent-request's prefix
+        r = read("idempotency_keys:order-7",
+                 "{\"status\":\"PROCESSING\",\"lock_expiry\":" + std::to_string(kNow / 1000 + 600) + "}", 600'000, o);
+        QCOMPARE(r.format, RecordFormat::StatusJson);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(!r.stale);
+        // forced: Camel (any string is a message id) and Powertools (any ':lock' key is its mutex)
+        const std::string live = "{\"status\":\"INPROGRESS\",\"expiration\":9999999999,\"in_progress_expiration\":" +
+                                 std::to_string(kNow + 600'000) + "}";
+        o.format = RecordFormat::Camel;
+        r = read("orders-fn#HXoPuS989n9jdP6e7H2ySg==", live, 600'000, o);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(!r.stale);
+        r = read("camel-orders:ID:broker-1:1", "ID:broker-1:1", -1, o); // still Camel's
+        QCOMPARE(r.state, RecordState::Foreign);
+        QCOMPARE(r.format, RecordFormat::Camel);
+        o.format.reset();
+        r = read("camel-orders:ID:broker-1:1", "ID:broker-1:1", -1, o); // a JMS id, colons and all
+        QCOMPARE(r.state, RecordState::Foreign);
+        QCOMPARE(r.format, RecordFormat::Camel);
+        o.format = RecordFormat::Camel;
+        o.format = RecordFormat::Powertools;
+        r = read("order-42:lock", "{\"request\":{\"url\":\"/o\",\"method\":\"POST\"}}", 600'000, o);
+        QCOMPARE(r.format, RecordFormat::ExpressIdempotency);
+        QCOMPARE(r.state, RecordState::Started);
+        r = read("orders-fn#HXoPuS989n9jdP6e7H2ySg==:lock", "true", 10'000, o); // its mutex
+        QCOMPARE(r.state, RecordState::Foreign);
     }
 
     void forcedFormat()

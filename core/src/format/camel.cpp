@@ -21,8 +21,9 @@ std::optional<Record> decode(const Input& x, bool claimed)
     const std::string_view v = in.value;
     if (v.starts_with(std::string_view("\xAC\xED\x00\x05", 4)))
         return foreign(f, "a Java-serialized value, as Camel's default Redis template writes (a message id seen)");
-    const auto colon = in.key.rfind(':');
-    if (colon != std::string::npos && !v.empty() && v == std::string_view(in.key).substr(colon + 1)) {
+    // <repository>:<id>: the id may hold colons itself (JMS ids: "ID:broker-1:...")
+    const std::string_view key = in.key;
+    if (!v.empty() && key.size() > v.size() && key.ends_with(v) && key[key.size() - v.size() - 1] == ':') {
         Record r = foreign(f, "a message id Camel has seen (" + quoted(v) +
                                   "): the route drops it; deleting the key lets it be processed again");
         r.fields = {{"value", in.value}};

@@ -180,15 +180,29 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         got = profileOf(*o.format).decode(x, true);
         // Another library's record is not a broken one of the format the operator named: read as
         // what it is, a live lock of it can never be taken for malformed and purged as such
-        if (!got || got->state == RecordState::Malformed)
+        if (!got || got->state == RecordState::Malformed) {
             if (std::optional<Record> other = otherThan(*o.format))
                 got = std::move(other);
+        } else if (got->state == RecordState::Foreign) {
+            // (Camel takes any string for a message id, Powertools any ':lock' key for its mutex:
+            // one that another library reads as its record is that record)
+            if (std::optional<Record> other = otherThan(*o.format); other && !notARecord(other->state))
+                got = std::move(other);
+        }
         if (got && otherType && got->state == RecordState::Malformed)
             got.reset(); // a list, set, sorted set or stream: a valid key of something else
     } else {
         for (const Profile* p : profiles())
             if (p->ownsKey(in.key, o) && (got = p->decode(x, true)))
                 break;
+        // the key's shape is a hint, not proof: a value the shape's library cannot read, which
+        // another library reads as its lock, is that lock (an express-idempotency key that looks
+        // like a Powertools hash; a status record under 'idempotency_keys:'), never hidden as
+        // malformed or foreign. (Other states stay the shape's library's reading: a Powertools key
+        // holding "FAILED" is a broken Powertools record, which that library fails on.)
+        if (got && (got->state == RecordState::Malformed || got->state == RecordState::Foreign))
+            if (std::optional<Record> other = otherThan(got->format); other && other->state == RecordState::Started)
+                got = std::move(other);
         for (auto it = profiles().begin(); !got && it != profiles().end(); ++it)
             got = (*it)->decode(x, false);
     }

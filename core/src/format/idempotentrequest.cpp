@@ -24,8 +24,10 @@ std::optional<Record> decodeLock(const Input& x)
         return r;
     }
     std::string why;
-    const auto started = timefield::fromText(in.value, timefield::Unit::Seconds, &why);
-    if (!started)
+    // versions 0.1.2 and 0.1.3 of the gem write `true`: a lock whose start is unknown
+    const bool early = in.value == "true";
+    const auto started = early ? std::nullopt : timefield::fromText(in.value, timefield::Unit::Seconds, &why);
+    if (!started && !early)
         return malformed(f, "the lock holds " + why);
     Record r = make(f, RecordState::Started);
     r.startedMs = started;
