@@ -424,6 +424,21 @@ void TestGateway::pipelinedRequestsAnsweredInOrder()
     for (int i = 0; i < 4; ++i)
         QCOMPARE(c.replies[static_cast<std::size_t>(i)].json().value(u"path"_s).toString(), QString::fromLatin1(paths[i]));
     QVERIFY(!c.closed);
+    // unsafe requests one at a time, in order: the slow first one's answer is in before the next
+    // reaches the upstream; safe ones after an unsafe one wait for it too
+    QCOMPARE(up->calls("/p3"), 1);
+    QCOMPARE(up->calls("/slow/100/p4"), 1);
+    Client order(g->port());
+    order.send(request("POST", "/slow/300/o1", "o-1", "{}") + request("DELETE", "/o2", "o-2") +
+               request("POST", "/slow/300/o1", "o-1", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/300/o1") == 1; }, 5000));
+    QTest::qWait(150);
+    QCOMPARE(up->calls("/o2"), 0); // (concurrently, it would be there by now)
+    QVERIFY(order.wait(3));
+    QCOMPARE(up->calls("/o2"), 1);
+    QCOMPARE(up->calls("/slow/300/o1"), 1);
+    QVERIFY(order.replies[2].replayed()); // a pipelined duplicate: the first's answer, not 409
+    QCOMPARE(order.replies[2].body, order.replies[0].body);
     // the connection stays open for more
     c.send(request("POST", "/p3", "p-3", "{}"));
     QVERIFY(c.wait(5));

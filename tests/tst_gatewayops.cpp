@@ -211,6 +211,12 @@ void TestGatewayOps::perRoutePolicies()
     // a longer prefix for POST only: no key needed there, others still under /strict
     QCOMPARE(call(port, request("POST", "/strict/open/1", {}, "{}")).status, 201);
     QCOMPARE(call(port, request("PUT", "/strict/open/1", {}, "{}")).status, 400);
+    // a route's policy cannot be stepped around by another spelling of its path, and the
+    // upstream gets the path the policy was chosen for
+    for (const QByteArray& path : {"/free/../strict/x"_ba, "/%73trict/x"_ba, "//strict//x"_ba, "/strict;v=1/x"_ba})
+        QVERIFY2(call(port, request("POST", path, {}, "{}")).status == 400, path.constData());
+    QCOMPARE(call(port, request("PUT", "/free/../strict/./x", "s-3", "{}")).status, 201);
+    QCOMPARE(up->calls("/strict/x"), 4);
     // nothing protected
     call(port, request("POST", "/free/1", "f-1", "{}"));
     QVERIFY(!call(port, request("POST", "/free/1", "f-1", "{}")).replayed());

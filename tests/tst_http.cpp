@@ -82,6 +82,16 @@ void TestHttp::parsesRequests_data()
         << QStringList{u"/a"_s, u"/b"_s} << QStringList{u""_s, u""_s} << QList<bool>{true, false};
     QTest::newRow("bare LF, empty line before") << "\r\nGET /lf HTTP/1.1\nHost: h\n\n"_ba << QStringList{u"/lf"_s}
                                                 << QStringList{u""_s} << QList<bool>{true};
+    // the path as routes, record ids and the upstream read it (RFC 3986 §6.2.2, §5.2.4)
+    QTest::newRow("absolute form") << "GET http://x:80/a?q=1 HTTP/1.1\r\nHost: h\r\n\r\nGET HTTP://x HTTP/1.1\r\nHost: h\r\n\r\n"_ba
+                                   << QStringList{u"/a"_s, u"/"_s} << QStringList{u""_s, u""_s} << QList<bool>{true, true};
+    QTest::newRow("normalized paths")
+        << "POST /webhooks/../payments HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+           "POST /%70ayments/./x/ HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+           "POST //payments//x/.. HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+           "POST /a%2fb%2A HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"_ba
+        << QStringList{u"/payments"_s, u"/payments/x/"_s, u"/payments/"_s, u"/a%2Fb%2A"_s}
+        << QStringList{u""_s, u""_s, u""_s, u""_s} << QList<bool>{true, true, true, true};
     QTest::newRow("binary body") << QByteArray("POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n\0\xff\r\n", 52)
                                  << QStringList{u"/b"_s} << QStringList{QString::fromLatin1("\0\xff\r\n", 4)}
                                  << QList<bool>{true};
@@ -116,7 +126,14 @@ void TestHttp::refuses_data()
     QTest::newRow("control byte in value") << "GET / HTTP/1.1\r\nHost: h\r\nX: a\x01\r\n\r\n"_ba << 400;
     QTest::newRow("no host") << "GET / HTTP/1.1\r\n\r\n"_ba << 400;
     QTest::newRow("two hosts") << "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"_ba << 400;
-    QTest::newRow("absolute form") << "GET http://x/ HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("fragment") << "GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("above the root") << "GET /a/../../etc HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("above the root, encoded") << "GET /%2e%2e/secret HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("broken escape") << "GET /a%2 HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("query only") << "GET ?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("other scheme") << "GET ftp://x/ HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("host with a space") << "GET / HTTP/1.1\r\nHost: a b\r\n\r\n"_ba << 400;
+    QTest::newRow("connect") << "CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n"_ba << 501;
     QTest::newRow("two lengths") << "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"_ba << 400;
     QTest::newRow("length and chunked") << "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"_ba << 400;
     QTest::newRow("signed length") << "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\nab"_ba << 400;
@@ -392,6 +409,7 @@ void TestHttp::routePrecedence()
     QCOMPARE(of("GET", "/pay/x"), std::string("/pay"));
     QCOMPARE(of("POST", "/pay/refunds/7"), std::string("/pay/refunds")); // longer beats named
     QCOMPARE(of("POST", "/payments/1"), std::string("/payments"));
+    QCOMPARE(of("POST", "/payments;jsessionid=1"), std::string("/payments")); // path parameters end a segment
     QCOMPARE(of("POST", "/paying"), std::string("default")); // "/pay" is a segment, not a string prefix
     QCOMPARE(of("DELETE", "/paying"), std::string("DELETE /"));
     QCOMPARE(of("DELETE", "/pay/refunds"), std::string("/pay/refunds"));

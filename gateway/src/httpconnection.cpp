@@ -85,12 +85,14 @@ void HttpConnection::readSome()
             s.seq = m_nextSeq++;
             s.head = r->method == "HEAD";
             s.keepAlive = r->keepAlive;
+            s.http10 = r->minorVersion == 0;
+            s.safe = s.head || r->method == "GET" || r->method == "OPTIONS" || r->method == "TRACE";
+            s.waiting = std::move(*r);
             m_slots.push_back(std::move(s));
-            // a handler that answers at once re-enters flush(); the slot is there already
-            m_server->m_handler(std::move(*r), Responder(this, m_slots.back().seq, m_socket->peerAddress()));
-            if (m_closing)
-                return;
         }
+        dispatch();
+        if (m_closing)
+            return;
         if (m_parser.failed())
             return refuse(m_parser.error());
         if (m_parser.closed())
@@ -102,6 +104,46 @@ void HttpConnection::readSome()
         else
             m_continueOwed = true;
     }
+}
+
+// Pipelined requests go to the handler in order, and concurrently only while they are all safe
+// (RFC 9112 §9.3.2): an unsafe one waits until every answer ahead of it is ready, and whatever
+// comes after it waits for its answer — a pipelined PATCH never reaches the upstream before the
+// POST ahead of it, and a pipelined duplicate gets the first one's answer replayed.
+void HttpConnection::dispatch()
+{
+    if (m_dispatching) { // a handler that answers at once comes back here through respond()
+        m_dispatchAgain = true;
+        return;
+    }
+    m_dispatching = true;
+    do {
+        m_dispatchAgain = false;
+        bool unansweredAhead = false, unsafeAhead = false;
+        for (std::size_t i = 0; i < m_slots.size() && !m_closing; ++i) {
+            Slot& s = m_slots[i];
+            if (s.waiting) {
+                if (unsafeAhead || (!s.safe && unansweredAhead))
+                    break;
+                Request r = std::move(*s.waiting);
+                s.waiting.reset();
+                const quint64 seq = s.seq;
+                const bool safe = s.safe;
+                // (the handler may answer at once: respond() and flush() may change m_slots)
+                m_server->m_handler(std::move(r), Responder(this, seq, m_socket->peerAddress()));
+                if (m_dispatchAgain || m_closing)
+                    break;
+                unansweredAhead = true; // (answered at once would have set m_dispatchAgain)
+                unsafeAhead = unsafeAhead || !safe;
+                continue;
+            }
+            if (!s.ready) {
+                unansweredAhead = true;
+                unsafeAhead = unsafeAhead || !s.safe;
+            }
+        }
+    } while (m_dispatchAgain && !m_closing);
+    m_dispatching = false;
 }
 
 void HttpConnection::refuse(const ParseError& e)
@@ -127,10 +169,13 @@ void HttpConnection::respond(quint64 seq, Response r)
                                                                             m_server->m_draining));
         s.keepAlive = keepAlive;
         s.bytes = serialize(r, s.head, keepAlive, httpDate());
+        if (keepAlive && s.http10) // HTTP/1.0 closes unless told otherwise (RFC 9112 C.2.2)
+            s.bytes.insert(s.bytes.find("\r\n\r\n") + 2, "Connection: keep-alive\r\n");
         s.ready = true;
         break;
     }
     flush();
+    dispatch();
 }
 
 void HttpConnection::flush()

@@ -7,6 +7,7 @@
 #include <QTimer>
 
 #include <deque>
+#include <optional>
 
 class QTcpSocket;
 
@@ -28,10 +29,14 @@ private:
         quint64 seq = 0;
         bool head = false;
         bool keepAlive = true;
+        bool http10 = false; // an HTTP/1.0 client kept alive is told so
+        bool safe = true;    // GET, HEAD, OPTIONS, TRACE
         bool ready = false;
+        std::optional<Request> waiting; // parsed, not handed to the handler yet
         std::string bytes;
     };
     void readSome();
+    void dispatch(); // hands waiting requests over, as far as the ones ahead of them allow
     void flush();
     void refuse(const ParseError& e);
     void idle();
@@ -46,6 +51,7 @@ private:
     quint64 m_nextSeq = 1;
     bool m_closing = false;     // the last answer is out: no more reading
     bool m_continueOwed = false; // a 100 Continue waits for the answers ahead of it
+    bool m_dispatching = false, m_dispatchAgain = false;
     QTimer m_idle;           // fires once per idle period, not restarted by every byte:
     QElapsedTimer m_active;  // when the connection last did something
 };

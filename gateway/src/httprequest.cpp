@@ -227,6 +227,90 @@ bool RequestParser::step()
     return false;
 }
 
+namespace {
+
+bool unreserved(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+           c == '_' || c == '~';
+}
+
+int hexValue(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+// The path as every reader of it reads it (RFC 3986 §6.2.2): percent-encoded unreserved bytes
+// decoded and other escapes in capitals, runs of '/' made one, "." and ".." segments removed
+// (§5.2.4). So a route's policy cannot be stepped around with "/webhooks/../payments",
+// "/%70ayments" or "//payments", and the record id and the upstream see the same path. Empty when
+// the path climbs above the root or holds a broken escape.
+std::string normalizedPath(std::string_view in, const char** why)
+{
+    std::string decoded;
+    decoded.reserve(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] != '%') {
+            decoded += in[i];
+            continue;
+        }
+        const int hi = i + 2 < in.size() ? hexValue(in[i + 1]) : -1, lo = hi >= 0 ? hexValue(in[i + 2]) : -1;
+        if (lo < 0) {
+            *why = "the request target has a '%' not followed by two hex digits";
+            return {};
+        }
+        const char c = static_cast<char>(hi * 16 + lo);
+        if (unreserved(c)) {
+            decoded += c;
+        } else {
+            static const char* digits = "0123456789ABCDEF";
+            decoded += '%';
+            decoded += digits[hi];
+            decoded += digits[lo];
+        }
+        i += 2;
+    }
+    std::vector<std::string_view> segments;
+    std::string_view rest(decoded);
+    bool trailingSlash = false;
+    while (!rest.empty()) {
+        const auto slash = rest.find('/');
+        const std::string_view s = rest.substr(0, slash);
+        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+        trailingSlash = slash != std::string_view::npos;
+        if (s.empty()) {
+            continue;
+        } else if (s == ".") {
+            trailingSlash = true;
+        } else if (s == "..") {
+            if (segments.empty()) {
+                *why = "the request target climbs above the root (\"..\")";
+                return {};
+            }
+            segments.pop_back();
+            trailingSlash = true;
+        } else {
+            segments.push_back(s);
+            trailingSlash = slash != std::string_view::npos;
+        }
+    }
+    std::string out;
+    out.reserve(decoded.size());
+    for (const std::string_view s : segments)
+        out.append("/").append(s);
+    if (out.empty() || trailingSlash)
+        out += '/';
+    return out;
+}
+
+} // namespace
+
 bool RequestParser::requestLine(std::string_view l)
 {
     m_current = Request();
@@ -248,13 +332,36 @@ bool RequestParser::requestLine(std::string_view l)
         return fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
     if (target.empty() || !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
         return fail(400, "the request target has a character no target has");
-    if (target == "*" ? method != "OPTIONS" : target.front() != '/')
-        return fail(400, "the request target is not a path (origin-form)");
+    if (method == "CONNECT")
+        return fail(501, "CONNECT is not served: this is a reverse proxy, not a tunnel");
+    if (target.find('#') != std::string_view::npos)
+        return fail(400, "the request target holds a fragment ('#'), which is never sent");
+    std::string_view origin = target;
+    // absolute-form (RFC 9112 §3.2.2, which a server must accept): its path and query
+    for (const std::string_view scheme : {std::string_view("http://"), std::string_view("https://")})
+        if (origin.size() > scheme.size() && equalsIgnoreCase(origin.substr(0, scheme.size()), scheme)) {
+            const auto slash = origin.find('/', scheme.size()), query = origin.find('?', scheme.size());
+            // (no path: "/", with the query if there is one)
+            origin = slash < query ? origin.substr(slash)
+                                   : query == std::string_view::npos ? std::string_view("/") : origin.substr(query);
+            break;
+        }
+    if (origin == "*" ? method != "OPTIONS" : origin.front() != '/' && (origin == target || origin.front() != '?'))
+        return fail(400, "the request target is not a path (origin-form) or an http URL (absolute-form)");
     m_current.method = method;
-    m_current.target = target;
-    const auto q = target.find('?');
-    m_current.path = target.substr(0, q);
-    m_current.query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+    if (origin == "*") {
+        m_current.target = m_current.path = "*";
+    } else {
+        const auto q = origin.find('?');
+        const char* why = nullptr;
+        m_current.path = normalizedPath(origin.substr(0, q), &why);
+        if (m_current.path.empty())
+            return fail(400, why);
+        m_current.query = q == std::string_view::npos ? std::string_view() : origin.substr(q + 1);
+        m_current.target = m_current.path;
+        if (q != std::string_view::npos)
+            m_current.target.append("?").append(m_current.query);
+    }
     m_current.minorVersion = version[7] == '0' ? 0 : 1; // 1.2 and later are read as 1.1
     m_state = State::Headers;
     return true;
@@ -285,6 +392,12 @@ bool RequestParser::headersDone()
     const std::size_t hosts = r.headerCount("Host");
     if (hosts > 1 || (hosts == 0 && r.minorVersion == 1))
         return fail(400, "an HTTP/1.1 request needs exactly one Host header");
+    // host [":" port]: a name, an IPv4 or a bracketed IPv6 address (RFC 9112 §3.2: else 400)
+    if (const std::string* host = r.header("Host"))
+        if (!std::all_of(host->begin(), host->end(), [](char c) {
+                return unreserved(c) || std::string_view("!$&'()*+,;=:[]%").find(c) != std::string_view::npos;
+            }))
+            return fail(400, "the Host header is not a host name, an address or a port");
     const auto connection = listOf(r, "Connection");
     const auto has = [&](std::string_view t) {
         return std::any_of(connection.begin(), connection.end(), [&](std::string_view c) { return equalsIgnoreCase(c, t); });

@@ -181,7 +181,7 @@ bool RoutePolicy::matches(std::string_view method, std::string_view path) const 
     if (prefix == "/")
         return true;
     return path.substr(0, prefix.size()) == prefix &&
-           (path.size() == prefix.size() || path[prefix.size()] == '/');
+           (path.size() == prefix.size() || path[prefix.size()] == '/' || path[prefix.size()] == ';'); // (;params)
 }
 
 std::vector<std::string> defaultStored(bool store5xx) {

@@ -299,7 +299,9 @@ void Upstream::forward(const http::Request& r, const QByteArray& clientAddress, 
 {
     QByteArray out;
     out.reserve(static_cast<qsizetype>(512 + r.target.size() + r.body.size()));
-    out += bytes(r.method) + ' ' + m_basePath + bytes(r.target) + " HTTP/1.1\r\nHost: " + m_hostHeader + "\r\n";
+    // (OPTIONS * asks about the server, not about a path under the base)
+    out += bytes(r.method) + ' ' + (r.target == "*" ? QByteArray() : m_basePath) + bytes(r.target) + " HTTP/1.1\r\nHost: " +
+           m_hostHeader + "\r\n";
     // headers of one name go as one, comma-joined (Cookie with "; "), in the order they came
     const auto hop = connectionTokens(r.headers);
     // (a few headers: a linear search, no map and no lowered copies of every name)

@@ -23,8 +23,9 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 
 struct Request {
     std::string method;
-    std::string target;       // as sent: origin-form ("/path?query") or "*" (OPTIONS)
-    std::string path;         // the target before '?'
+    std::string target;       // origin-form "/path?query" (from an absolute-form one too) or "*" (OPTIONS)
+    std::string path;         // before '?', normalized: escapes of unreserved bytes decoded, "//",
+                              // "." and ".." segments gone (what routes, record ids and the upstream see)
     std::string query;        // after '?', without it
     int minorVersion = 1;     // HTTP/1.<minor>
     std::vector<Header> headers; // in order; trailers of a chunked body are not kept
