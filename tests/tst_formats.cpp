@@ -188,6 +188,12 @@ private slots:
         r = read(ts, "not json");
         QCOMPARE(r.state, RecordState::Malformed);
         QCOMPARE(r.format, RecordFormat::Powertools);
+        // attributes renamed (statusAttr: 'state', ...): its lock, deadline unknown, never stale
+        r = read(ts, "{\"state\":\"INPROGRESS\",\"expires_at\":1795431481,\"lock_until\":1795431000000}");
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.blocked && !r.stale);
+        r = read(ts, "{\"state\":\"COMPLETED\",\"expires_at\":1795431481}"); // not a lock: not guessed
+        QCOMPARE(r.state, RecordState::Malformed);
         r = read(ts + ":lock", "true");
         QCOMPARE(r.state, RecordState::Foreign);
         QCOMPARE(r.format, RecordFormat::Powertools);

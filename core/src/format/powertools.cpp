@@ -92,6 +92,18 @@ std::optional<Record> decodeAs(RecordFormat f, const Input& x, bool claimed)
         r.reason = j.has("status") || !j.cut ? "no string 'status'" : "its status lies beyond what was read";
         if (j.cut && !j.has("status"))
             r.state = RecordState::Unknown;
+        // Powertools lets its attributes be renamed (statusAttr, expiryAttr, inProgressExpiryAttr;
+        // status_attr, ... in Python): a member holding INPROGRESS is its lock under another name,
+        // whose deadline idem cannot tell from the other numbers — a live lock, never stale
+        for (const json::Member& m : j.members)
+            if (m.kind == json::Kind::String && m.key != "status" && m.text == "INPROGRESS") {
+                r.state = RecordState::Started;
+                r.rawStatus = m.text;
+                r.reason = "INPROGRESS in '" + m.key + "' (attributes renamed): a live lock whose deadline idem " +
+                           "cannot tell, blocked until the key's TTL";
+                settleStarted(r, x.o);
+                break;
+            }
         return r;
     }
     r.rawStatus = *status;
