@@ -94,7 +94,15 @@ std::optional<Record> decodeAs(RecordFormat f, const Input& x, bool claimed)
             r.state = RecordState::Unknown;
         // Powertools lets its attributes be renamed (statusAttr, expiryAttr, inProgressExpiryAttr;
         // status_attr, ... in Python): a member holding INPROGRESS is its lock under another name,
-        // whose deadline idem cannot tell from the other numbers — a live lock, never stale
+        // whose deadline idem cannot tell from the other numbers — a live lock, never stale (unless
+        // a member under the default names is no time at all: broken, as any record of it)
+        std::string bad;
+        timeMember(j, "expiration", timefield::Unit::Seconds, &bad);
+        timeMember(j, "in_progress_expiration", timefield::Unit::Millis, &bad);
+        if (!bad.empty()) {
+            r.reason = bad;
+            return r;
+        }
         for (const json::Member& m : j.members)
             if (m.kind == json::Kind::String && m.key != "status" && m.text == "INPROGRESS") {
                 r.state = RecordState::Started;
