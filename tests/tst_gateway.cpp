@@ -42,6 +42,7 @@ private slots:
     void malformedRequestsAre400();
     void requireKeyAndPassThrough();
     void hopByHopHeadersStayBehind();
+    void targetsAndVersions();
     void idleConnectionsClose();
     void idleUpstreamConnectionsDropQuietly();
 };
@@ -547,6 +548,29 @@ void TestGateway::hopByHopHeadersStayBehind()
     QCOMPARE(*seen.header("X-Forwarded-For"), std::string("127.0.0.1"));
     QCOMPARE(*seen.header("X-Forwarded-Host"), std::string("gateway.test"));
     QVERIFY(std::stoll(*seen.header("Idempotency-Fence")) > 0);
+}
+
+// Targets as the upstream gets them, under a base path; HTTP/1.0 kept alive is told so
+void TestGateway::targetsAndVersions()
+{
+    auto g = start([&](gateway::GatewayOptions& o) { o.upstream = QUrl(up->url().toString() + u"/api"_s); });
+    QVERIFY(g);
+    QCOMPARE(call(g->port(), request("POST", "/x/../orders/./1", "t-1", "{}")).status, 201);
+    QCOMPARE(up->calls("/api/orders/1"), 1);
+    QCOMPARE(call(g->port(), "POST http://gateway.test/orders/2?a=1 HTTP/1.1\r\nHost: gateway.test\r\n"
+                             "Idempotency-Key: t-2\r\nContent-Length: 2\r\n\r\n{}").status, 201);
+    QCOMPARE(up->calls("/api/orders/2"), 1);
+    QCOMPARE(up->last("/api/orders/2").query, std::string("a=1"));
+    call(g->port(), "OPTIONS * HTTP/1.1\r\nHost: gateway.test\r\n\r\n"); // the server's, not under /api
+    QCOMPARE(up->calls("*"), 1);
+    Client c(g->port());
+    c.send("GET /v HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    QVERIFY(c.wait(1));
+    QCOMPARE(c.replies[0].header("Connection"), "keep-alive"_ba);
+    c.send("GET /v HTTP/1.0\r\n\r\n");
+    QVERIFY(c.wait(2));
+    QCOMPARE(c.replies[1].header("Connection"), "close"_ba);
+    QCOMPARE(up->calls("/api/v"), 2);
 }
 
 void TestGateway::idleConnectionsClose()

@@ -62,6 +62,11 @@ private slots:
         QVERIFY(fp(R"({"amount":100000000000000000001})") != fp(R"({"amount":100000000000000000000})"));
         QVERIFY(fp(R"({"amount":0.1})") != fp(R"({"amount":0.1000000000000000055511151231257827})"));
         QVERIFY(fp(R"([1e400])") != fp(R"([2e400])"));
+        QVERIFY(fp(R"([0.1e-9223372036854775808])") != fp(R"([0.2e-9223372036854775808])")); // (no overflow)
+        QVERIFY(fp(R"([1e-99999999999999999999])") != fp(R"([0.0])"));
+        // nested deeper than the JSON library's recursion can take: its bytes, no crash
+        const std::string deep = std::string(40'000, '[') + std::string(40'000, ']');
+        QCOMPARE(idem::fingerprint(deep), "sha256:" + idem::toHex(idem::sha256(deep)));
         // the same numbers written otherwise still agree, floats included
         QCOMPARE(fp(R"({"amount": 12.5, "fx": 0.1})"), fp(R"({"fx":0.10,"amount":1.25e1})"));
         QCOMPARE(fp(R"([100.0])"), fp(R"([1e2])"));

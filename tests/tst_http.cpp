@@ -90,7 +90,7 @@ void TestHttp::parsesRequests_data()
            "POST /%70ayments/./x/ HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
            "POST //payments//x/.. HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
            "POST /a%2fb%2A HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"_ba
-        << QStringList{u"/payments"_s, u"/payments/x/"_s, u"/payments/"_s, u"/a%2Fb%2A"_s}
+        << QStringList{u"/payments"_s, u"/payments/x/"_s, u"//payments//"_s, u"/a%2Fb%2A"_s}
         << QStringList{u""_s, u""_s, u""_s, u""_s} << QList<bool>{true, true, true, true};
     QTest::newRow("binary body") << QByteArray("POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n\0\xff\r\n", 52)
                                  << QStringList{u"/b"_s} << QStringList{QString::fromLatin1("\0\xff\r\n", 4)}
@@ -130,6 +130,10 @@ void TestHttp::refuses_data()
     QTest::newRow("above the root") << "GET /a/../../etc HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
     QTest::newRow("above the root, encoded") << "GET /%2e%2e/secret HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
     QTest::newRow("broken escape") << "GET /a%2 HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    // dot segments as some servers read them: with ;params, behind an encoded slash, a backslash
+    QTest::newRow("dot segment with params") << "GET /free/..;/strict HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("dot segment, encoded slash") << "GET /free%2F..%2Fstrict HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
+    QTest::newRow("backslash") << "GET /free\\..\\strict HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
     QTest::newRow("query only") << "GET ?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
     QTest::newRow("other scheme") << "GET ftp://x/ HTTP/1.1\r\nHost: h\r\n\r\n"_ba << 400;
     QTest::newRow("host with a space") << "GET / HTTP/1.1\r\nHost: a b\r\n\r\n"_ba << 400;
@@ -280,6 +284,12 @@ void TestHttp::fingerprintIgnoresQueryOrder()
     b.query = "x=0&amount=1&amount=1000";
     a.query = "amount=1&x=0&amount=1000";
     QCOMPARE(gateway::requestFingerprint(a), gateway::requestFingerprint(b));
+    a.query = "amount=1&%61mount=1000"; // one name, two spellings
+    b.query = "%61mount=1000&amount=1";
+    QVERIFY(gateway::requestFingerprint(a) != gateway::requestFingerprint(b));
+    a.query = "first+name=a&first%20name=b";
+    b.query = "first%20name=b&first+name=a";
+    QVERIFY(gateway::requestFingerprint(a) != gateway::requestFingerprint(b));
     QCOMPARE(gateway::canonicalQuery("ab=3&flag&a=2&a-b=1"), std::string("a-b=1&a=2&ab=3&flag")); // as before for distinct names
 }
 
@@ -410,10 +420,18 @@ void TestHttp::routePrecedence()
     QCOMPARE(of("POST", "/pay/refunds/7"), std::string("/pay/refunds")); // longer beats named
     QCOMPARE(of("POST", "/payments/1"), std::string("/payments"));
     QCOMPARE(of("POST", "/payments;jsessionid=1"), std::string("/payments")); // path parameters end a segment
+    QCOMPARE(of("POST", "/pay;v=1/refunds/7"), std::string("/pay/refunds"));   // ... and are dropped, as servers route
+    QCOMPARE(of("POST", "//pay//refunds"), std::string("/pay/refunds"));
     QCOMPARE(of("POST", "/paying"), std::string("default")); // "/pay" is a segment, not a string prefix
     QCOMPARE(of("DELETE", "/paying"), std::string("DELETE /"));
     QCOMPARE(of("DELETE", "/pay/refunds"), std::string("/pay/refunds"));
     QCOMPARE(of("GET", "/"), std::string("default"));
+    // prefixes are read as paths are
+    p.routes = routes(R"({"routes":[{"route":"/%7Euser"},{"route":"/v1//orders/"}]})", &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(of("POST", "/~user/x"), std::string("/%7Euser"));
+    QCOMPARE(of("POST", "/v1/orders/1"), std::string("/v1//orders/"));
+    QVERIFY(routes(R"({"routes":[{"route":"/a/../../b"}]})", &error).empty() && error.contains(u"root"_s));
 }
 
 void TestHttp::routesFileReadsFields()

@@ -246,15 +246,22 @@ int hexValue(char c)
     return -1;
 }
 
-// The path as every reader of it reads it (RFC 3986 §6.2.2): percent-encoded unreserved bytes
-// decoded and other escapes in capitals, runs of '/' made one, "." and ".." segments removed
-// (§5.2.4). So a route's policy cannot be stepped around with "/webhooks/../payments",
-// "/%70ayments" or "//payments", and the record id and the upstream see the same path. Empty when
-// the path climbs above the root or holds a broken escape.
+} // namespace
+
+// The path as RFC 3986 reads it (§6.2.2, §5.2.4): percent-encoded unreserved bytes decoded and
+// other escapes in capitals, "." and ".." segments removed. So a route's policy cannot be stepped
+// around with "/webhooks/../payments" or "/%70ayments", and the record id and the upstream see the
+// same path. Spellings that some upstreams read as a dot segment and RFC 3986 does not ("..;x",
+// "%2F..%2F", a backslash) are refused rather than guessed. Empty (with *why) when refused.
 std::string normalizedPath(std::string_view in, const char** why)
 {
+    if (in.find('\\') != std::string_view::npos) {
+        *why = "the request target has a backslash, which no URI path has";
+        return {};
+    }
     std::string decoded;
     decoded.reserve(in.size());
+    bool encodedSlash = false;
     for (std::size_t i = 0; i < in.size(); ++i) {
         if (in[i] != '%') {
             decoded += in[i];
@@ -273,35 +280,58 @@ std::string normalizedPath(std::string_view in, const char** why)
             decoded += '%';
             decoded += digits[hi];
             decoded += digits[lo];
+            encodedSlash = encodedSlash || c == '/' || c == '\\';
         }
         i += 2;
     }
+    // a segment that is a dot segment to a reader that drops ";params" or decodes "%2F"
+    const auto dotLike = [](std::string_view s) {
+        s = s.substr(0, s.find(';'));
+        return s == "." || s == "..";
+    };
+    const auto segmentsOf = [](std::string_view p, auto&& each) {
+        for (std::size_t from = 1; from <= p.size();) { // (after the leading '/')
+            const auto slash = std::min(p.find('/', from), p.size());
+            each(p.substr(from, slash - from), slash == p.size());
+            from = slash + 1;
+        }
+    };
+    bool refused = false;
+    segmentsOf(decoded, [&](std::string_view s, bool) {
+        refused = refused || (s.find(';') != std::string_view::npos && dotLike(s));
+    });
+    if (encodedSlash) {
+        std::string loose = decoded;
+        for (const char* e : {"%2F", "%5C"})
+            for (std::size_t at; (at = loose.find(e)) != std::string::npos;)
+                loose.replace(at, 3, "/");
+        segmentsOf(loose, [&](std::string_view s, bool) { refused = refused || dotLike(s); });
+    }
+    if (refused) {
+        *why = "the request target has a dot segment spelled with ';' or an encoded slash";
+        return {};
+    }
     std::vector<std::string_view> segments;
-    std::string_view rest(decoded);
-    bool trailingSlash = false;
-    while (!rest.empty()) {
-        const auto slash = rest.find('/');
-        const std::string_view s = rest.substr(0, slash);
-        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-        trailingSlash = slash != std::string_view::npos;
-        if (s.empty()) {
-            continue;
-        } else if (s == ".") {
-            trailingSlash = true;
+    bool trailingSlash = false, above = false;
+    segmentsOf(decoded, [&](std::string_view s, bool last) {
+        trailingSlash = false;
+        if (s == ".") {
+            trailingSlash = last;
         } else if (s == "..") {
-            if (segments.empty()) {
-                *why = "the request target climbs above the root (\"..\")";
-                return {};
-            }
-            segments.pop_back();
-            trailingSlash = true;
+            above = above || segments.empty();
+            if (!segments.empty())
+                segments.pop_back();
+            trailingSlash = last;
         } else {
             segments.push_back(s);
-            trailingSlash = slash != std::string_view::npos;
         }
+    });
+    if (above) {
+        *why = "the request target climbs above the root (\"..\")";
+        return {};
     }
     std::string out;
-    out.reserve(decoded.size());
+    out.reserve(decoded.size() + 1);
     for (const std::string_view s : segments)
         out.append("/").append(s);
     if (out.empty() || trailingSlash)
@@ -309,7 +339,25 @@ std::string normalizedPath(std::string_view in, const char** why)
     return out;
 }
 
-} // namespace
+std::string routePath(std::string_view path)
+{
+    if (path.find("//") == std::string_view::npos && path.find(';') == std::string_view::npos)
+        return std::string(path);
+    std::string out;
+    out.reserve(path.size());
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (path[i] == ';') { // to the end of the segment
+            while (i + 1 < path.size() && path[i + 1] != '/')
+                ++i;
+            continue;
+        }
+        if (path[i] == '/' && !out.empty() && out.back() == '/')
+            continue;
+        out += path[i];
+    }
+    return out;
+}
+
 
 bool RequestParser::requestLine(std::string_view l)
 {

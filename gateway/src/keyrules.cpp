@@ -117,6 +117,28 @@ std::string recordId(const http::Request& r, const KeyScope& scope, std::string_
     return id;
 }
 
+namespace {
+// A query parameter's name as the upstream decodes it ('+' a space, %XX a byte)
+std::string decodedName(std::string_view p)
+{
+    const std::string_view name = p.substr(0, p.find('='));
+    std::string out;
+    out.reserve(name.size() + 1);
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const auto hex = [](char c) {
+            return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        };
+        if (name[i] == '%' && i + 2 < name.size() && hex(name[i + 1]) >= 0 && hex(name[i + 2]) >= 0) {
+            out += static_cast<char>(hex(name[i + 1]) * 16 + hex(name[i + 2]));
+            i += 2;
+        } else {
+            out += name[i] == '+' ? ' ' : name[i];
+        }
+    }
+    return out + '='; // ("name=" as the key keeps the order of earlier versions for distinct names)
+}
+} // namespace
+
 std::string canonicalQuery(std::string_view query)
 {
     std::vector<std::string_view> params;
@@ -127,20 +149,16 @@ std::string canonicalQuery(std::string_view query)
             params.push_back(p);
         query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     }
-    // by name only, stably: the values of a name repeated (a=1&a=1000) keep their order, which
-    // the upstream may read as a list or take the first or last of; "name=" as the sort key keeps
-    // the order of earlier versions for distinct names
-    const auto name = [](std::string_view p) { return p.substr(0, p.find('=')); };
-    std::stable_sort(params.begin(), params.end(), [&](std::string_view a, std::string_view b) {
-        const std::string_view na = name(a), nb = name(b);
-        if (na == nb)
-            return false;
-        const std::size_t n = std::min(na.size(), nb.size());
-        if (const int c = na.substr(0, n).compare(nb.substr(0, n)); c != 0)
-            return c < 0;
-        // one name is the other's prefix: the shorter one's '=' against the longer one's next byte
-        return na.size() < nb.size() ? '=' < nb[n] : na[n] < '=';
-    });
+    // by name only, as the upstream decodes it, stably: the values of a name repeated (a=1&a=1000,
+    // or a=1&%61=1000) keep their order, which the upstream may read as a list or take the first
+    // or last of
+    std::vector<std::pair<std::string, std::string_view>> named;
+    named.reserve(params.size());
+    for (const std::string_view p : params)
+        named.emplace_back(decodedName(p), p);
+    std::stable_sort(named.begin(), named.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < named.size(); ++i)
+        params[i] = named[i].second;
     std::string out;
     for (const auto p : params)
         out.append(out.empty() ? "" : "&").append(p);

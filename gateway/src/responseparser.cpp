@@ -234,7 +234,9 @@ bool ResponseParser::headersDone()
     }
     if (m_head || r.status == 204 || r.status == 304) {
         // no body, whatever the headers say; if they announce one, bytes may follow that no request
-        // asked for: the connection is not used again (a HEAD answer's length is a GET's, legitimately)
+        // asked for (an upstream that sends a body to HEAD): the connection is not used again.
+        // That includes most HEAD answers (their length is a GET's, legitimately): a new
+        // connection for the next request is cheap, an answer read as another request's is not.
         if (codings > 0 || (lengthGiven && n != 0) || lengthBad)
             m_keepAlive = false;
         m_state = State::Done;

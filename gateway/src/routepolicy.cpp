@@ -78,7 +78,11 @@ RoutePolicy readRoute(const QJsonObject& o, const RoutePolicy& defaults) {
         throw Bad{u"route"_s,
                   u"must be \"[METHOD[,METHOD...]] /path-prefix\", not '"_s + route + u"'"_s};
     r.on = space < 0 ? std::set<std::string>{} : methodList(route.left(space), u"route"_s);
-    r.prefix = prefix.toStdString();
+    // read as request paths are, or it would never match one ("/%7Euser" is "/~user")
+    const char* why = nullptr;
+    r.prefix = http::routePath(http::normalizedPath(prefix.toStdString(), &why));
+    if (r.prefix.empty())
+        throw Bad{u"route"_s, QString::fromUtf8(why) + u": '"_s + route + u"'"_s};
     while (r.prefix.size() > 1 && r.prefix.back() == '/')
         r.prefix.pop_back();
 
@@ -195,7 +199,9 @@ std::vector<std::string> defaultReplayed() {
     return {kReplayedHeaders.begin(), kReplayedHeaders.end()};
 }
 
-const RoutePolicy& Policy::of(std::string_view method, std::string_view path) const {
+const RoutePolicy& Policy::of(std::string_view method, std::string_view requestPath) const {
+    // as many servers route it: "//" as "/", ";params" dropped ("/pay;v=1/refunds" is /pay/refunds)
+    const std::string path = http::routePath(requestPath);
     const RoutePolicy* best = &defaults;
     bool bestNamed = false;
     std::size_t bestLength = 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -76,7 +77,7 @@ public:
         if (m_parser.done() || m_parser.failed())
             return end();
         if (m_parser.readsUntilClose() && m_watch < 0 && !m_up->m_tls && m_socket->socketDescriptor() >= 0)
-            m_watch = ::dup(static_cast<int>(m_socket->socketDescriptor()));
+            m_watch = ::fcntl(static_cast<int>(m_socket->socketDescriptor()), F_DUPFD_CLOEXEC, 0);
     }
 
     void closed()

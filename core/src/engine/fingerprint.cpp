@@ -49,7 +49,12 @@ Decimal decimalOf(std::string_view text)
         const char* from = text.data() + i + 1;
         if (from < text.data() + text.size() && *from == '+')
             ++from;
-        std::from_chars(from, text.data() + text.size(), exponent); // past long: caught below
+        const auto [end, ec] = std::from_chars(from, text.data() + text.size(), exponent);
+        // an exponent no double comes near (its own is within ±400): no decimal a double says
+        if (ec != std::errc() || end != text.data() + text.size() || exponent > 100'000 || exponent < -100'000) {
+            d.digits = "x";
+            return d;
+        }
     }
     while (!d.digits.empty() && d.digits.back() == '0') {
         d.digits.pop_back();
@@ -87,7 +92,7 @@ public:
     bool start_object(std::size_t) override
     {
         names.emplace_back();
-        return true;
+        return deeper();
     }
     bool key(string_t& name) override
     {
@@ -98,10 +103,15 @@ public:
     bool end_object() override
     {
         names.pop_back();
+        --depth;
         return true;
     }
-    bool start_array(std::size_t) override { return true; }
-    bool end_array() override { return true; }
+    bool start_array(std::size_t) override { return deeper(); }
+    bool end_array() override
+    {
+        --depth;
+        return true;
+    }
     bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override
     {
         return faithful = false;
@@ -110,7 +120,17 @@ public:
     bool faithful = true;
 
 private:
+    // the JSON library builds and writes a tree by recursion: a document nested deeper than this
+    // (a body of 40 000 '[') would overflow the stack; it is fingerprinted by its bytes
+    bool deeper()
+    {
+        if (++depth > 512)
+            faithful = false;
+        return faithful;
+    }
+
     std::vector<std::set<std::string>> names;
+    int depth = 0;
 };
 
 } // namespace

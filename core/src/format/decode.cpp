@@ -185,8 +185,8 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
                 got = std::move(other);
         } else if (got->state == RecordState::Foreign) {
             // (Camel takes any string for a message id, Powertools any ':lock' key for its mutex:
-            // one that another library reads as its record is that record)
-            if (std::optional<Record> other = otherThan(*o.format); other && !notARecord(other->state))
+            // one that another library reads as its lock is that lock; other readings are guesses)
+            if (std::optional<Record> other = otherThan(*o.format); other && other->state == RecordState::Started)
                 got = std::move(other);
         }
         if (got && otherType && got->state == RecordState::Malformed)

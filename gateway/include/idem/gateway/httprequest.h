@@ -21,6 +21,15 @@ struct Header {
 // Case-insensitive ASCII comparison (header names, tokens).
 bool equalsIgnoreCase(std::string_view a, std::string_view b);
 
+// A request path ("/..."), read as RFC 3986 reads it: escapes of unreserved bytes decoded, other
+// escapes in capitals, "." and ".." segments removed. Empty, with *why set, for a path that climbs
+// above the root, holds a broken escape or a backslash, or spells a dot segment another way
+// ("..;x", "%2F..%2F"), which some servers read as one.
+std::string normalizedPath(std::string_view path, const char** why);
+// What a route prefix is matched against: a normalized path with runs of '/' made one and
+// ";params" dropped from each segment, as many servers route it.
+std::string routePath(std::string_view normalizedPath);
+
 struct Request {
     std::string method;
     std::string target;       // origin-form "/path?query" (from an absolute-form one too) or "*" (OPTIONS)
