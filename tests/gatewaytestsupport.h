@@ -39,6 +39,7 @@ class TestUpstream : public QObject {
 public:
     TestUpstream()
     {
+        m_server.setListenBacklogSize(256); // (Qt's 50 would hold back a gateway's 64 connections)
         QVERIFY(m_server.listen(QHostAddress::LocalHost, 0));
         connect(&m_server, &QTcpServer::newConnection, this, [this] {
             while (QTcpSocket* s = m_server.nextPendingConnection()) {

@@ -440,6 +440,23 @@ void TestGateway::pipelinedRequestsAnsweredInOrder()
     QCOMPARE(up->calls("/slow/300/o1"), 1);
     QVERIFY(order.replies[2].replayed()); // a pipelined duplicate: the first's answer, not 409
     QCOMPARE(order.replies[2].body, order.replies[0].body);
+    // at most 64 of a connection's requests in the works at once, even when one read brings more
+    Client many(g->port());
+    QByteArray hundred;
+    for (int i = 0; i < 100; ++i)
+        hundred += request("GET", "/slow/400/m" + QByteArray::number(i));
+    many.send(hundred);
+    const auto reached = [&] {
+        int n = 0;
+        for (int i = 0; i < 100; ++i)
+            n += up->calls("/slow/400/m" + std::to_string(i));
+        return n;
+    };
+    QVERIFY2(QTest::qWaitFor([&] { return reached() == 64; }, 5000), std::to_string(reached()).c_str());
+    QTest::qWait(150);
+    QCOMPARE(reached(), 64);
+    QVERIFY(many.wait(100, 10000));
+    QCOMPARE(reached(), 100);
     // the connection stays open for more
     c.send(request("POST", "/p3", "p-3", "{}"));
     QVERIFY(c.wait(5));

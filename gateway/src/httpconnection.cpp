@@ -120,10 +120,11 @@ void HttpConnection::dispatch()
     do {
         m_dispatchAgain = false;
         bool unansweredAhead = false, unsafeAhead = false;
+        std::size_t inFlight = 0; // (one read of small requests may bring more than the bound)
         for (std::size_t i = 0; i < m_slots.size() && !m_closing; ++i) {
             Slot& s = m_slots[i];
             if (s.waiting) {
-                if (unsafeAhead || (!s.safe && unansweredAhead))
+                if (unsafeAhead || (!s.safe && unansweredAhead) || inFlight >= m_server->m_options.maxPipelined)
                     break;
                 Request r = std::move(*s.waiting);
                 s.waiting.reset();
@@ -135,11 +136,13 @@ void HttpConnection::dispatch()
                     break;
                 unansweredAhead = true; // (answered at once would have set m_dispatchAgain)
                 unsafeAhead = unsafeAhead || !safe;
+                ++inFlight;
                 continue;
             }
             if (!s.ready) {
                 unansweredAhead = true;
                 unsafeAhead = unsafeAhead || !s.safe;
+                ++inFlight;
             }
         }
     } while (m_dispatchAgain && !m_closing);
