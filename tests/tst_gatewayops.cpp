@@ -488,54 +488,64 @@ void TestGatewayOps::drainTimesOut()
 // that runs out of time.
 void TestGatewayOps::sigtermDrainsTheBinary()
 {
+    // the binary on the shared Redis with one request under way at `path` (the upstream has it)
+    const auto underWay = [&](QProcess& proc, const QStringList& args, const QByteArray& path,
+                              std::unique_ptr<Client>& client) {
+        startBinary(proc, QStringList{u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl())} + args);
+        const quint16 port = listeningPort(proc);
+        if (port == 0)
+            return false;
+        client = std::make_unique<Client>(port);
+        if (!path.isEmpty())
+            client->send(request("POST", path, "k-" + path, "{}"));
+        return path.isEmpty() || QTest::qWaitFor([&] { return up->calls(path.toStdString()) == 1; }, 10000);
+    };
+    const auto ended = [](QProcess& proc, int ms) {
+        return (proc.state() == QProcess::NotRunning || proc.waitForFinished(ms)) && // (false if it ended already)
+               proc.exitStatus() == QProcess::NormalExit;
+    };
+
+    QProcess idle;
+    std::unique_ptr<Client> none;
+    QVERIFY(underWay(idle, {}, {}, none));
+    idle.terminate(); // SIGTERM with nothing asked: out at once
+    QVERIFY(ended(idle, 5000));
+    QCOMPARE(idle.exitCode(), 0);
+    QVERIFY(idle.readAllStandardOutput().contains("draining: no new connections; nothing under way\n"));
+
     QProcess p;
-    startBinary(p, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl()), u"--namespace"_s,
-                    QString::fromStdString(idemtest::uniqueNamespace("gwterm"))});
-    const quint16 port = listeningPort(p);
-    QVERIFY(port != 0);
-    Client busy(port);
-    busy.send(request("POST", "/slow/1500/term", "term-1", "{}"));
-    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/1500/term") == 1; }, 10000));
-    p.terminate(); // SIGTERM
-    QVERIFY(busy.wait(1));
-    QCOMPARE(busy.replies[0].status, 201);
-    QVERIFY(p.state() == QProcess::NotRunning || p.waitForFinished(10000)); // (false if it ended already)
-    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    std::unique_ptr<Client> busy;
+    QVERIFY(underWay(p, {u"--namespace"_s, QString::fromStdString(idemtest::uniqueNamespace("gwterm"))},
+                     "/slow/1500/term", busy));
+    p.terminate(); // SIGTERM mid-request: answered, then out
+    QVERIFY(busy->wait(1));
+    QCOMPARE(busy->replies[0].status, 201);
+    QVERIFY(ended(p, 10000));
     QCOMPARE(p.exitCode(), 0);
     QVERIFY(p.readAllStandardOutput().contains("draining: no new connections; 1 request under way ends within 20s"));
 
     QProcess q;
-    startBinary(q, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl())});
-    const quint16 qport = listeningPort(q);
-    QVERIFY(qport != 0);
-    Client stuck(qport);
-    stuck.send(request("POST", "/slow/8000/term2", "term-2", "{}"));
-    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/8000/term2") == 1; }, 10000));
+    std::unique_ptr<Client> stuck;
+    QVERIFY(underWay(q, {}, "/slow/8000/term2", stuck));
     q.terminate();
     QVERIFY(QTest::qWaitFor([&] { return q.readAllStandardOutput().contains("draining"); }, 5000));
     q.terminate(); // the second: now
-    QVERIFY(q.state() == QProcess::NotRunning || q.waitForFinished(3000));
-    QCOMPARE(q.exitStatus(), QProcess::NormalExit);
+    QVERIFY(ended(q, 3000));
     QCOMPARE(q.exitCode(), 1);
     const QByteArray said = q.readAllStandardError();
     QVERIFY2(said.contains("stopped by a second signal: 1 request cut off"), said.constData());
-    QVERIFY(stuck.replies.empty());
+    QVERIFY(stuck->replies.empty());
 
     // the drain's timeout: the same words and exit 1
     QProcess t;
-    startBinary(t, {u"--url"_s, QString::fromStdString(idemtest::sharedRedisUrl()), u"--drain-timeout"_s, u"300ms"_s});
-    const quint16 tport = listeningPort(t);
-    QVERIFY(tport != 0);
-    Client slow(tport);
-    slow.send(request("POST", "/slow/8000/term3", "term-3", "{}"));
-    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/8000/term3") == 1; }, 10000));
+    std::unique_ptr<Client> slow;
+    QVERIFY(underWay(t, {u"--drain-timeout"_s, u"300ms"_s}, "/slow/8000/term3", slow));
     t.terminate();
-    QVERIFY(t.state() == QProcess::NotRunning || t.waitForFinished(5000));
-    QCOMPARE(t.exitStatus(), QProcess::NormalExit);
+    QVERIFY(ended(t, 5000));
     QCOMPARE(t.exitCode(), 1);
     const QByteArray timedOut = t.readAllStandardError();
     QVERIFY2(timedOut.contains("the drain timed out after 300ms: 1 request cut off"), timedOut.constData());
-    QVERIFY(slow.replies.empty());
+    QVERIFY(slow->replies.empty());
 }
 
 QTEST_GUILESS_MAIN(TestGatewayOps)

@@ -47,6 +47,9 @@ bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
     }
     return true;
 }
+// "1 request", "3 requests"
+std::string requests(std::size_t n) { return std::to_string(n) + (n == 1 ? " request" : " requests"); }
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -89,9 +92,11 @@ int main(int argc, char** argv)
     QObject::connect(&gateway, &idem::gateway::Gateway::drained, &app, &QCoreApplication::quit);
     idem::qt::quitOnSignals(app, [&gateway, &options] {
         const std::size_t n = gateway.inFlight();
-        std::printf("draining: no new connections; %zu %s under way %s within %s (a second signal: exit now)\n", n,
-                    n == 1 ? "request" : "requests", n == 1 ? "ends" : "end",
-                    idem::formatDuration(options.drainTimeout).c_str());
+        if (n == 0)
+            std::printf("draining: no new connections; nothing under way\n");
+        else
+            std::printf("draining: no new connections; %s under way %s within %s (a second signal: exit now)\n",
+                        requests(n).c_str(), n == 1 ? "ends" : "end", idem::formatDuration(options.drainTimeout).c_str());
         std::fflush(stdout);
         gateway.drain(options.drainTimeout);
     });
@@ -114,9 +119,9 @@ int main(int argc, char** argv)
         const std::string how = gateway.drainTimedOut()
                                     ? "the drain timed out after " + idem::formatDuration(options.drainTimeout)
                                     : std::string("stopped by a second signal");
-        std::fprintf(stderr, "idem-gateway: %s: %zu %s cut off (a key taken keeps its lease; a retry takes it "
+        std::fprintf(stderr, "idem-gateway: %s: %s cut off (a key taken keeps its lease; a retry takes it "
                              "over when the lease runs out)\n",
-                     how.c_str(), n, n == 1 ? "request" : "requests");
+                     how.c_str(), requests(n).c_str());
         return 1;
     }
     return rc;
