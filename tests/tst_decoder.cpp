@@ -53,7 +53,7 @@ private slots:
         // no zone: the writer's local time, read as the latest instant it can be (UTC-12), so a
         // lease 10 minutes ahead in New York is not read as expired 4 hours ago
         row("json lock iso no zone", R"({"status":"PROCESSING","lock_expiry":"2023-11-14T22:10:00.085798"})",
-            RecordState::Started, RecordFormat::StatusJson, false);
+            RecordState::Started, RecordFormat::StatusJson, false, "no time zone");
         row("json lock iso no zone, past in every zone", R"({"status":"PROCESSING","lock_expiry":"2023-11-14T10:00:00"})",
             RecordState::Started, RecordFormat::StatusJson, true);
         row("json started_at no zone", R"({"status":"STARTED","started_at":"2023-11-14T20:00:00"})",

@@ -156,6 +156,13 @@ std::optional<Record> decodeJson(const Input& x, bool claimed)
             break;
         }
     settleStarted(r, x.o);
+    if (r.state == RecordState::Started && r.reason.empty())
+        for (const char* name : {"lock_expiry", "started_at"})
+            if (const std::string* v = j.string(name); v && timefield::zoneless(*v)) {
+                r.reason = std::string(name) + " has no time zone: read as the latest it can be (UTC-12:00), so " +
+                           "the lock is never taken for older than it is";
+                break;
+            }
     return r;
 }
 

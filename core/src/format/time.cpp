@@ -157,6 +157,14 @@ std::optional<std::int64_t> fromNumber(std::string_view s, Unit unit, std::strin
     return ms;
 }
 
+bool zoneless(std::string_view s)
+{
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+        s.remove_suffix(1);
+    return s.size() >= 16 && s[4] == '-' && s.find_first_of("Zz+", 10) == std::string_view::npos &&
+           s.find('-', 10) == std::string_view::npos;
+}
+
 std::optional<std::int64_t> fromText(std::string_view s, Unit unit, std::string* why)
 {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))

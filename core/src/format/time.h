@@ -20,5 +20,7 @@ std::optional<std::int64_t> fromNumber(std::string_view digits, Unit unit, std::
 // The same, or an ISO 8601 text ("2024-05-01T12:00:00.5Z", "+02:00" offsets) when `unit` is Guess;
 // a text without a zone is the latest instant it can be (read as UTC-12:00).
 std::optional<std::int64_t> fromText(std::string_view text, Unit unit, std::string* why);
+// An ISO 8601 text without a zone (no Z, no offset): what fromText reads as UTC-12:00.
+bool zoneless(std::string_view text);
 
 } // namespace idem::timefield
