@@ -235,6 +235,14 @@ bool unreserved(char c)
            c == '_' || c == '~';
 }
 
+
+} // namespace
+
+// The path as RFC 3986 reads it (§6.2.2, §5.2.4): percent-encoded unreserved bytes decoded and
+// other escapes in capitals, "." and ".." segments removed. So a route's policy cannot be stepped
+// around with "/webhooks/../payments" or "/%70ayments", and the record id and the upstream see the
+// same path. Spellings that some upstreams read as a dot segment and RFC 3986 does not ("..;x",
+// "%2F..%2F", a backslash) are refused rather than guessed. Empty (with *why) when refused.
 int hexValue(char c)
 {
     if (c >= '0' && c <= '9')
@@ -246,13 +254,6 @@ int hexValue(char c)
     return -1;
 }
 
-} // namespace
-
-// The path as RFC 3986 reads it (§6.2.2, §5.2.4): percent-encoded unreserved bytes decoded and
-// other escapes in capitals, "." and ".." segments removed. So a route's policy cannot be stepped
-// around with "/webhooks/../payments" or "/%70ayments", and the record id and the upstream see the
-// same path. Spellings that some upstreams read as a dot segment and RFC 3986 does not ("..;x",
-// "%2F..%2F", a backslash) are refused rather than guessed. Empty (with *why) when refused.
 std::string normalizedPath(std::string_view in, const char** why)
 {
     if (in.find('\\') != std::string_view::npos) {

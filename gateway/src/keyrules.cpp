@@ -125,11 +125,10 @@ std::string decodedName(std::string_view p)
     std::string out;
     out.reserve(name.size() + 1);
     for (std::size_t i = 0; i < name.size(); ++i) {
-        const auto hex = [](char c) {
-            return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        };
-        if (name[i] == '%' && i + 2 < name.size() && hex(name[i + 1]) >= 0 && hex(name[i + 2]) >= 0) {
-            out += static_cast<char>(hex(name[i + 1]) * 16 + hex(name[i + 2]));
+        const int hi = name[i] == '%' && i + 2 < name.size() ? http::hexValue(name[i + 1]) : -1;
+        const int lo = hi >= 0 ? http::hexValue(name[i + 2]) : -1;
+        if (lo >= 0) {
+            out += static_cast<char>(hi * 16 + lo);
             i += 2;
         } else {
             out += name[i] == '+' ? ' ' : name[i];

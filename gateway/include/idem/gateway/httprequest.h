@@ -21,6 +21,9 @@ struct Header {
 // Case-insensitive ASCII comparison (header names, tokens).
 bool equalsIgnoreCase(std::string_view a, std::string_view b);
 
+// A hex digit's value, or -1.
+int hexValue(char c);
+
 // A request path ("/..."), read as RFC 3986 reads it: escapes of unreserved bytes decoded, other
 // escapes in capitals, "." and ".." segments removed. Empty, with *why set, for a path that climbs
 // above the root, holds a broken escape or a backslash, or spells a dot segment another way
