@@ -46,10 +46,10 @@ if [ "${IDEM_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "== build the async suites with ThreadSanitizer"
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DIDEM_WERROR=ON \
       -DIDEM_SANITIZE=thread -DIDEM_BUILD_TESTS=ON
-    cmake --build build-tsan -j "$jobs" --target tst_async tst_pgpipeline idem-test-redis
+    cmake --build build-tsan -j "$jobs" --target tst_async tst_asyncexec tst_pgpipeline idem-test-redis
     echo "== the async suites under ThreadSanitizer"
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0 suppressions=$PWD/tools/tsan.supp"
-    (cd build-tsan && ctest --output-on-failure -R '^(redis\.start|async|pgpipeline|redis\.stop)$')
+    (cd build-tsan && ctest --output-on-failure -R '^(redis\.start|async|asyncexec|pgpipeline|redis\.stop)$')
   fi
 fi
 
