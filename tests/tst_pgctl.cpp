@@ -193,6 +193,46 @@ private slots:
         QCOMPARE(idemctl({QStringLiteral("inspect"), QStringLiteral("--key"), QStringLiteral("k")}).exit, 64);
     }
 
+    // purge as on Redis: a live lock is refused unless --live, and what changed between the read
+    // and the delete is kept (the work running again beside a lock it did not see)
+    void purgeKeepsLiveLocksAndWhatChanged()
+    {
+        idem::PgStore store(pg->url());
+        const QString live = uniqueId("live");
+        const auto a = store.acquire(live.toStdString(), "", idem::Millis(300000));
+        QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+        const Ctl refused = idemctl({QStringLiteral("purge"), live});
+        QCOMPARE(refused.exit, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("live lock")) && refused.err.contains(QStringLiteral("--live")),
+                 qPrintable(refused.err));
+        QCOMPARE(store.inspect(live.toStdString())->state, idem::RecordState::Started);
+        const Ctl forced = idemctl({QStringLiteral("purge"), live, QStringLiteral("--live")});
+        QVERIFY2(forced.exit == 0 && forced.out.contains(QStringLiteral("was STARTED")), qPrintable(forced.err));
+        QVERIFY(!store.inspect(live.toStdString()));
+
+        // read FAILED; a delivery takes it over (attempt 2) before the delete: kept, nothing logged
+        const std::string id = uniqueId("changed").toStdString();
+        const auto first = store.acquire(id);
+        QCOMPARE(store.fail(first.ticket, idem::FailPolicy::Retryable, "boom").status, idem::OwnerStatus::Ok);
+        const auto seen = store.inspect(id);
+        QVERIFY(seen && seen->state == idem::RecordState::Failed);
+        const auto again = store.acquire(id);
+        QCOMPARE(again.status, idem::AcquireStatus::Acquired);
+        const idem::AdminResult r = store.purge(id, "bob", "rerun", &*seen);
+        QCOMPARE(r.status, idem::AdminStatus::Refused);
+        QVERIFY2(r.reason.find("changed since it was read (now STARTED, attempt 2)") != std::string::npos, r.reason.c_str());
+        QCOMPARE(store.inspect(id)->state, idem::RecordState::Started);
+        QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.operations WHERE id = '" + id + "'"), std::string("0"));
+        // what is read now is what goes; the row lock was released (a second connection takes it)
+        const auto now = store.inspect(id);
+        QCOMPARE(store.complete(again.ticket, "done").status, idem::OwnerStatus::Ok);
+        QCOMPARE(store.purge(id, "bob", "rerun", &*now).status, idem::AdminStatus::Refused); // STARTED -> COMPLETED
+        const auto done = store.inspect(id);
+        QCOMPARE(store.purge(id, "bob", "rerun", &*done).status, idem::AdminStatus::Ok);
+        QVERIFY(!store.inspect(id));
+        QCOMPARE(store.purge(id, "bob", "rerun", &*done).status, idem::AdminStatus::NotFound);
+    }
+
     // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages
     void listAndStats()
     {

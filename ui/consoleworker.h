@@ -178,6 +178,7 @@ private:
     // ids schema v4's triggers NOTIFY re-read, actions through idem.force_fail and idem.purge
     void pgConnectNow();
     void pgRescan();
+    bool beginScan(); // false while a scan runs: one more is queued behind it
     void pgScanStep();
     void pgTake();       // the LISTEN socket is readable
     void pgFlushDirty(); // the ids noted: read again

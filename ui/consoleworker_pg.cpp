@@ -126,16 +126,8 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
 
 void ConsoleWorker::pgRescan()
 {
-    if (m_scanning) {
-        m_rescanQueued = true;
+    if (!beginScan())
         return;
-    }
-    m_scanning = true;
-    m_rescanQueued = false;
-    ++m_generation;
-    m_summary = ScanSummary{};
-    m_summary.generation = m_generation;
-    m_scanClock.start();
     m_pgAfter.clear();
     m_pgFirstPage = true;
     try {
@@ -331,13 +323,17 @@ void ConsoleWorker::pgAction(const QString& action, const QVector<KeyRow>& rows,
                     result.why = u"%1: %2"_s.arg(row.keyText(), qs(r.why));
                 continue;
             }
+            const idem::Record seen = row.toGuardRecord(); // deleted only if still what the operator saw
             const auto r = action == u"purge"_s
-                               ? m_pg->purge(id, who.toStdString(), reason.toStdString())
+                               ? m_pg->purge(id, who.toStdString(), reason.toStdString(), &seen)
                                : m_pg->forceFail(id, reason.toStdString(), terminal, who.toStdString());
-            if (r.status == idem::AdminStatus::Ok)
+            if (r.status == idem::AdminStatus::Ok) {
                 ++result.changed;
-            else
+            } else {
                 ++result.skipped;
+                if (!r.reason.empty() && result.why.isEmpty())
+                    result.why = u"%1: %2"_s.arg(row.keyText(), qs(r.reason));
+            }
         }
     } catch (const idem::Error& e) {
         result.error = qs(e.what());

@@ -56,6 +56,21 @@ void ConsoleWorker::attachErrors(QVector<KeyRow>& rows)
             rows[readRows[k]].note = qs(idem::reply::str(texts[k].get())).simplified();
 }
 
+bool ConsoleWorker::beginScan()
+{
+    if (m_scanning) {
+        m_rescanQueued = true;
+        return false;
+    }
+    m_scanning = true;
+    m_rescanQueued = false;
+    ++m_generation;
+    m_summary = ScanSummary{};
+    m_summary.generation = m_generation;
+    m_scanClock.start();
+    return true;
+}
+
 void ConsoleWorker::rescan()
 {
     if (onPostgres()) {
@@ -64,16 +79,8 @@ void ConsoleWorker::rescan()
     }
     if (!m_monitor)
         return;
-    if (m_scanning) {
-        m_rescanQueued = true;
+    if (!beginScan())
         return;
-    }
-    m_scanning = true;
-    m_rescanQueued = false;
-    ++m_generation;
-    m_summary = ScanSummary{};
-    m_summary.generation = m_generation;
-    m_scanClock.start();
     try {
         m_scanner->restart();
         Q_EMIT scanStarted(m_generation, m_scanner->keyCount()); // DBSIZE of each node: O(1)

@@ -28,6 +28,8 @@ KeyRow::Type typeOf(const std::string& t)
         return KeyRow::Type::ZSet;
     if (t == "stream")
         return KeyRow::Type::Stream;
+    if (t == "row")
+        return KeyRow::Type::Row;
     return KeyRow::Type::Other;
 }
 
@@ -40,6 +42,7 @@ const char* nameOfType(KeyRow::Type t)
     case KeyRow::Type::Set: return "set";
     case KeyRow::Type::ZSet: return "zset";
     case KeyRow::Type::Stream: return "stream";
+    case KeyRow::Type::Row: return "row";
     case KeyRow::Type::Other: break;
     }
     return "";
@@ -97,6 +100,8 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
             row.valueBytes = static_cast<quint32>(std::max<std::int64_t>(0, r.valueBytes));
             row.guardBytes = static_cast<quint32>(r.guardBytes);
         }
+    } else if (row.type == Type::Row) {
+        row.guard = QByteArray::fromStdString(r.owner); // what a guarded purge compares, with the rest
     } else if (row.type == Type::Other) {
         row.note = QString::fromStdString(r.keyType) + u": "_qs + row.note;
     }
@@ -150,6 +155,15 @@ idem::Record KeyRow::toGuardRecord() const
             r.fields.emplace_back("token", guard.toStdString());
         if (flags & LeaseField)
             r.fields.emplace_back("lease_until_ms", std::to_string(leaseUntilMs));
+    } else if (type == Type::Row) { // a PostgreSQL row: PgStore::purge compares these
+        if (state == idem::RecordState::Started || state == idem::RecordState::Completed ||
+            state == idem::RecordState::Failed)
+            r.rawStatus = std::string(idem::nameOf(state));
+        r.owner = guard.toStdString();
+        r.fence = fence;
+        r.attempt = attempt;
+        if (leaseUntilMs != 0)
+            r.leaseUntilMs = leaseUntilMs;
     } else if (type == Type::String && guard.size() == 20) {
         static const char digits[] = "0123456789abcdef";
         std::string hex(40, '0');

@@ -13,7 +13,7 @@
 // key, one byte array serves as the owner token (hashes) or the value's SHA1 (strings), and
 // the note is only set when there is something to say.
 struct KeyRow {
-    enum class Type : quint8 { Hash, String, List, Set, ZSet, Stream, Other };
+    enum class Type : quint8 { Hash, String, List, Set, ZSet, Stream, Row, Other }; // Row: PostgreSQL
     enum Flag : quint8 {
         Terminal = 1,      // FAILED and terminal
         StaleWhenRead = 2, // STARTED and already stale when read, with no time to count down to
@@ -45,7 +45,7 @@ struct KeyRow {
     qint64 fence = 0;
     quint32 guardBytes = 0;  // strings: how many first bytes the guard's SHA1 covers
     QByteArray key;          // the Redis key, as bytes
-    QByteArray guard;        // hash: the owner token; string: SHA1 of its first guardBytes (20 bytes)
+    QByteArray guard;        // hash, row: the owner token; string: SHA1 of its first guardBytes (20 bytes)
     QString note;            // a foreign hash's raw status; else why not a record, or what to know
 
     static KeyRow fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view keyNamespace);
@@ -56,7 +56,7 @@ struct KeyRow {
     // the bytes id() shows: <id> of "<namespace>:{<id>}", else the whole key
     QByteArrayView idBytes(qsizetype namespaceLength) const;
     QString id(qsizetype namespaceLength) const; // the part inside the braces, or the whole key
-    QString owner() const { return type == Type::Hash ? QString::fromLatin1(guard) : QString(); }
+    QString owner() const { return type == Type::Hash || type == Type::Row ? QString::fromLatin1(guard) : QString(); }
     bool terminal() const { return flags & Terminal; }
     bool noTtl() const { return expiresAtMs == -1; }
     bool noExpiryKept() const { return expiresAtMs == -2; }

@@ -7,6 +7,16 @@
 
 using namespace Qt::StringLiterals;
 
+LabTarget labTarget(const std::optional<idem::ConnectionOptions>& named, std::unique_ptr<idem::LocalServer>& own,
+                    const QString& privateLabel)
+{
+    if (named)
+        return {*named, QString::fromStdString(named->describe())};
+    if (!own) // started here: it lives as long as the runner's thread (and dies with it)
+        own = std::make_unique<idem::LocalServer>();
+    return {own->connectionOptions(), privateLabel.arg(own->pid())};
+}
+
 LabRunner::LabRunner()
 {
     qRegisterMetaType<LabJob>();
@@ -19,17 +29,7 @@ void LabRunner::run(const LabJob& job)
 {
     m_cancel = false;
     try {
-        idem::ConnectionOptions target;
-        QString where;
-        if (job.server) {
-            target = *job.server;
-            where = QString::fromStdString(target.describe());
-        } else {
-            if (!m_server) // started here: it lives as long as this thread (and dies with it)
-                m_server = std::make_unique<idem::LocalServer>();
-            target = m_server->connectionOptions();
-            where = tr("the lab's private redis-server (pid %1)").arg(m_server->pid());
-        }
+        const auto [target, where] = labTarget(job.server, m_server, tr("the lab's private redis-server (pid %1)"));
         QVector<idem::RaceResult> results;
         for (const idem::Strategy s : job.strategies) {
             if (m_cancel)

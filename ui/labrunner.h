@@ -5,13 +5,25 @@
 
 #include <QMetaType>
 #include <QObject>
+#include <QString>
 #include <QVector>
 #include <atomic>
 #include <memory>
+#include <optional>
 
 namespace idem {
 class LocalServer;
 }
+
+// Where a lab's job runs: the server the job names, or else the runner's own private
+// redis-server (started on first use, kept in `own`); `where` says which, `privateLabel` naming
+// the private one with its pid as %1.
+struct LabTarget {
+    idem::ConnectionOptions options;
+    QString where;
+};
+LabTarget labTarget(const std::optional<idem::ConnectionOptions>& named, std::unique_ptr<idem::LocalServer>& own,
+                    const QString& privateLabel);
 
 struct LabJob {
     quint64 id = 0;

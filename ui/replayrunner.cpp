@@ -1,5 +1,7 @@
 #include "replayrunner.h"
 
+#include "labrunner.h"
+
 #include "logging.h"
 
 #include "idem/errors.h"
@@ -27,17 +29,7 @@ void ReplayRunner::run(const ReplayJob& job)
 {
     m_cancel = false;
     try {
-        idem::ConnectionOptions target;
-        QString where;
-        if (job.server) {
-            target = *job.server;
-            where = QString::fromStdString(target.describe());
-        } else {
-            if (!m_server) // started here: it lives as long as this thread (and dies with it)
-                m_server = std::make_unique<idem::LocalServer>();
-            target = m_server->connectionOptions();
-            where = tr("the replay's private redis-server (pid %1)").arg(m_server->pid());
-        }
+        const auto [target, where] = labTarget(job.server, m_server, tr("the replay's private redis-server (pid %1)"));
         idem::ReplayOptions o = job.options;
         o.cancel = &m_cancel;
         o.gate = &m_gate;

@@ -196,10 +196,21 @@ int pgPurge(const Args& args)
         return Ok;
     }
     idem::PgStore store(g.url);
-    const auto r = store.purge(id, who, reason);
+    // as on Redis: a live lock only with --live; without it, only the row just read, so a lock
+    // taken between the read and the delete stays (compared under the row's lock)
+    auto seen = store.inspect(id);
+    if (seen && seen->state == idem::RecordState::Expired)
+        seen.reset();
+    if (refusedAsLive(seen, args))
+        return Refused;
+    const auto r = store.purge(id, who, reason, seen && !args.flag("--live") ? &*seen : nullptr);
     if (r.status == idem::AdminStatus::NotFound) {
         std::fprintf(stderr, "idemctl purge: no record %s\n", id.c_str());
         return NotFound;
+    }
+    if (r.status == idem::AdminStatus::Refused) {
+        std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", id.c_str(), r.reason.c_str());
+        return Refused;
     }
     std::printf("purged %s (was %s)\n", id.c_str(), r.previousState.c_str());
     return Ok;

@@ -214,18 +214,58 @@ AdminResult PgStore::forceFail(std::string_view id, std::string_view reason, boo
     return a;
 }
 
-AdminResult PgStore::purge(std::string_view id, std::string_view who, std::string_view reason)
+namespace {
+
+// what a guarded purge compares: what an owner's acquire, renew, complete or fail, a takeover or
+// an operator's force-fail would have changed
+bool sameRow(const Record& now, const Record& seen)
+{
+    return now.rawStatus == seen.rawStatus && now.owner == seen.owner && now.fence == seen.fence &&
+           now.attempt == seen.attempt && now.leaseUntilMs == seen.leaseUntilMs;
+}
+
+} // namespace
+
+AdminResult PgStore::purge(std::string_view id, std::string_view who, std::string_view reason, const Record* seen)
 {
     checkId(id);
-    const PgResultPtr r = call([&](PgConnection& c) {
-        return c.execPrepared(
-        "idem_purge", {PgParam::text(std::string(id)), PgParam::text(std::string(who)),
-                       reason.empty() ? PgParam::null() : PgParam::text(std::string(reason))});
+    return call([&](PgConnection& c) {
+        const auto purgeNow = [&] {
+            return c.execPrepared("idem_purge", {PgParam::text(std::string(id)), PgParam::text(std::string(who)),
+                                                 reason.empty() ? PgParam::null() : PgParam::text(std::string(reason))});
+        };
+        AdminResult a;
+        if (!seen) {
+            const PgResultPtr r = purgeNow();
+            a.status = adminStatus(pgcell::text(r.get(), 0, 0));
+            a.previousState = pgcell::text(r.get(), 0, 1);
+            return a;
+        }
+        // BEGIN, the row locked, compared, deleted, COMMIT: nothing can change it in between. A
+        // connection left inside the transaction by an error is not reused (healthy() is false).
+        c.exec("BEGIN");
+        const PgResultPtr now = c.execPrepared("idem_inspect_locked", {PgParam::text(std::string(id))});
+        if (PQntuples(now.get()) == 0 || recordFrom(now.get(), 0).state == RecordState::Expired) {
+            c.exec("ROLLBACK");
+            a.status = AdminStatus::NotFound;
+            return a;
+        }
+        const Record current = recordFrom(now.get(), 0);
+        if (!sameRow(current, *seen)) {
+            c.exec("ROLLBACK");
+            a.status = AdminStatus::Refused;
+            a.reason = "it changed since it was read (now " + current.rawStatus + ", attempt " +
+                       std::to_string(current.attempt) + ")";
+            return a;
+        }
+        const PgResultPtr r = purgeNow();
+        a.status = adminStatus(pgcell::text(r.get(), 0, 0));
+        a.previousState = pgcell::text(r.get(), 0, 1);
+        const PgResultPtr done = c.exec("COMMIT");
+        if (std::string_view(PQcmdStatus(done.get())) != "COMMIT")
+            throw ClosedError("PostgreSQL rolled the purge back at COMMIT");
+        return a;
     });
-    AdminResult a;
-    a.status = adminStatus(pgcell::text(r.get(), 0, 0));
-    a.previousState = pgcell::text(r.get(), 0, 1);
-    return a;
 }
 
 std::optional<Record> PgStore::inspect(std::string_view id, std::int64_t* serverNowMs)

@@ -122,7 +122,11 @@ public:
     };
     Swept sweep(std::int64_t batch = 1000, std::int64_t maxBatches = 0);
     AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who);
-    AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {});
+    // Deletes the row (idem.purge: the operation logged in idem.operations). With `seen`, only if
+    // the row is still what was read (state, owner, fence, attempt and lease; compared under the
+    // row's lock in the purge's transaction): otherwise Refused, "it changed since it was read".
+    AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {},
+                      const Record* seen = nullptr);
     // The row as it is now (state Expired when its expiry has passed); nullopt when absent. The
     // last recovery point is in Record::fields as "phase".
     std::optional<Record> inspect(std::string_view id, std::int64_t* serverNowMs = nullptr);
