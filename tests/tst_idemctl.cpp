@@ -307,6 +307,33 @@ private slots:
         QCOMPARE(run(s("stuck"), {s("true")}).exitCode, 79);
     }
 
+    // a namespace is a name, not a pattern: one with glob characters lists, counts and purges its
+    // own keys, never those of the namespaces it would match as a glob
+    void namespaceIsTakenLiterally()
+    {
+        const QString plain = QString::fromStdString(idemtest::uniqueNamespace("glob"));
+        QString globbed = plain;
+        globbed.insert(1, u'[').insert(3, u']'); // "g[l]ob...": as a glob it matches the plain one
+        const auto in = [&](const QString& ns, QStringList args) {
+            return idemtest::runIdemctl(
+                QStringList{s("--url"), QString::fromStdString(idemtest::sharedRedisUrl()), s("--namespace"), ns} + args,
+                30000);
+        };
+        for (const char* key : {"a", "b"})
+            QCOMPARE(in(plain, {s("run"), s("--key"), s(key), s("--"), s("true")}).exitCode, 0);
+        QCOMPARE(in(globbed, {s("run"), s("--key"), s("c"), s("--"), s("true")}).exitCode, 0);
+        for (const QString& ns : QStringList{globbed, QString(plain).replace(1, 1, u'?'), plain.left(3) + u'*'}) {
+            const auto listed = in(ns, {s("list"), s("--json")});
+            QCOMPARE(listed.exitCode, 0);
+            QCOMPARE(listed.out.count('\n'), ns == globbed ? 1 : 0);
+            const auto purged = in(ns, {s("purge"), s("--state"), s("completed"), s("--yes"), s("--reason"), s("t")});
+            QCOMPARE(purged.exitCode, 0);
+        }
+        QCOMPARE(in(plain, {s("inspect"), s("a")}).exitCode, 0);
+        QCOMPARE(in(plain, {s("inspect"), s("b")}).exitCode, 0);
+        QCOMPARE(in(globbed, {s("inspect"), s("c")}).exitCode, 66);
+    }
+
     void foreignAndWrongTypeKeys()
     {
         idem::Connection c(idemtest::sharedRedis());

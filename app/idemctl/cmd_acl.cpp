@@ -41,18 +41,6 @@ std::string liveRules(const std::string& ns, int db)
     return " +config|get +psubscribe +punsubscribe &__keyspace@" + std::to_string(db) + "__:" + ns + ":*";
 }
 
-// a namespace taken literally in a key pattern: glob characters escaped
-std::string globEscape(const std::string& s)
-{
-    std::string out;
-    for (char c : s) {
-        if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    return out;
-}
-
 // one word of a line that redis-cli and ACL LOAD read: no spaces, quotes or control characters
 bool plainWord(const std::string& s)
 {
@@ -75,7 +63,7 @@ const std::vector<std::string>& roleNames()
 std::string aclLine(const std::string& role, const std::string& user, const std::string& ns, const std::string& secret,
                     bool live, int db)
 {
-    const std::string keys = globEscape(ns) + ":*";
+    const std::string keys = idem::globEscape(ns) + ":*";
     std::string line = "ACL SETUSER " + user + " reset on " + secret + " resetchannels -@all " + kConnect;
     if (role == "monitor")
         line += std::string(" ") + kMonitor + " %R~" + keys;
@@ -86,7 +74,7 @@ std::string aclLine(const std::string& role, const std::string& user, const std:
     else
         throw UsageFailure{"unknown role '" + role + "' (monitor, operator or service)"};
     if (live && role != "service")
-        line += liveRules(globEscape(ns), db);
+        line += liveRules(idem::globEscape(ns), db);
     return line;
 }
 

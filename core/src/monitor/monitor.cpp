@@ -130,9 +130,21 @@ Monitor::Monitor(Connection& connection, MonitorOptions options)
         throw UsageError("SCAN COUNT must be between 1 and 10000");
 }
 
+std::string globEscape(std::string_view s)
+{
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\')
+            out += '\\';
+        out += c;
+    }
+    return out;
+}
+
 std::string Monitor::pattern() const
 {
-    return m_options.pattern.empty() ? m_options.keyNamespace + ":*" : m_options.pattern;
+    return m_options.pattern.empty() ? globEscape(m_options.keyNamespace) + ":*" : m_options.pattern;
 }
 
 bool Monitor::isMetaKey(std::string_view key) const

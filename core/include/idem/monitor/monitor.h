@@ -12,7 +12,7 @@ namespace idem {
 
 struct MonitorOptions {
     std::string keyNamespace = "idempotency";
-    std::string pattern;                     // SCAN MATCH; empty = "<namespace>:*"
+    std::string pattern;                     // SCAN MATCH; empty = "<namespace>:*", the namespace taken literally
     std::size_t scanCount = 500;             // SCAN COUNT: bounded, never KEYS
     // Records with no lease (a start time only, or one derived from the TTL) count as stale once
     // in progress this long; 0: never (see DecodeOptions::staleAfterMs).
@@ -76,6 +76,11 @@ enum class StateFilter { Any, Started, Stale, Blocked, Completed, Failed, Expire
 // "started", "stale", "blocked", "completed", "failed", "expired", "malformed", "foreign",
 // "unknown", "no-ttl" (and "any")
 std::optional<StateFilter> stateFilterFromString(std::string_view s);
+// A string taken literally in a Redis glob (SCAN MATCH, PSUBSCRIBE, ACL key patterns): the glob
+// characters (star, question mark, brackets, backslash) escaped: namespace "p[a]y" must not
+// match the keys of "pay".
+std::string globEscape(std::string_view s);
+
 std::string_view nameOf(StateFilter f);
 bool matches(const Record& r, StateFilter f);
 // Whether a bulk action may take keys of this filter by state alone: never the keys that are not
