@@ -362,6 +362,18 @@ private Q_SLOTS:
         }
         const auto purge = runIdemctl(g(url, ns) + QStringList{u"purge"_s, u"job-1"_s, u"--reason"_s, u"x"_s});
         QVERIFY2(purge.exitCode == 77 && purge.err.contains("the operator role has it"), purge.err.constData());
+
+        // the audit stream is out of its reach: a service's credential cannot erase or write the trail
+        idem::Connection svc(as(user));
+        svc.connect();
+        const std::string stream = ns + ":audit";
+        for (const std::vector<std::string_view>& cmd : {std::vector<std::string_view>{"DEL", stream},
+                                                    std::vector<std::string_view>{"XADD", stream, "*", "action", "purge"},
+                                                    std::vector<std::string_view>{"HGETALL", stream}}) {
+            const idem::ReplyPtr r = svc.command(cmd);
+            QVERIFY2(idem::reply::isError(r.get()) && std::string(idem::reply::errorText(r.get())).starts_with("NOPERM"),
+                     std::string(cmd[0]).c_str());
+        }
     }
 };
 

@@ -198,6 +198,11 @@ private slots:
         QTest::newRow("command's flag before it") << QStringList{s("--json"), s("list")};
         QTest::newRow("global option without value") << QStringList{s("--namespace")};
         QTest::newRow("inspect two ids") << QStringList{s("inspect"), s("a"), s("b")};
+        // the audit trail names who acted
+        QTest::newRow("purge by nobody") << QStringList{s("purge"), s("a"), s("--by"), s("")};
+        QTest::newRow("force-fail by blanks") << QStringList{s("force-fail"), s("a"), s("--by"), s("  ")};
+        QTest::newRow("bulk purge by nobody") << QStringList{s("purge"), s("--state"), s("completed"), s("--yes"), s("--by"), s("")};
+        QTest::newRow("by with a newline") << QStringList{s("purge"), s("a"), s("--by"), s("bob\nalice")};
     }
     void badInput()
     {

@@ -181,6 +181,19 @@ std::string whoAmI()
     return user + "@" + host + " (idemctl)";
 }
 
+std::string actorName(const Args& args)
+{
+    const auto by = args.value("--by");
+    if (!by)
+        return whoAmI();
+    if (by->find_first_not_of(" \t") == std::string::npos)
+        throw UsageFailure{"--by names who acts, for the audit trail: it must not be empty"};
+    for (unsigned char c : *by)
+        if (c < 0x20 || c == 0x7f)
+            throw UsageFailure{"--by must not hold control characters"};
+    return *by;
+}
+
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> nowMs)
 {
     nlohmann::json j;

@@ -96,6 +96,9 @@ template <typename T> T number(const std::optional<std::string>& v, T fallback, 
 // The server --url / IDEM_URL names, or else a private redis-server kept in `server`.
 idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server);
 std::string whoAmI();
+// Who an operator action is recorded as: --by, or else user@host (idemctl). An empty or blank
+// --by, or one with control characters, is a usage error: the audit trail must name someone.
+std::string actorName(const Args& args);
 // A time given as ms since the epoch, in UTC: "2026-11-23 19:21:22 UTC".
 std::string utcTime(std::int64_t ms);
 std::string jsonEscape(const std::string& s);

@@ -69,8 +69,8 @@ std::string aclLine(const std::string& role, const std::string& user, const std:
         line += std::string(" ") + kMonitor + " %R~" + keys;
     else if (role == "operator")
         line += std::string(" ") + kMonitor + " " + kOperator + " ~" + keys;
-    else if (role == "service")
-        line += std::string(" ") + kService + " ~" + keys;
+    else if (role == "service") // its records and meta keys (NS:{id}, NS:{id}:meta), not the audit stream
+        line += std::string(" ") + kService + " ~" + idem::globEscape(ns) + ":{*";
     else
         throw UsageFailure{"unknown role '" + role + "' (monitor, operator or service)"};
     if (live && role != "service")
@@ -88,7 +88,8 @@ int cmdAcl(const std::vector<std::string>& argv)
                   "(keys NS:*), for redis-cli or an ACL file. Roles:\n"
                   "  monitor   list, stats, inspect, audit, the console read-only: no write command\n"
                   "  operator  monitor, and purge and force-fail (their scripts and the audit stream)\n"
-                  "  service   run and execute: the acquire, complete, fail and renew scripts\n"
+                  "  service   run and execute: the acquire, complete, fail and renew scripts (keys\n"
+                  "            NS:{*: the records, never the audit stream NS:audit)\n"
                   "--password-stdin reads the password from the first line of stdin; the line carries\n"
                   "only its SHA-256. --nopass: any password is accepted (a socket only trusted users\n"
                   "reach). --live-updates (monitor, operator): the console's keyspace notifications:\n"

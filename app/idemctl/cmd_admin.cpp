@@ -290,7 +290,7 @@ int cmdForceFail(const std::vector<std::string>& argv)
     Session s(args);
     const Target t = oneTarget(args, s, "force-fail");
     const std::string reason = args.value("--reason").value_or("forced by operator");
-    const std::string who = args.value("--by").value_or(whoAmI());
+    const std::string who = actorName(args);
     const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
     if (!rec) {
         std::fprintf(stderr, "idemctl force-fail: no record at %s\n", t.key.c_str());
@@ -402,7 +402,7 @@ int cmdPurge(const std::vector<std::string>& argv)
     Session s(args);
     const Target t = oneTarget(args, s, "purge");
     const std::string reason = args.value("--reason").value_or("purged by operator");
-    const std::string who = args.value("--by").value_or(whoAmI());
+    const std::string who = actorName(args);
     if (t.id.empty()) { // another library's key: as read, or not at all
         const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
         if (!rec) {

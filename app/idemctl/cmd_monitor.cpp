@@ -207,7 +207,7 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     const std::optional<idem::RecordFormat> forced = redisGlobalFrom(args).format;
     Scan scan(args, redisGlobalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
-    const idem::Actor by{args.value("--by").value_or(whoAmI()), args.value("--reason").value_or("bulk purge")};
+    const idem::Actor by{actorName(args), args.value("--reason").value_or("bulk purge")};
     std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, keptUnread = 0, shown = 0;
     const bool takeLive = args.flag("--live");
     std::vector<idem::Record> batch;

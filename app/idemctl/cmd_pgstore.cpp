@@ -155,7 +155,7 @@ int pgForceFail(const Args& args)
     const Global g = globalFrom(args);
     const std::string id = oneId(args, "force-fail");
     const std::string reason = args.value("--reason").value_or("forced by operator");
-    const std::string who = args.value("--by").value_or(whoAmI());
+    const std::string who = actorName(args);
     idem::PgStore store(g.url);
     const auto r = store.forceFail(id, reason, args.flag("--terminal"), who);
     switch (r.status) {
@@ -178,7 +178,7 @@ int pgPurge(const Args& args)
     const Global g = globalFrom(args);
     const std::string id = oneId(args, "purge");
     const std::string reason = args.value("--reason").value_or("purged by operator");
-    const std::string who = args.value("--by").value_or(whoAmI());
+    const std::string who = actorName(args);
     if (const auto table = args.value("--table")) { // the guarded delete (idem/pg/pgtable.h)
         idem::PgTable t(g.url, *table, staleAfterMs(args));
         const auto r = t.purge(id, who, reason);
