@@ -25,6 +25,7 @@ private slots:
 
     void redisDownIs503();
     void failOpenForwardsUnprotected();
+    void minReplicasHoldsTheUpstreamBack();
     void adminEndpoints();
     void killedGatewayIsTakenOver();
     void perRoutePolicies();
@@ -88,6 +89,33 @@ void TestGatewayOps::redisDownIs503()
     redis.start();
     QVERIFY(QTest::qWaitFor([&] { return call(g->port(), request("POST", "/r", "r-2", "{}")).status == 201; }, 10000));
     QCOMPARE(call(g->adminPort(), request("GET", "/healthz")).status, 200);
+}
+
+// --min-replicas: a key no replica acknowledged could vanish in a failover, and the request run
+// again; so the upstream is not called (503) until a replica has it, then runs once and replays
+void TestGatewayOps::minReplicasHoldsTheUpstreamBack()
+{
+    LocalServer primary;
+    LocalServerOptions ro;
+    ro.extraArgs = {"--replicaof", "127.0.0.1", std::to_string(primary.port())};
+    LocalServer replica(ro);
+    auto g = start(
+        [](gateway::GatewayOptions& o) {
+            o.minReplicas = 1;
+            o.replicaTimeout = Millis(200);
+        },
+        primary.connectionOptions());
+    QVERIFY(g);
+    QVERIFY(QTest::qWaitFor([&] { return call(g->port(), request("POST", "/rep", "rep-0", "{}")).status == 201; }, 10000));
+    replica.pause(); // it acknowledges nothing
+    const Reply held = call(g->port(), request("POST", "/rep", "rep-1", "{}"));
+    QCOMPARE(held.status, 503);
+    QCOMPARE(up->calls("/rep"), 1);
+    replica.resume();
+    QVERIFY(QTest::qWaitFor([&] { return call(g->port(), request("POST", "/rep", "rep-1", "{}")).status == 201; }, 10000));
+    QVERIFY(call(g->port(), request("POST", "/rep", "rep-1", "{}")).replayed());
+    QCOMPARE(up->calls("/rep"), 2);
+    QCOMPARE(call(g->adminPort(), request("GET", "/policy")).json().value(u"min_replicas"_s).toInt(), 1);
 }
 
 void TestGatewayOps::failOpenForwardsUnprotected()

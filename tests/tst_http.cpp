@@ -355,6 +355,9 @@ void TestHttp::commandLineRefusesMistakes_data()
     QTest::newRow("tls without url") << QStringList{u"--upstream"_s, u"http://x"_s, u"--tls-insecure"_s};
     QTest::newRow("unknown flag") << QStringList{u"--upstream"_s, u"http://x"_s, u"--frobnicate"_s};
     QTest::newRow("stray argument") << QStringList{u"--upstream"_s, u"http://x"_s, u"extra"_s};
+    QTest::newRow("min replicas not a number") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"all"_s};
+    QTest::newRow("min replicas zero") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"0"_s};
+    QTest::newRow("replica timeout alone") << QStringList{u"--upstream"_s, u"http://x"_s, u"--replica-timeout"_s, u"1s"_s};
 }
 
 void TestHttp::commandLineRefusesMistakes()
@@ -373,7 +376,8 @@ void TestHttp::commandLineReadsOptions()
                               u"0.0.0.0:8081"_s, u"--admin-listen"_s, u"[::1]:9091"_s, u"--methods"_s, u"post, put"_s,
                               u"--lease"_s, u"5s"_s, u"--retention"_s, u"1h"_s, u"--max-body"_s, u"64KiB"_s,
                               u"--key-scope"_s, u"header:X-Api-Key"_s, u"--store-5xx"_s, u"--fail-open"_s,
-                              u"--require-key"_s, u"--wait-in-progress"_s, u"3s"_s, u"--url"_s, u"redis://127.0.0.1:6390/2"_s, u"--namespace"_s, u"gw"_s};
+                              u"--require-key"_s, u"--wait-in-progress"_s, u"3s"_s, u"--min-replicas"_s, u"2"_s,
+                              u"--replica-timeout"_s, u"250ms"_s, u"--url"_s, u"redis://127.0.0.1:6390/2"_s, u"--namespace"_s, u"gw"_s};
     QCOMPARE(gateway::parseCommandLine(args, o), -1);
     QCOMPARE(o.upstream.toString(), u"http://127.0.0.1:9000/api"_s);
     QCOMPARE(o.listenPort, quint16(8081));
@@ -389,6 +393,8 @@ void TestHttp::commandLineReadsOptions()
     QCOMPARE(o.connection.db, 2);
     QCOMPARE(o.keyNamespace, std::string("gw"));
     QCOMPARE(o.waitInProgress.count(), 3000);
+    QCOMPARE(o.minReplicas, 2);
+    QCOMPARE(o.replicaTimeout.count(), 250);
 }
 
 namespace {

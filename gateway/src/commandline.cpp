@@ -112,6 +112,12 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                    u"SCOPE"_s);
     const QCommandLineOption store5xx(u"store-5xx"_s, u"Store and replay 5xx answers too (default: release the key)"_s);
     const QCommandLineOption failOpen(u"fail-open"_s, u"Redis unreachable: forward unprotected (default: 503)"_s);
+    const QCommandLineOption minReplicas(u"min-replicas"_s,
+                                         u"A key is taken, and an answer stored, once N replicas have it (WAIT); "
+                                         "fewer: 503 before the upstream runs (default: 0)"_s,
+                                         u"N"_s);
+    const QCommandLineOption replicaTimeout(u"replica-timeout"_s,
+                                            u"How long each WAIT of --min-replicas waits (default: 1s)"_s, u"DUR"_s);
     const QCommandLineOption upstreamTimeout(u"upstream-timeout"_s, u"Longest wait for the upstream (default: 30s)"_s,
                                              u"DUR"_s);
     const QCommandLineOption idleTimeout(u"idle-timeout"_s, u"Idle client connections close after (default: 60s)"_s,
@@ -135,7 +141,8 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                     "the default"_s,
                                     u"FILE"_s);
     p.addOptions({config, upstream, listen, listenCert, listenKey, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
-                  methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, upstreamTimeout,
+                  methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, minReplicas, replicaTimeout,
+                  upstreamTimeout,
                   idleTimeout, drainTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
         // in the words of the other errors, not Qt's ("Unknown option 'x'.")
@@ -266,6 +273,16 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
         }
         o.store5xx = p.isSet(store5xx);
         o.failOpen = p.isSet(failOpen);
+        if (p.isSet(minReplicas)) {
+            bool ok = false;
+            o.minReplicas = p.value(minReplicas).toInt(&ok);
+            if (!ok || o.minReplicas < 1 || o.minReplicas > 100)
+                throw Bad{u"--min-replicas must be a number of replicas from 1 to 100, not '"_s + p.value(minReplicas) +
+                          u"'"_s};
+        }
+        if (p.isSet(replicaTimeout) && o.minReplicas == 0)
+            throw Bad{u"--replica-timeout goes with --min-replicas N"_s};
+        duration(replicaTimeout, "--replica-timeout", o.replicaTimeout);
         o.policyLink = p.value(policyLink);
         if (p.isSet(config)) {
             QFile f(p.value(config));

@@ -80,6 +80,8 @@ Gateway::Gateway(GatewayOptions options, QObject* parent)
     so.lease = m_options.lease;
     so.staleKeep = std::max(so.staleKeep, m_policy.longestLease());
     so.retention = m_options.retention;
+    so.minReplicas = m_options.minReplicas;
+    so.replicaTimeout = m_options.replicaTimeout;
     // the stored JSON: the body (base64 when binary) and a few headers
     so.maxResponseBytes = m_options.maxResponse / 3 * 4 + 65536;
     m_blockingPool = std::make_unique<ConnectionPool>(m_options.connection, 1);
@@ -457,6 +459,7 @@ std::string Gateway::policyJson() const
         {u"replayed_header"_s, u"Idempotent-Replayed"_s},
         {u"fence_header"_s, u"Idempotency-Fence"_s},
         {u"fail_open"_s, m_options.failOpen},
+        {u"min_replicas"_s, m_options.minReplicas},
         {u"wait_in_progress_seconds"_s, static_cast<double>(m_options.waitInProgress.count()) / 1000},
     };
     // --config's routes: what differs per route; the rest above holds for all

@@ -179,7 +179,9 @@ private:
                     return;
                 }
             }
-            if (checkPrimary)
+            // through Sentinel, also before sending, at most once a second: a primary a planned
+            // failover replaced takes writes until it is demoted, seconds later, and loses them
+            if (checkPrimary || (!taken.empty() && m_options.viaSentinel()))
                 recheckPrimary();
             if (!taken.empty()) {
                 start(taken, bytes);
@@ -205,6 +207,7 @@ private:
         if (!m_stream) {
             try {
                 m_stream = m_connector.handOver(); // Connection's handshake, backoff and errors
+                m_nextPrimaryCheck = std::chrono::steady_clock::now() + std::chrono::seconds(1); // it asked them
                 m_stream->setNonBlocking();
                 m_reader = resp::makeReader();
                 m_connected = true;

@@ -202,8 +202,28 @@ void Connection::connect()
     }
 }
 
+void Connection::checkPrimaryEverySecond()
+{
+    using namespace std::chrono;
+    const auto started = steady_clock::now();
+    if (started < m_nextPrimaryCheck || !m_options.unixSocket.empty())
+        return;
+    bool answered = true;
+    try {
+        const auto [host, port] = primaryFromSentinels();
+        if (endpointText(host, port) != m_stream->peer())
+            dropContext(); // the call connects to the primary they name now
+    } catch (const Error&) {
+        answered = false; // the sentinels cannot say: keep what works
+    }
+    const auto took = steady_clock::now() - started;
+    m_nextPrimaryCheck = steady_clock::now() + std::max<steady_clock::duration>(seconds(answered ? 1 : 10), took * 10);
+}
+
 void Connection::ensureConnected()
 {
+    if (m_connected && m_options.viaSentinel())
+        checkPrimaryEverySecond();
     if (m_connected)
         return;
     const auto now = std::chrono::steady_clock::now();
@@ -215,6 +235,7 @@ void Connection::ensureConnected()
     }
     try {
         connect();
+        m_nextPrimaryCheck = std::chrono::steady_clock::now() + std::chrono::seconds(1); // connect() asked them
         m_backoff = std::chrono::milliseconds(0);
         m_lastPermanent = false;
     } catch (const Error& e) {

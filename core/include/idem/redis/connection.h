@@ -68,6 +68,10 @@ public:
     bool checkPrimary();
 
 private:
+    // Through Sentinel, before a call: checkPrimary() at most once a second (after a slow or failed
+    // answer, once ten times that long has passed). A primary a planned failover replaced keeps
+    // taking writes until the sentinels demote it, seconds later; each is lost.
+    void checkPrimaryEverySecond();
     friend class AsyncConnection;
     // Connects as a call would (with backoff, failing fast while it lasts, the same errors) and
     // hands the connected stream over: AsyncConnection's handshake is this class's.
@@ -89,6 +93,7 @@ private:
     bool m_answered = false; // the handshake is over (a hang-up before it means a TLS port)
     std::string m_endpoint;
     std::chrono::steady_clock::time_point m_nextAttempt{};
+    std::chrono::steady_clock::time_point m_nextPrimaryCheck{};
     std::chrono::milliseconds m_backoff{0};
     std::string m_lastError;
     bool m_lastPermanent = false; // the last connect failed with a ConfigError (m_lastField)

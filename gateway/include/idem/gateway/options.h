@@ -38,6 +38,8 @@ struct GatewayOptions {
     KeyScope scope;
     bool store5xx = false;
     bool failOpen = false;
+    int minReplicas = 0;          // a lock and an answer count once this many replicas have them (WAIT)
+    Millis replicaTimeout{1000};  // how long each WAIT waits
     Millis upstreamTimeout{30'000};
     Millis idleTimeout{60'000};
     Millis drainTimeout{20'000}; // SIGTERM: how long requests under way may take to end (below a 30 s kill)
