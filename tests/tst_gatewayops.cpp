@@ -33,6 +33,7 @@ private slots:
     void tlsListenerRefusesBadFiles_data();
     void tlsListenerRefusesBadFiles();
     void refusedPasswordEndsItAtStart();
+    void missingClientCertificateEndsItAtStart();
     void redisNotUpYetIsSaidAndFailsClosed();
     void drainAnswersWhatIsUnderWay();
     void drainTimesOut();
@@ -425,6 +426,24 @@ void TestGatewayOps::refusedPasswordEndsItAtStart()
     QCOMPARE(p.exitCode(), 69);
     QVERIFY2(err.startsWith(u"idem-gateway: "_s) && err.contains(u"WRONGPASS"_s) && err.contains(u"(check password)"_s),
              qPrintable(err));
+    QCOMPARE(err.count(u'\n'), 1);
+    QVERIFY(!p.readAllStandardOutput().contains("listening"));
+}
+
+// A TLS server that wants a client certificate, given none: its reset often overtakes its alert,
+// so a single try reads only "closed before its first answer". Asked five times, the same answer:
+// the gateway does not start (it once listened and answered every request 503).
+void TestGatewayOps::missingClientCertificateEndsItAtStart()
+{
+    const auto& certs = idemtest::TestCerts::get();
+    LocalServer redis(certs.serverOptions("server.pem", true));
+    QProcess p;
+    startBinary(p, {u"--url"_s, u"rediss://127.0.0.1:%1/0"_s.arg(redis.port()), u"--tls-ca"_s,
+                    QString::fromStdString(certs.path("ca.pem"))});
+    QVERIFY(p.waitForFinished(20000));
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QCOMPARE(p.exitCode(), 69);
+    QVERIFY2(err.startsWith(u"idem-gateway: "_s) && err.contains(u"tls-cert"_s), qPrintable(err));
     QCOMPARE(err.count(u'\n'), 1);
     QVERIFY(!p.readAllStandardOutput().contains("listening"));
 }

@@ -11,7 +11,9 @@
 #include <QCoreApplication>
 
 #include <csignal>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <memory>
 
 using namespace Qt::StringLiterals;
@@ -26,27 +28,33 @@ QString hostPort(const QHostAddress& h, quint16 port)
 // One connection before anything listens. What retrying cannot fix (a refused password, a
 // certificate, a missing database) ends the gateway here, when it is deployed, rather than
 // answering every request with 503. A server not up yet is only said: the gateway fails closed
-// until it answers, and a supervisor may well start Redis after it.
+// until it answers, and a supervisor may well start Redis after it. A likely cause read from a
+// symptom (a TLS session closed before its first answer: a client certificate missing, whose
+// alert the reset can overtake; sentinels that know no such primary) is asked again, five times
+// over about two seconds: the same answer every time ends the gateway too.
 bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
 {
-    try {
-        idem::Connection(options).connect();
-    } catch (const idem::ConfigError& e) {
-        if (e.certain()) {
-            std::fprintf(stderr, "idem-gateway: %s (check %s)\n", e.what(), e.field().c_str());
-            return false;
+    const char* until = failOpen ? "protected requests go to the upstream unprotected (--fail-open)"
+                                 : "protected requests get 503";
+    constexpr int kTries = 5;
+    for (int attempt = 1;; ++attempt) {
+        try {
+            idem::Connection(options).connect();
+            return true;
+        } catch (const idem::ConfigError& e) {
+            if (e.certain() || attempt == kTries) {
+                std::fprintf(stderr, "idem-gateway: %s (check %s%s)\n", e.what(), e.field().c_str(),
+                             e.certain() ? "" : "; the same answer five times in two seconds");
+                return false;
+            }
+        } catch (const idem::Error& e) {
+            std::fprintf(stderr, "idem-gateway: warning: %s; %s until it answers\n", e.what(), until);
+            return true;
         }
-        std::fprintf(stderr, "idem-gateway: warning: %s (check %s, unless it passes); %s until it answers\n", e.what(),
-                     e.field().c_str(),
-                     failOpen ? "protected requests go to the upstream unprotected (--fail-open)"
-                              : "protected requests get 503");
-    } catch (const idem::Error& e) {
-        std::fprintf(stderr, "idem-gateway: warning: %s; %s until it answers\n", e.what(),
-                     failOpen ? "protected requests go to the upstream unprotected (--fail-open)"
-                              : "protected requests get 503");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
     }
-    return true;
 }
+
 // "1 request", "3 requests"
 std::string requests(std::size_t n) { return std::to_string(n) + (n == 1 ? " request" : " requests"); }
 
