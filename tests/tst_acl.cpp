@@ -214,6 +214,7 @@ private Q_SLOTS:
             QVERIFY2(err.contains(u"user '%1' may not %2"_s.arg(q(user), refused[0])) &&
                          err.contains(u"the operator role has it"_s) && !err.contains(u'\n'),
                      qPrintable(err));
+            QVERIFY2(!r.out.contains("purge"), r.out.constData()); // no line says a key was purged
         }
         const auto run = runIdemctl(g(url, ns) + QStringList{u"run"_s, u"--key"_s, u"m-1"_s, u"--"_s, u"echo"_s, u"x"_s});
         QVERIFY2(run.exitCode == 77 && run.out.isEmpty() && run.err.contains("may not run (NOPERM: evalsha)") &&

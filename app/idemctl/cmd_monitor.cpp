@@ -211,13 +211,19 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, keptUnread = 0, shown = 0;
     const bool takeLive = args.flag("--live");
     std::vector<idem::Record> batch;
+    // the "purge KEY" lines of a batch are printed once its deletion went through: a user who may
+    // not delete (NOPERM) sees the refusal, not lines saying that keys were purged
+    std::vector<std::string> said;
     auto flush = [&] {
-        if (batch.empty())
-            return;
-        const auto n = scan.scanner.unlinkIfUnchanged(batch, by);
-        removed += n;
-        changed += batch.size() - n;
-        batch.clear();
+        if (!batch.empty()) {
+            const auto n = scan.scanner.unlinkIfUnchanged(batch, by);
+            removed += n;
+            changed += batch.size() - n;
+            batch.clear();
+        }
+        for (const std::string& line : said)
+            std::fputs(line.c_str(), stdout);
+        said.clear();
     };
     idem::Stats byState;
     std::map<std::string, std::size_t> byFormat;
@@ -227,13 +233,18 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         if (!json && act && ++shown > 10)
             return;
         const std::string format(idem::nameOf(r.format)), state(idem::nameOf(r.state));
+        std::string line;
         if (json)
-            std::printf("%s\n", dumpLine({{"action", action}, {"key", r.key}, {"format", format}, {"state", state},
-                                          {"stale", r.stale}, {"why", why}})
-                                   .c_str());
+            line = dumpLine({{"action", action}, {"key", r.key}, {"format", format}, {"state", state},
+                             {"stale", r.stale}, {"why", why}}) +
+                   "\n";
         else
-            std::printf("%s %s  (%s, %s%s%s)\n", action, r.key.c_str(), format.c_str(), state.c_str(),
-                        why.empty() ? "" : ": ", why.c_str());
+            line = std::string(action) + " " + r.key + "  (" + format + ", " + state + (why.empty() ? "" : ": ") + why +
+                   ")\n";
+        if (act && std::string_view(action) == "purge")
+            said.push_back(std::move(line));
+        else
+            std::fputs(line.c_str(), stdout);
     };
     scan.each([&](const idem::Record& r, std::int64_t, int) {
         if (!idem::matches(r, filter))
