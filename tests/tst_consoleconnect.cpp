@@ -178,7 +178,7 @@ private slots:
         w.table()->selectAll();
         w.forceFailSelected(); // no dialog: it says at once that it cannot
         QVERIFY(!QApplication::activeModalWidget());
-        QVERIFY(w.statusBar()->currentMessage().contains(u"Not connected"_s));
+        QVERIFY(w.actionNote().contains(u"Not connected"_s));
         QCOMPARE(w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(), u"no live updates"_s);
         QTest::qWait(2200); // the chart records the outage
         const int before = inspected.count();

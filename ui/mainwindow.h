@@ -84,6 +84,8 @@ public:
     bool isReadOnly() const { return m_readOnly; }
     // why read-only cannot be switched off now (--read-only, the user may not write); empty if it can
     QString readOnlyLock() const;
+    // What the last action, or refusal to act, said in the status bar ("" once it has gone, 15 s on)
+    QString actionNote() const;
     Freshness freshness() const;
     QDateTime dataAsOf() const { return m_lastHeard; } // when the server last answered
     QString server() const { return m_server; }
@@ -162,6 +164,8 @@ private:
     ElidedLabel* m_liveLabel = nullptr;
     ElidedLabel* m_scanLabel = nullptr;
     ElidedLabel* m_modeLabel = nullptr;
+    ElidedLabel* m_noteLabel = nullptr; // the last action's outcome, for 15 s (a passing message had no room)
+    QTimer* m_noteTimer = nullptr;
     QLabel* m_insecureLabel = nullptr; // TLS without verification
     QAction* m_forceFail = nullptr;
     QAction* m_purge = nullptr;

@@ -109,8 +109,14 @@ void MainWindow::actOnKey(bool forceFail, const QString& key)
 
 void MainWindow::noteAction(const QString& text)
 {
-    statusBar()->showMessage(QTime::currentTime().toString(u"HH:mm:ss "_s) + text, 15000);
+    const QString line = QTime::currentTime().toString(u"HH:mm:ss "_s) + text;
+    m_noteLabel->setText(line);
+    m_noteLabel->setToolTip(line); // whole, when the status bar elides it
+    m_noteLabel->show();
+    m_noteTimer->start();
 }
+
+QString MainWindow::actionNote() const { return m_noteLabel->text(); }
 
 void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection)
 {

@@ -25,6 +25,7 @@
 #include <QPushButton>
 #include <QScreen>
 #include <QShortcut>
+#include <QTimer>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -251,6 +252,18 @@ void MainWindow::buildUi()
                                    "console sends and shows."));
     m_insecureLabel->setStyleSheet(theme::noteStyle(theme::Severity::Warning, palette()));
     m_insecureLabel->hide();
+    // what an action did: the permanent labels leave a passing message no room, so it has its own
+    m_noteLabel = new ElidedLabel(this);
+    m_noteLabel->setObjectName(u"actionNote"_s);
+    m_noteLabel->hide();
+    m_noteTimer = new QTimer(this);
+    m_noteTimer->setSingleShot(true);
+    m_noteTimer->setInterval(15000);
+    connect(m_noteTimer, &QTimer::timeout, this, [this] {
+        m_noteLabel->setText({});
+        m_noteLabel->hide();
+    });
+    statusBar()->addPermanentWidget(m_noteLabel, 3);
     statusBar()->addPermanentWidget(m_insecureLabel);
     statusBar()->addPermanentWidget(m_modeLabel, 1);
     statusBar()->addPermanentWidget(m_scanLabel, 2);
