@@ -5,6 +5,7 @@
 #include "idem/errors.h"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 #include <future>
 #include <thread>
@@ -186,6 +187,7 @@ bool Scanner::done() const
 
 void Scanner::restart()
 {
+    m_passBegun = false;
     if (m_cluster && m_open)
         learnTopology(&m_pendingNotes);
     for (auto& s : m_shards) {
@@ -250,6 +252,8 @@ ScanStep Scanner::next()
         std::string error;
         std::exception_ptr fatal;
     };
+    if (!std::exchange(m_passBegun, true))
+        m_passStartMap = slotMap();
     std::vector<Task> tasks;
     for (std::size_t i = 0; i < m_shards.size(); ++i)
         if (!m_shards[i].finished)
@@ -320,7 +324,46 @@ ScanStep Scanner::next()
         if (anyFailed && !anyRead)
             std::this_thread::sleep_for(std::chrono::milliseconds(200)); // a failover takes seconds
     }
+    if (done() && !m_passStartMap.empty()) {
+        const std::string end = slotMap();
+        if (!end.empty() && (end != m_passStartMap || end.find(" migrating") != std::string::npos))
+            step.notes.push_back("hash slots moved between nodes while the keys were read (a resharding or a "
+                                 "failover): keys that moved may be missing from this pass, or in it twice; "
+                                 "read again once it is over");
+        m_passStartMap.clear();
+    }
     return step;
+}
+
+std::string Scanner::slotMap()
+{
+    try {
+        std::string map;
+        std::set<std::string> primaries;
+        for (const ClusterShard& t : clusterShards(*m_seed.connection)) {
+            for (const auto& [first, last] : t.ranges)
+                map += std::to_string(first) + "-" + std::to_string(last) + "@" + t.primary + ";";
+            primaries.insert(t.primary);
+        }
+        // a slot being moved shows as [slot->-id] (or [slot-<-id]) on its own node's line only
+        for (const std::string& p : primaries) {
+            const ReplyPtr r = node(p, false).connection->command({"CLUSTER", "NODES"});
+            if (reply::isError(r.get()))
+                return {};
+            const std::string text = reply::str(r.get());
+            for (std::size_t at = 0; at < text.size();) {
+                const std::size_t end = std::min(text.find('\n', at), text.size());
+                const std::string_view line(text.data() + at, end - at);
+                if (line.find("myself") != std::string_view::npos &&
+                    (line.find("->-") != std::string_view::npos || line.find("-<-") != std::string_view::npos))
+                    map += p + " migrating;";
+                at = end + 1;
+            }
+        }
+        return map;
+    } catch (const Error&) {
+        return {}; // a node that cannot say: no verdict
+    }
 }
 
 void Scanner::readRedirected(std::vector<Redirected> redirected, ShardPage& into)

@@ -101,6 +101,11 @@ private:
     std::string readAddress(const ClusterShard& s) const;
     const Shard* shardOfSlot(int slot) const;
     void readRedirected(std::vector<Redirected> redirected, ShardPage& into);
+    // Which primary serves each slot, and whether a slot is migrating (CLUSTER SLOTS, and CLUSTER
+    // NODES of each primary), as one string; "" when a node could not say. A pass whose start and
+    // end differ, or that began or ended with a slot migrating, read keys while they moved: those
+    // may be missing from it, or in it twice.
+    std::string slotMap();
 
     ConnectionOptions m_seedOptions;
     MonitorOptions m_options;
@@ -113,6 +118,8 @@ private:
     std::map<std::string, Node, std::less<>> m_nodes; // "host:port" (+ " ro" for READONLY ones)
     mutable std::mutex m_nodesMutex;                  // m_nodes' shape, for interrupt()
     std::vector<std::string> m_pendingNotes;          // learned outside a step, told by the next
+    bool m_passBegun = false;                         // this pass's first step took slotMap()
+    std::string m_passStartMap;
 };
 
 } // namespace idem
