@@ -232,6 +232,24 @@ private slots:
         }
     }
 
+    // what the console tells before a race on a watched server is what the race writes
+    void keysWrittenAreAsTold()
+    {
+        idem::LocalServer server;
+        idem::Connection c(server.connectionOptions());
+        for (const idem::Strategy s : {idem::Strategy::Naive, idem::Strategy::SetNx, idem::Strategy::Watch,
+                                       idem::Strategy::Lua}) {
+            c.checked({"FLUSHALL"});
+            auto w = small(7);
+            w.crashRate = 0.2;
+            w.pauseRate = 0.2;
+            idem::runRace(server.connectionOptions(), s, w);
+            const long long keys = idem::reply::integer(c.checked({"DBSIZE"}).get());
+            QVERIFY2(keys <= w.events * idem::labKeysPerEvent(s) && keys > w.events * (idem::labKeysPerEvent(s) - 1),
+                     qPrintable(QStringLiteral("%1: %2 keys for %3 events").arg(QString::fromUtf8(idem::nameOf(s).data())).arg(keys).arg(w.events)));
+        }
+    }
+
     void watchIsSafeWithoutPauses()
     {
         for (std::uint64_t seed = 1; seed <= 5; ++seed) {

@@ -306,8 +306,8 @@ int RaceLabWidget::keysPerRun() const
     int keys = 0;
     const int chosen = m_strategy->currentData().toInt();
     for (int s = 0; s < 4; ++s)
-        if (chosen < 0 || chosen == s) // the record per event, the sink (lua), the ledger
-            keys += events * (s == static_cast<int>(idem::Strategy::Lua) ? 2 : 1) + 1;
+        if (chosen < 0 || chosen == s)
+            keys += events * idem::labKeysPerEvent(static_cast<idem::Strategy>(s));
     return keys;
 }
 
@@ -326,7 +326,7 @@ void RaceLabWidget::updateWhere()
         m_where->setCurrentIndex(0);
     const bool connected = m_where->currentData().toInt() == static_cast<int>(Where::Connected);
     m_whereNote->setText(
-        connected ? tr("Writes about %1 keys under %2: on %3, each expiring within 10 minutes. Nothing in the "
+        connected ? tr("Writes up to %1 keys under %2: on %3, each expiring within 10 minutes. Nothing in the "
                        "namespace the console watches is written or changed.")
                         .arg(keysPerRun())
                         .arg(QString::fromUtf8(idem::kLabNamespace.data()), m_connectedName)
@@ -362,7 +362,7 @@ void RaceLabWidget::fire()
         }
         // said before anything is written there
         QMessageBox ask(QMessageBox::Question, tr("Race on the connected server"),
-                        tr("The race lab will write about %1 keys under %2: on %3. Each of them expires within 10 "
+                        tr("The race lab will write up to %1 keys under %2: on %3. Each of them expires within 10 "
                            "minutes; nothing in the namespace the console watches is written or changed.\n\nRace "
                            "there?")
                             .arg(keysPerRun())

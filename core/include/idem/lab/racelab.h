@@ -32,6 +32,9 @@ enum class Strategy {
 };
 std::string_view nameOf(Strategy s);
 std::optional<Strategy> strategyFromString(std::string_view s);
+// The most keys a race writes per event: the strategy's record and the ledger of executions, and
+// for Lua the side effect's fence (its sink). What the console tells before a race on a server.
+constexpr int labKeysPerEvent(Strategy s) { return s == Strategy::Lua ? 3 : 2; }
 
 struct Workload {
     int events = 20;
