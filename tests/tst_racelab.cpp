@@ -285,6 +285,8 @@ private slots:
                                        QStringLiteral("--workers"), QStringLiteral("4"), QStringLiteral("--json")},
                                       60000);
         QCOMPARE(r.exitCode, 0);
+        // on a server named by --url or IDEM_URL it says where it writes, before it does
+        QVERIFY2(r.err.startsWith("idemctl race: writing to ") && r.err.contains("under racelab:"), r.err.constData());
         const auto lines = r.out.trimmed().split('\n');
         QCOMPARE(lines.size(), 4);
         QStringList seen;

@@ -72,6 +72,9 @@ int cmdRace(const std::vector<std::string>& argv)
     w.keyNamespace = g.keyNamespace == "idempotency" ? "racelab" : g.keyNamespace;
 
     idem::Connection(conn).connect(); // a clear error before any output
+    if (g.urlGiven) // said before anything is written there (the demo says it too)
+        std::fprintf(stderr, "idemctl race: writing to %s, under %s: (each key expires within 10 minutes)\n",
+                     conn.describe().c_str(), w.keyNamespace.c_str());
     const bool json = args.flag("--json");
     if (!json)
         std::printf("%-7s %7s %10s %10s %7s %7s %5s %10s %8s %8s\n", "", "events", "deliveries", "executions",

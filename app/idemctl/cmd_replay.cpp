@@ -52,6 +52,9 @@ int cmdReplay(const std::vector<std::string>& argv)
     std::unique_ptr<idem::LocalServer> server;
     const idem::ConnectionOptions conn = serverOrPrivate(g, server);
     o.keyNamespace = g.keyNamespace == "idempotency" ? "replay" : g.keyNamespace;
+    if (g.urlGiven) // said before anything is written there
+        std::fprintf(stderr, "idemctl replay: writing to %s, under %s:\n", conn.describe().c_str(),
+                     o.keyNamespace.c_str());
     const auto r = idem::replay(conn, events, o);
     if (args.flag("--json")) {
         const nlohmann::json j = {{"events", r.events},         {"deliveries", r.deliveries},
