@@ -186,6 +186,14 @@ private Q_SLOTS:
                                                "taken over by bbbbbbbb…, attempt 2\n"
                                                "COMPLETED by bbbbbbbb…\n"
                                                "purged by alice\n"_s);
+        // a lock first seen after its lease had run out: the expiry comes first, as it happened
+        idem::HistoryIndex late;
+        auto seen = started(3000, "s", "cccccccc-5555-6666");
+        seen.leaseUntilMs = 2500;
+        seen.source = idem::Transition::Scan; // read by a scan: "first seen"
+        late.add(seen);
+        QCOMPARE(QString::fromStdString(words(late, "s", 4000)), u"lease of cccccccc… expired\n"
+                                                                  "STARTED by cccccccc… (first seen)\n"_s);
         // the event log export: each start by a new owner is an event of that id
         std::ostringstream log;
         idem::writeEventLog(log, idem::eventsFromHistory(index.between(0, 9000), "idempotency"));

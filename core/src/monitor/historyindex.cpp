@@ -249,6 +249,8 @@ std::vector<TimelineLine> describeTimeline(const std::vector<Transition>& ts, st
     }
     if (prev && prev->state == RecordState::Started && !prev->gone() && prev->leaseUntilMs > 0 && prev->leaseUntilMs <= nowMs)
         out.push_back({prev->leaseUntilMs, "lease of " + shortToken(prev->owner) + " expired", true});
+    // in time order: a lock first seen after its lease had run out says so before it is seen
+    std::stable_sort(out.begin(), out.end(), [](const TimelineLine& a, const TimelineLine& b) { return a.atMs < b.atMs; });
     return out;
 }
 
