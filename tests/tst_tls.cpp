@@ -86,6 +86,7 @@ private slots:
         const auto [why, field] = configError(o);
         QVERIFY2(field == "tls-cert", why.c_str());
         QVERIFY2(why.find("client certificate") != std::string::npos, why.c_str());
+        QVERIFY2(why.starts_with("Redis at rediss://"), why.c_str()); // the alert, or the reset: the server named
     }
 
     void errorsRetryingCannotFix_data()

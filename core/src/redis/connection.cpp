@@ -277,8 +277,8 @@ void Connection::fail(const char* what)
                                       "a client certificate, or refused this one (--tls-cert and --tls-key)",
                               "tls-cert", false);
         throw ClosedError(where + ": " + what + ": " + e.what());
-    } catch (const ConfigError&) {
-        throw;
+    } catch (const ConfigError& e) { // a TLS alert read after the handshake (a client certificate refused)
+        throw ConfigError(where + ": " + e.what(), e.field(), e.certain());
     } catch (const ProtoError& e) {
         throw ProtoError(where + ": " + what + ": " + e.what());
     } catch (const IoError& e) {
