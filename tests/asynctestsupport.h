@@ -10,12 +10,16 @@
 #include "idem/redis/localserver.h"
 #include "testsupport.h"
 
-#include <QThreadPool>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace asynctest {
 inline idem::ConnectionOptions quick(idem::ConnectionOptions o, int commandMs = 1000)
@@ -57,8 +61,63 @@ std::string errorOf(std::future<T>& f, bool* timeout = nullptr, bool* closed = n
     }
 }
 
-// runs tasks on Qt's global pool: work that sleeps must not hold an I/O thread
-inline void onPool(std::function<void()> task) { QThreadPool::globalInstance()->start(std::move(task)); }
+// Threads that run posted tasks (work that sleeps must not hold an I/O thread). Not Qt's global
+// pool: ThreadSanitizer cannot see the synchronisation inside Qt (its mutexes are futexes in an
+// uninstrumented library), so a task posted from an I/O thread read as a race with its creation.
+class TaskThreads {
+public:
+    explicit TaskThreads(int n)
+    {
+        for (int i = 0; i < n; ++i)
+            m_threads.emplace_back([this] { loop(); });
+    }
+    ~TaskThreads()
+    {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_wake.notify_all();
+        for (auto& t : m_threads)
+            t.join();
+    }
+    void post(std::function<void()> task)
+    {
+        {
+            std::lock_guard lock(m_mutex);
+            m_tasks.push_back(std::move(task));
+        }
+        m_wake.notify_one();
+    }
+
+private:
+    void loop()
+    {
+        while (true) {
+            std::function<void()> task;
+            {
+                std::unique_lock lock(m_mutex);
+                m_wake.wait(lock, [this] { return m_stop || !m_tasks.empty(); });
+                if (m_tasks.empty())
+                    return;
+                task = std::move(m_tasks.front());
+                m_tasks.pop_front();
+            }
+            task();
+        }
+    }
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<std::function<void()>> m_tasks;
+    bool m_stop = false;
+    std::vector<std::thread> m_threads;
+};
+
+inline void onPool(std::function<void()> task)
+{
+    static TaskThreads threads(4);
+    threads.post(std::move(task));
+}
 
 inline long long infoField(idem::Connection& c, const char* section, const std::string& field)
 {
