@@ -252,8 +252,13 @@ ScanStep Scanner::next()
         std::string error;
         std::exception_ptr fatal;
     };
-    if (!std::exchange(m_passBegun, true))
-        m_passStartMap = slotMap();
+    if (!std::exchange(m_passBegun, true) && m_cluster) {
+        // open() and restart() have just learned the topology: the pass starts from it
+        std::vector<ClusterShard> known;
+        for (const Shard& s : m_shards)
+            known.push_back(s.topology);
+        m_passStartMap = slotMap(&known);
+    }
     std::vector<Task> tasks;
     for (std::size_t i = 0; i < m_shards.size(); ++i)
         if (!m_shards[i].finished)
@@ -335,12 +340,12 @@ ScanStep Scanner::next()
     return step;
 }
 
-std::string Scanner::slotMap()
+std::string Scanner::slotMap(const std::vector<ClusterShard>* known)
 {
     try {
         std::string map;
         std::set<std::string> primaries;
-        for (const ClusterShard& t : clusterShards(*m_seed.connection)) {
+        for (const ClusterShard& t : known ? *known : clusterShards(*m_seed.connection)) {
             for (const auto& [first, last] : t.ranges)
                 map += std::to_string(first) + "-" + std::to_string(last) + "@" + t.primary + ";";
             primaries.insert(t.primary);
@@ -350,15 +355,9 @@ std::string Scanner::slotMap()
             const ReplyPtr r = node(p, false).connection->command({"CLUSTER", "NODES"});
             if (reply::isError(r.get()))
                 return {};
-            const std::string text = reply::str(r.get());
-            for (std::size_t at = 0; at < text.size();) {
-                const std::size_t end = std::min(text.find('\n', at), text.size());
-                const std::string_view line(text.data() + at, end - at);
-                if (line.find("myself") != std::string_view::npos &&
-                    (line.find("->-") != std::string_view::npos || line.find("-<-") != std::string_view::npos))
+            for (const ClusterNodeLine& n : parseClusterNodes(reply::str(r.get())))
+                if (n.myself && n.moving)
                     map += p + " migrating;";
-                at = end + 1;
-            }
         }
         return map;
     } catch (const Error&) {

@@ -293,24 +293,15 @@ private:
     // while every WAIT falls short must not keep this thread from its own work).
     void recheckPrimary()
     {
-        using namespace std::chrono;
-        const auto started = steady_clock::now();
-        if (!m_stream || started < m_nextPrimaryCheck)
+        const auto started = std::chrono::steady_clock::now();
+        if (!m_stream || started < m_nextPrimaryCheck || !m_options.unixSocket.empty())
             return;
-        bool answered = false;
-        try {
-            const auto [host, port] = m_connector.primaryFromSentinels();
-            answered = true;
-            const std::string named = endpointText(host, port);
-            if (m_options.unixSocket.empty() && named != m_stream->peer())
-                dropConnection(std::make_exception_ptr(ClosedError(
-                    where() + ": the sentinels name " + named + " as the primary now; asking them again")));
-        } catch (const Error&) {
-            // the sentinels cannot say: keep what works
-        }
-        const auto took = steady_clock::now() - started;
-        m_nextPrimaryCheck = steady_clock::now() +
-                             std::max<steady_clock::duration>(seconds(answered ? 1 : 10), took * 10);
+        std::string named;
+        const auto v = m_connector.askPrimary(m_stream->peer(), &named);
+        if (v == Connection::PrimaryVerdict::Elsewhere)
+            dropConnection(std::make_exception_ptr(
+                ClosedError(where() + ": the sentinels name " + named + " as the primary now; asking them again")));
+        m_nextPrimaryCheck = Connection::nextPrimaryCheck(started, v != Connection::PrimaryVerdict::Unknown);
     }
 
     // Called from a catch block: the error that broke the connection, saying where.

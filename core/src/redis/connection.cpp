@@ -70,15 +70,31 @@ bool Connection::checkPrimary()
 {
     if (!m_options.viaSentinel() || !m_connected || !m_options.unixSocket.empty())
         return true;
+    if (askPrimary(m_stream->peer()) != PrimaryVerdict::Elsewhere)
+        return true; // the same node, or the sentinels cannot say: keep what works
+    dropContext();   // the next call finds the primary the sentinels name now
+    return false;
+}
+
+Connection::PrimaryVerdict Connection::askPrimary(const std::string& peer, std::string* named)
+{
     try {
         const auto [host, port] = primaryFromSentinels();
-        if (endpointText(host, port) == m_stream->peer())
-            return true;
+        const std::string now = endpointText(host, port);
+        if (named)
+            *named = now;
+        return now == peer ? PrimaryVerdict::Same : PrimaryVerdict::Elsewhere;
     } catch (const Error&) {
-        return true; // the sentinels cannot say: keep what works
+        return PrimaryVerdict::Unknown;
     }
-    dropContext(); // the next call finds the primary the sentinels name now
-    return false;
+}
+
+std::chrono::steady_clock::time_point Connection::nextPrimaryCheck(std::chrono::steady_clock::time_point started,
+                                                                   bool answered)
+{
+    using namespace std::chrono;
+    const auto now = steady_clock::now();
+    return now + std::max<steady_clock::duration>(seconds(answered ? 1 : 10), (now - started) * 10);
 }
 
 // The primary a sentinel names (SENTINEL get-master-addr-by-name), from the first that answers.
@@ -204,20 +220,13 @@ void Connection::connect()
 
 void Connection::checkPrimaryEverySecond()
 {
-    using namespace std::chrono;
-    const auto started = steady_clock::now();
+    const auto started = std::chrono::steady_clock::now();
     if (started < m_nextPrimaryCheck || !m_options.unixSocket.empty())
         return;
-    bool answered = true;
-    try {
-        const auto [host, port] = primaryFromSentinels();
-        if (endpointText(host, port) != m_stream->peer())
-            dropContext(); // the call connects to the primary they name now
-    } catch (const Error&) {
-        answered = false; // the sentinels cannot say: keep what works
-    }
-    const auto took = steady_clock::now() - started;
-    m_nextPrimaryCheck = steady_clock::now() + std::max<steady_clock::duration>(seconds(answered ? 1 : 10), took * 10);
+    const PrimaryVerdict v = askPrimary(m_stream->peer());
+    if (v == PrimaryVerdict::Elsewhere)
+        dropContext(); // the call connects to the primary they name now
+    m_nextPrimaryCheck = nextPrimaryCheck(started, v != PrimaryVerdict::Unknown);
 }
 
 void Connection::ensureConnected()

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <charconv>
 #include <mutex>
 
 namespace idem {
@@ -48,6 +49,45 @@ std::vector<ClusterShard> parseClusterSlots(const redisReply* r, const std::stri
     }
     std::sort(shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.firstSlot < b.firstSlot; });
     return shards;
+}
+
+std::vector<ClusterNodeLine> parseClusterNodes(std::string_view text)
+{
+    std::vector<ClusterNodeLine> all;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t eol = std::min(text.find('\n', pos), text.size());
+        std::vector<std::string_view> f;
+        for (std::size_t p = pos; p < eol;) {
+            const std::size_t sp = std::min(text.find(' ', p), eol);
+            if (sp > p)
+                f.push_back(text.substr(p, sp - p));
+            p = sp + 1;
+        }
+        pos = eol + 1;
+        if (f.size() < 8)
+            continue;
+        ClusterNodeLine n;
+        n.id = f[0];
+        const std::string flags = "," + std::string(f[2]) + ",";
+        n.myself = flags.find(",myself,") != std::string::npos;
+        n.isPrimary = flags.find(",master,") != std::string::npos;
+        n.primary = f[3];
+        for (std::size_t i = 8; i < f.size(); ++i) {
+            if (f[i].starts_with("[")) {
+                n.moving = true;
+                continue;
+            }
+            const auto dash = f[i].find('-');
+            const std::string_view first = f[i].substr(0, dash);
+            const std::string_view last = dash == std::string_view::npos ? first : f[i].substr(dash + 1);
+            int a = 0, b = -1;
+            std::from_chars(first.data(), first.data() + first.size(), a);
+            std::from_chars(last.data(), last.data() + last.size(), b);
+            n.slotsHeld += b >= a ? b - a + 1 : 0;
+        }
+        all.push_back(std::move(n));
+    }
+    return all;
 }
 
 std::int16_t SlotMap::indexLocked(const std::string& address)

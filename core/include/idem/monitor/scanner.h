@@ -104,8 +104,8 @@ private:
     // Which primary serves each slot, and whether a slot is migrating (CLUSTER SLOTS, and CLUSTER
     // NODES of each primary), as one string; "" when a node could not say. A pass whose start and
     // end differ, or that began or ended with a slot migrating, read keys while they moved: those
-    // may be missing from it, or in it twice.
-    std::string slotMap();
+    // may be missing from it, or in it twice. `known`: the shards just learned (else asked).
+    std::string slotMap(const std::vector<ClusterShard>* known = nullptr);
 
     ConnectionOptions m_seedOptions;
     MonitorOptions m_options;

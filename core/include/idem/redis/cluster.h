@@ -26,4 +26,14 @@ struct ClusterShard {
 // The shards of a cluster, by first slot. Throws ReplyError when CLUSTER SLOTS is refused.
 std::vector<ClusterShard> clusterShards(Connection& c);
 
+// One line of CLUSTER NODES: "id addr flags primary-id ping pong epoch link slot...", slots as
+// "a-b" or "a"; "[a->-id]" / "[a-<-id]" are slots being moved (migrating or importing), not held.
+struct ClusterNodeLine {
+    std::string id, primary; // primary: its primary's id, "-" for a primary
+    bool myself = false, isPrimary = false;
+    int slotsHeld = 0;      // how many it holds (not "slots": a Qt macro)
+    bool moving = false;    // a slot is being moved out of it or into it
+};
+std::vector<ClusterNodeLine> parseClusterNodes(std::string_view text);
+
 } // namespace idem

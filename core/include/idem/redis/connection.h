@@ -69,9 +69,15 @@ public:
 
 private:
     // Through Sentinel, before a call: checkPrimary() at most once a second (after a slow or failed
-    // answer, once ten times that long has passed). A primary a planned failover replaced keeps
-    // taking writes until the sentinels demote it, seconds later; each is lost.
+    // answer, once ten times that long has passed: nextPrimaryCheck). A primary a planned failover
+    // replaced keeps taking writes until the sentinels demote it, seconds later; each is lost.
     void checkPrimaryEverySecond();
+    // Whether `peer` is the primary the sentinels name now (named: the one they name), or Unknown
+    // when none of them can say (keep what works).
+    enum class PrimaryVerdict { Same, Elsewhere, Unknown };
+    PrimaryVerdict askPrimary(const std::string& peer, std::string* named = nullptr);
+    static std::chrono::steady_clock::time_point nextPrimaryCheck(std::chrono::steady_clock::time_point started,
+                                                                  bool answered);
     friend class AsyncConnection;
     // Connects as a call would (with backoff, failing fast while it lasts, the same errors) and
     // hands the connected stream over: AsyncConnection's handshake is this class's.
