@@ -61,7 +61,10 @@ local function existing(rec, meta, token, h, state, now, nowUs)
   -- a first attempt that wrote neither start nor deadline started at its fence's millisecond
   local fenceMs = (sfence - sfence % 1000) / 1000
   if state == 'STARTED' then
-    local until_ms = tonumber(s[3]) or (tonumber(s[6]) and fenceMs + s[6]) or 0
+    local until_ms = tonumber(s[3]) or (sfence > 0 and tonumber(s[6]) and fenceMs + s[6])
+    if not until_ms then -- not idem's (idem writes a deadline, or a fence and a lease): never taken over
+      return 'UNUSABLE a STARTED hash without a lease deadline (another writer\'s lock?)'
+    end
     if s[1] == token then
       -- the same caller retrying after a lost reply: hand back the same ownership
       return string.format('ACQUIRED %d %d %d 0', sfence, attempt, until_ms)

@@ -12,6 +12,12 @@ local retention = tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+if (ARGV[6] or '0') ~= '0' then
+  local st = redis.call('TYPE', KEYS[3])['ok']
+  if st ~= 'stream' and st ~= 'none' then
+    return redis.error_reply('ERR idem: ' .. KEYS[3] .. ' holds a ' .. st .. ', not the audit stream: nothing done')
+  end
+end
 local ktype = redis.call('TYPE', rec)['ok']
 if ktype == 'none' then
   return {'NOT_FOUND', '', now}
@@ -25,6 +31,12 @@ if state == 'COMPLETED' then
 end
 if state ~= 'STARTED' and state ~= 'FAILED' then
   return {'REFUSED', 'hash has no idem state field (purge it instead)', now}
+end
+-- idem's STARTED has an owner token and a lease (a deadline, or a fence and a lease length): a
+-- hash without them is another writer's lock, whose owner would never hear of a FAILED
+local own = state == 'STARTED' and redis.call('HMGET', rec, 'token', 'lease_until_ms', 'lease_ms')
+if own and not (own[1] and (own[2] or own[3])) then
+  return {'REFUSED', 'a STARTED hash without an idem owner token and lease: not an idem record (inspect it)', now}
 end
 -- clearing the token makes the current owner's complete/renew answer "lease lost"
 redis.call('HDEL', rec, 'token')

@@ -14,6 +14,12 @@
 -- ARGV[9] string: how many bytes ARGV[6] hashes  ARGV[10] string: expected length
 -- ARGV[11] '1': KEYS[2] is the meta key  ARGV[12] the audit stream's MAXLEN ('0': no stream here)
 -- ARGV[13] the audit stream's TTL, ms (every key idem writes expires; each entry extends it)
+-- ARGV[14] string: how many of its last bytes ARGV[6] hashes too (read in part; '' or '0': none)
+-- ARGV[15] hash: the SHA1 hex of the fields ARGV[16..] as they were read: for each, in order,
+--          '+<length>:<value>' or '-' when absent ('' = compare state, token and lease only).
+--          A foreign lock's lease under its own name (lock_expiry, expiration) renewed meanwhile
+--          makes the key changed, as a renewed lease_until_ms does.
+-- Nothing is written when the audit stream's key holds something else (no half-done purge).
 -- Replies: {'OK', what it was, now_ms} | {'NOT_FOUND', '', now_ms} | {'CHANGED', what it is, now_ms}
 local key = KEYS[1]
 local hasMeta = ARGV[11] == '1'
@@ -22,6 +28,12 @@ local stream = ARGV[12] ~= '0' and KEYS[hasMeta and 3 or 2] or nil
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+if stream then
+  local st = redis.call('TYPE', stream)['ok']
+  if st ~= 'stream' and st ~= 'none' then
+    return redis.error_reply('ERR idem: ' .. stream .. ' holds a ' .. st .. ', not the audit stream: nothing purged')
+  end
+end
 local ty = redis.call('TYPE', key)['ok']
 if ty == 'none' then
   return {'NOT_FOUND', '', now}
@@ -41,10 +53,27 @@ if ARGV[5] ~= '' then
        or (h[4] or '') ~= ARGV[8] then
       return {'CHANGED', was, now}
     end
+    if (ARGV[15] or '') ~= '' then
+      local names = {}
+      for i = 16, #ARGV do
+        names[#names + 1] = ARGV[i]
+      end
+      local v = redis.call('HMGET', key, unpack(names))
+      local parts = {}
+      for i = 1, #names do
+        parts[i] = v[i] and ('+' .. #v[i] .. ':' .. v[i]) or '-'
+      end
+      if redis.sha1hex(table.concat(parts)) ~= ARGV[15] then
+        return {'CHANGED', was, now}
+      end
+    end
   elseif ty == 'string' and ARGV[6] ~= '' then
-    local n = tonumber(ARGV[9])
-    if redis.call('STRLEN', key) ~= tonumber(ARGV[10]) or
-       redis.sha1hex(redis.call('GETRANGE', key, 0, n - 1)) ~= ARGV[6] then
+    local n, m = tonumber(ARGV[9]), tonumber(ARGV[14] or '0') or 0
+    local bytes = redis.call('GETRANGE', key, 0, n - 1)
+    if m > 0 then
+      bytes = bytes .. redis.call('GETRANGE', key, -m, -1)
+    end
+    if redis.call('STRLEN', key) ~= tonumber(ARGV[10]) or redis.sha1hex(bytes) ~= ARGV[6] then
       return {'CHANGED', was, now}
     end
   end

@@ -204,7 +204,7 @@ private slots:
         c.checked({"ZADD", key("zset"), "1", "m"});
         const std::string big(10 * 1024 * 1024, 'z');
         c.checked({"SET", key("big"), big});
-        c.checked({"SET", key("json"), R"({"status":"PROCESSING","started_at":1})"});
+        c.checked({"SET", key("json"), R"({"status":"PROCESSING","started_at":1600000000})"});
         c.checked({"SET", key("binary"), std::string("\x00\xff\x10", 3)});
         c.checked({"SET", key("plain"), "COMPLETED", "PX", "60000"});
 
@@ -230,7 +230,7 @@ private slots:
         auto r = store.inspect("json");
         QVERIFY(r);
         QCOMPARE(r->state, RecordState::Started);
-        // started in 1970, no lock_expiry: blocked (its writer keeps it until its TTL), stale only
+        // started in 2020, no lock_expiry: blocked (its writer keeps it until its TTL), stale only
         // in an operator's window (idemctl --stale-after)
         QVERIFY(r->blocked && !r->stale);
         QCOMPARE(r->ttlMs, std::int64_t(-1)); // no TTL: flagged
@@ -248,7 +248,7 @@ private slots:
         QCOMPARE(idem::reply::str(c.checked({"TYPE", key("list")}).get()), std::string("list"));
         QCOMPARE(idem::reply::integer(c.checked({"STRLEN", key("big")}).get()), std::int64_t(big.size()));
         QCOMPARE(idem::reply::str(c.checked({"GET", key("json")}).get()),
-                 std::string(R"({"status":"PROCESSING","started_at":1})"));
+                 std::string(R"({"status":"PROCESSING","started_at":1600000000})"));
     }
 };
 

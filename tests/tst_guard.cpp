@@ -132,6 +132,87 @@ private slots:
         QVERIFY(!store.inspect("x"));
     }
 
+    // Another library's lock renewed between the read and the purge stays, whatever field its
+    // lease is in (a hash's lock_expiry) and wherever in a large value it changed (the tail)
+    void foreignRenewalBetweenReadAndPurge()
+    {
+        const std::string ns = idemtest::uniqueNamespace("guardforeign");
+        idem::Connection c(idemtest::sharedRedis());
+        const std::int64_t now = idem::reply::timeMs(c.checked({"TIME"}).get());
+        const std::string old = std::to_string(now - 60'000), renewed = std::to_string(now + 600'000);
+        const std::string pad(20000, 'x');
+        const auto big = [&](const std::string& until) {
+            return "{\"payload\":\"" + pad + "\",\"status\":\"PROCESSING\",\"lock_expiry\":" + until + "}";
+        };
+        c.checked({"HSET", ns + ":{hs}", "status", "PROCESSING", "lock_expiry", old});
+        c.checked({"SET", ns + ":{big}", big(old), "EX", "600"});
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Scanner scanner(idemtest::sharedRedis(), mo);
+        auto seen = scanned(scanner);
+        QVERIFY(seen.count("hs") && seen.count("big"));
+        QVERIFY2(seen["hs"].stale && seen["big"].stale, seen["big"].reason.c_str());
+        QVERIFY(seen["big"].partial);
+        c.checked({"HSET", ns + ":{hs}", "lock_expiry", renewed});
+        c.checked({"SET", ns + ":{big}", big(renewed), "EX", "600"}); // same length, only the tail differs
+        QCOMPARE(scanner.unlinkIfUnchanged({seen["hs"], seen["big"]}, idem::Actor{"t", "stale"}), std::size_t(0));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{hs}", ns + ":{big}"}).get()), 2);
+        // read as they are now (stale again), they go
+        c.checked({"HSET", ns + ":{hs}", "lock_expiry", old});
+        c.checked({"SET", ns + ":{big}", big(old), "EX", "600"});
+        idem::Scanner again(idemtest::sharedRedis(), mo);
+        seen = scanned(again);
+        QCOMPARE(again.unlinkIfUnchanged({seen["hs"], seen["big"]}, idem::Actor{"t", "stale"}), std::size_t(2));
+    }
+
+    // What idem cannot read whole, but whose status says in progress, is another writer's live
+    // lock: no idemctl path runs over it, deletes it or writes into it without --live
+    void unreadLocksAreNotTaken()
+    {
+        const std::string ns = idemtest::uniqueNamespace("guardunread");
+        idem::Connection c(idemtest::sharedRedis());
+        c.checked({"HSET", ns + ":{pay-12}", "state", "STARTED", "owner", "worker-7"}); // no lease
+        c.checked({"SET", ns + ":{zero}", R"({"status":"PROCESSING","owner":"w1","lock_expiry":0})", "EX", "600"});
+        c.checked({"SET", ns + ":node", R"({"status":"IN_PROGRESS","fingerPrint":"ab"})", "EX", "600"});
+        const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                               QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        const auto run = [&](const QStringList& args) { return idemtest::runIdemctl(g + args); };
+        const auto ran = run({QStringLiteral("run"), QStringLiteral("--key"), QStringLiteral("pay-12"),
+                              QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("RAN")});
+        QVERIFY2(ran.exitCode != 0 && !ran.out.contains("RAN"), ran.out.constData());
+        QVERIFY2(ran.err.contains("without a lease deadline"), ran.err.constData());
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("pay-12")}).exitCode, 1);
+        QCOMPARE(run({QStringLiteral("force-fail"), QStringLiteral("pay-12")}).exitCode, 1);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("zero")}).exitCode, 1);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exitCode, 0);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--state"), QStringLiteral("malformed"),
+                      QStringLiteral("--pattern"), QString::fromStdString(ns + ":*"), QStringLiteral("--yes")})
+                     .exitCode,
+                 0);
+        const auto ff = run({QStringLiteral("force-fail"), QStringLiteral("--key"), QString::fromStdString(ns + ":node")});
+        QCOMPARE(ff.exitCode, 1);
+        QVERIFY2(ff.err.contains("--live"), ff.err.constData());
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{pay-12}", ns + ":{zero}", ns + ":node"}).get()), 3);
+        QCOMPARE(idem::reply::str(c.checked({"HGET", ns + ":{pay-12}", "state"}).get()), std::string("STARTED"));
+        QCOMPARE(idem::reply::integer(c.checked({"HLEN", ns + ":{pay-12}"}).get()), 2); // nothing written into it
+        // told, they go
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("zero"), QStringLiteral("--live")}).exitCode, 0);
+        QCOMPARE(run({QStringLiteral("force-fail"), QStringLiteral("--key"), QString::fromStdString(ns + ":node"),
+                      QStringLiteral("--live")})
+                     .exitCode,
+                 0);
+        // a hash outside the namespace is no record of its: refused in words, not a usage error
+        c.checked({"HSET", ns + "-jobs:2", "state", "STARTED", "lease_until_ms", "99999999999999"});
+        const auto outside = run({QStringLiteral("force-fail"), QStringLiteral("--key"), QString::fromStdString(ns + "-jobs:2")});
+        QCOMPARE(outside.exitCode, 1);
+        QVERIFY2(outside.err.contains("outside the namespace"), outside.err.constData());
+        // a key of someone else's where the audit stream goes: nothing is purged (not half of it)
+        c.checked({"SET", ns + ":audit", "x"});
+        c.checked({"SET", ns + ":{c1}", "COMPLETED", "EX", "600"});
+        QVERIFY(run({QStringLiteral("purge"), QStringLiteral("c1")}).exitCode != 0);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{c1}"}).get()), 1);
+    }
+
     void cluster()
     {
         idem::LocalCluster cluster(3);

@@ -324,7 +324,7 @@ private Q_SLOTS:
             r.key = "k:{" + QByteArray::number(i) + '}';
             r.state = idem::RecordState::Started;
             r.type = KeyRow::Type::Hash;
-            r.guard = "tok-" + QByteArray::number(i);
+            r.guard = QByteArray(KeyRow::kDigestBytes, '\0') + "tok-" + QByteArray::number(i);
             rows.push_back(r);
         }
         QSignalSpy written(recorder, &HistoryRecorder::extentChanged);

@@ -344,7 +344,7 @@ private slots:
         idem::Connection c(idemtest::sharedRedis());
         const std::string ns = common.at(3).toStdString();
         c.checked({"RPUSH", ns + ":{alist}", "a"});
-        c.checked({"SET", ns + ":{foreign}", R"({"status":"PROCESSING","lock_expiry":1})"});
+        c.checked({"SET", ns + ":{foreign}", R"({"status":"PROCESSING","lock_expiry":1600000000})"});
         auto r = run(s("alist"), {s("echo"), s("no")});
         QCOMPARE(r.exitCode, 69);
         QVERIFY(r.err.contains("list"));

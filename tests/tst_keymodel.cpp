@@ -127,12 +127,12 @@ private slots:
         QCOMPARE(s.stale, std::size_t(1));
         QCOMPARE(s.noTtl, std::size_t(1));
         KeyRow owned = row(u"owned"_qs, idem::RecordState::Started, server, 60'000, 30'000);
-        owned.guard = "0123456789abcdef0123456789abcdef";
+        const QByteArray token = "0123456789abcdef0123456789abcdef";
+        owned.guard = QByteArray(KeyRow::kDigestBytes, 'd') + token; // the fields' digest, then the owner
         model.upsert({owned}, server, 1);
         const int o = model.rowOfKey(u"ns:{owned}"_qs);
-        QCOMPARE(model.data(model.index(o, KeyTableModel::Owner)).toString(), QString::fromLatin1(owned.guard)); // whole
-        QCOMPARE(model.data(model.index(o, KeyTableModel::Owner), Qt::ToolTipRole).toString(),
-                 QString::fromLatin1(owned.guard));
+        QCOMPARE(model.data(model.index(o, KeyTableModel::Owner)).toString(), QString::fromLatin1(token)); // whole
+        QCOMPARE(model.data(model.index(o, KeyTableModel::Owner), Qt::ToolTipRole).toString(), QString::fromLatin1(token));
     }
 
     // When the data stops being current the clock stops where it was last read: no countdown, no

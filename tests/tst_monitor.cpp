@@ -56,7 +56,7 @@ class TestMonitor : public QObject {
         store.purge("completed-then-purged", "t"); // leaves nothing (no record); meta only if it existed
         auto k = [&](const char* id) { return ns + ":{" + id + "}"; };
         raw->checked({"SET", k("json-started"), R"({"status":"PENDING","lock_expiry":9999999999})", "EX", "600"});
-        raw->checked({"SET", k("json-stale"), R"({"status":"PROCESSING","lock_expiry":1})", "EX", "600"});
+        raw->checked({"SET", k("json-stale"), R"({"status":"PROCESSING","lock_expiry":1600000000})", "EX", "600"});
         raw->checked({"SET", k("json-done"), R"({"status":"COMPLETED","response_body":"ok"})", "EX", "600"});
         raw->checked({"SET", k("json-failed"), R"({"status":"FAILED"})", "EX", "600"});
         raw->checked({"SET", k("plain"), "IN_PROGRESS", "EX", "600"});
@@ -247,7 +247,7 @@ private slots:
         idem::Store store(*pool, so);
         auto a = store.acquire("renewed", "");
         store.acquire("left-alone", "");
-        raw->checked({"SET", ns + ":{json}", R"({"status":"PROCESSING","lock_expiry":1})"});
+        raw->checked({"SET", ns + ":{json}", R"({"status":"PROCESSING","lock_expiry":1600000000})"});
         QThread::msleep(5);
         idem::Connection c(idemtest::sharedRedis());
         idem::MonitorOptions mo;

@@ -541,7 +541,13 @@ private slots:
         QVERIFY2(terminal.err.contains("keeps no failed state"), terminal.err.constData());
         QCOMPARE(idem::reply::str(conn->checked({"GET", key}).get()), live); // not written into
 
-        auto released = idemtest::runIdemctl(url + QStringList{QStringLiteral("force-fail"), QStringLiteral("--key"), k});
+        // its owner cannot hear of a release: a live lock is released only when told
+        auto kept = idemtest::runIdemctl(url + QStringList{QStringLiteral("force-fail"), QStringLiteral("--key"), k});
+        QCOMPARE(kept.exitCode, 1);
+        QVERIFY2(kept.err.contains("is a live lock") && kept.err.contains("--live"), kept.err.constData());
+        QCOMPARE(idem::reply::str(conn->checked({"GET", key}).get()), live);
+        auto released = idemtest::runIdemctl(
+            url + QStringList{QStringLiteral("force-fail"), QStringLiteral("--key"), k, QStringLiteral("--live")});
         QCOMPARE(released.exitCode, 0);
         QVERIFY2(released.out.contains("released"), released.out.constData());
         QCOMPARE(idem::reply::integer(conn->checked({"EXISTS", key}).get()), std::int64_t(0));

@@ -106,7 +106,7 @@ private Q_SLOTS:
                 r.format = idem::RecordFormat::Native;
                 r.state = state;
                 r.attempt = 1;
-                r.guard = "owner-" + QByteArray::number(i);
+                r.guard = QByteArray(KeyRow::kDigestBytes, '\0') + "owner-" + QByteArray::number(i);
                 rows.push_back(r);
             }
             return rows;

@@ -65,7 +65,7 @@ ConfirmDialog::ConfirmDialog(const Request& request, QWidget* parent) : QDialog(
             u"leftOut"_s);
     const QString warning = theme::noteStyle(theme::Severity::Error, palette());
     if (request.liveLocks > 0)
-        add(u"⚠ "_s + tr("%n live lock(s): the worker holding it is still running, and a duplicate delivered now "
+        add(u"⚠ "_s + tr("%n live lock(s): the worker holding it may still be running, and a duplicate delivered now "
                           "would run beside it.", nullptr, request.liveLocks),
             u"liveWarning"_s, warning);
     if (request.completed > 0 && !forceFail)

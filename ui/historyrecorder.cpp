@@ -123,7 +123,7 @@ void HistoryRecorder::observe(const QVector<KeyRow>& rows, const QHash<QString, 
         t.leaseUntilMs = r.leaseUntilMs;
         t.expiresAtMs = r.expiresAtMs;
         if (r.type == KeyRow::Type::Hash)
-            t.owner = r.guard.toStdString();
+            t.owner = r.ownerBytes().toByteArray().toStdString();
         const QString key = r.keyText();
         if (const auto who = actors.constFind(key); who != actors.constEnd() && who->size() == 2) {
             t.op = who->at(0).toStdString();
@@ -219,8 +219,10 @@ KeyRow HistoryRecorder::rowOf(const idem::HistoryIndex& index, const idem::Histo
     r.changesAtMs = e.state == idem::RecordState::Started ? e.leaseUntilMs : 0;
     r.expiresAtMs = e.expiresAtMs;
     r.createdMs = e.createdMs;
+    if (r.type == KeyRow::Type::Hash) // no digest of what a scan read then: no purge guard matches it
+        r.guard = QByteArray(KeyRow::kDigestBytes, '\0');
     if (e.owner)
-        r.guard = QByteArray::fromStdString(index.text(e.owner));
+        r.guard += QByteArray::fromStdString(index.text(e.owner));
     return r;
 }
 

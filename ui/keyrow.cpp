@@ -53,6 +53,27 @@ int fromHex(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : 0;
 }
 
+// 40 hex digits as 20 bytes (anything else: 20 zero bytes, which no guard matches)
+QByteArray digestBytes(const std::string& hex)
+{
+    QByteArray out(KeyRow::kDigestBytes, '\0');
+    if (hex.size() == 2 * static_cast<std::size_t>(KeyRow::kDigestBytes))
+        for (int i = 0; i < KeyRow::kDigestBytes; ++i)
+            out[i] = static_cast<char>(fromHex(hex[2 * i]) * 16 + fromHex(hex[2 * i + 1]));
+    return out;
+}
+
+std::string digestHex(QByteArrayView raw)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string hex(2 * static_cast<std::size_t>(raw.size()), '0');
+    for (qsizetype i = 0; i < raw.size(); ++i) {
+        hex[2 * i] = digits[(static_cast<unsigned char>(raw[i]) >> 4) & 0xf];
+        hex[2 * i + 1] = digits[static_cast<unsigned char>(raw[i]) & 0xf];
+    }
+    return hex;
+}
+
 } // namespace
 
 KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view keyNamespace)
@@ -72,6 +93,8 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
         row.flags |= Blocked;
     if (r.partial)
         row.flags |= Partial;
+    if (idem::notARecord(r.state) && idem::mayBeLiveLock(r))
+        row.flags |= MayBeLive;
     row.leaseUntilMs = r.leaseUntilMs.value_or(0); // native lease or a library's deadline
     row.changesAtMs = r.changesAtMs.value_or(0);
     if (r.state == idem::RecordState::Started && r.stale && (!r.changesAtMs || *r.changesAtMs > serverNowMs))
@@ -83,8 +106,9 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
     row.fence = r.fence;
     row.attempt = static_cast<qint32>(r.attempt);
     if (row.type == Type::Hash) {
+        row.guard = digestBytes(r.guardSha1);
         if (const auto* t = field(r, "token"))
-            row.guard = QByteArray::fromStdString(*t);
+            row.guard += QByteArray::fromStdString(*t);
         if (field(r, "lease_until_ms"))
             row.flags |= LeaseField;
         if (!field(r, "state"))
@@ -94,9 +118,7 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
             }
     } else if (row.type == Type::String) {
         if (const std::string& h = r.guardSha1; h.size() == 40) {
-            row.guard.resize(20);
-            for (int i = 0; i < 20; ++i)
-                row.guard[i] = static_cast<char>(fromHex(h[2 * i]) * 16 + fromHex(h[2 * i + 1]));
+            row.guard = digestBytes(h);
             row.valueBytes = static_cast<quint32>(std::max<std::int64_t>(0, r.valueBytes));
             row.guardBytes = static_cast<quint32>(r.guardBytes);
         }
@@ -151,10 +173,11 @@ idem::Record KeyRow::toGuardRecord() const
                  state == idem::RecordState::Failed)
             st = std::string(idem::nameOf(state));
         r.fields.emplace_back("state", st);
-        if (!guard.isEmpty())
-            r.fields.emplace_back("token", guard.toStdString());
+        if (guard.size() > kDigestBytes)
+            r.fields.emplace_back("token", guard.mid(kDigestBytes).toStdString());
         if (flags & LeaseField)
             r.fields.emplace_back("lease_until_ms", std::to_string(leaseUntilMs));
+        r.guardSha1 = digestHex(QByteArrayView(guard).first(std::min(guard.size(), kDigestBytes)));
     } else if (type == Type::Row) { // a PostgreSQL row: PgStore::purge compares these
         if (state == idem::RecordState::Started || state == idem::RecordState::Completed ||
             state == idem::RecordState::Failed)
@@ -164,16 +187,12 @@ idem::Record KeyRow::toGuardRecord() const
         r.attempt = attempt;
         if (leaseUntilMs != 0)
             r.leaseUntilMs = leaseUntilMs;
-    } else if (type == Type::String && guard.size() == 20) {
-        static const char digits[] = "0123456789abcdef";
-        std::string hex(40, '0');
-        for (int i = 0; i < 20; ++i) {
-            hex[2 * i] = digits[(static_cast<unsigned char>(guard[i]) >> 4) & 0xf];
-            hex[2 * i + 1] = digits[static_cast<unsigned char>(guard[i]) & 0xf];
-        }
-        r.guardSha1 = hex;
+    } else if (type == Type::String && guard.size() == kDigestBytes) {
+        r.guardSha1 = digestHex(guard);
         r.guardBytes = guardBytes;
         r.valueBytes = valueBytes;
+        // the monitor reads a larger value's first and last guardBytes: the guard covers both
+        r.guardTailBytes = valueBytes > guardBytes ? guardBytes : 0;
     }
     return r;
 }

@@ -3,6 +3,9 @@
 #include "idem/format/record.h"
 
 #include <QByteArray>
+#include <QByteArrayView>
+
+#include <algorithm>
 #include <QMetaType>
 #include <QString>
 #include <QVector>
@@ -22,6 +25,7 @@ struct KeyRow {
         Blocked = 16,      // STARTED with no lease: its library blocks the key until the TTL ends
         Partial = 32,      // classified from the first and last bytes of a larger value
         Lab = 64,          // written by the race lab under its own namespace (shown FOREIGN)
+        MayBeLive = 128,   // not a record idem reads whole, but its status says in progress
     };
 
     // the fields every tick reads for every row (counters, filters, countdowns) come first, so a
@@ -45,7 +49,9 @@ struct KeyRow {
     qint64 fence = 0;
     quint32 guardBytes = 0;  // strings: how many first bytes the guard's SHA1 covers
     QByteArray key;          // the Redis key, as bytes
-    QByteArray guard;        // hash, row: the owner token; string: SHA1 of its first guardBytes (20 bytes)
+    // hash: the SHA1 of the fields read (20 bytes, Record::guardSha1), then the owner token; row:
+    // the owner; string: SHA1 of its first guardBytes (and, larger, of its last guardBytes too)
+    QByteArray guard;
     QString note;            // a foreign hash's raw status; else why not a record, or what to know
 
     static KeyRow fromRecord(const idem::Record& r, qint64 serverNowMs, std::string_view keyNamespace);
@@ -56,12 +62,24 @@ struct KeyRow {
     // the bytes id() shows: <id> of "<namespace>:{<id>}", else the whole key
     QByteArrayView idBytes(qsizetype namespaceLength) const;
     QString id(qsizetype namespaceLength) const; // the part inside the braces, or the whole key
-    QString owner() const { return type == Type::Hash || type == Type::Row ? QString::fromLatin1(guard) : QString(); }
+    QByteArrayView ownerBytes() const
+    {
+        return type == Type::Hash ? QByteArrayView(guard).sliced(std::min(guard.size(), kDigestBytes))
+               : type == Type::Row ? QByteArrayView(guard)
+                                   : QByteArrayView();
+    }
+    QString owner() const { return QString::fromLatin1(ownerBytes()); }
+    static constexpr qsizetype kDigestBytes = 20;
     bool terminal() const { return flags & Terminal; }
     bool noTtl() const { return expiresAtMs == -1; }
     bool noExpiryKept() const { return expiresAtMs == -2; }
     bool blocked() const { return flags & Blocked; }
     bool lab() const { return flags & Lab; }
+    // A lock whose owner may still run (idem::mayBeLiveLock): purging it lets a duplicate run beside it
+    bool mayBeLive(qint64 serverNowMs) const
+    {
+        return (state == idem::RecordState::Started && !isStale(serverNowMs)) || (flags & MayBeLive);
+    }
     // Stale goes on the clock: a lease that ends between two scans turns the row stale on time.
     bool isStale(qint64 serverNowMs) const
     {

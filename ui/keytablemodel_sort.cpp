@@ -27,7 +27,7 @@ bool KeyTableModel::lessSlots(int a, int b) const
     const KeyRow& y = m_rows.at(b);
     switch (m_sortColumn) {
     case Id: return x.idBytes(m_namespaceLength) < y.idBytes(m_namespaceLength); // as shown
-    case Owner: return QByteArrayView(x.guard) < QByteArrayView(y.guard);
+    case Owner: return x.ownerBytes() < y.ownerBytes();
     case Note: return x.note < y.note;
     default: break;
     }
@@ -64,7 +64,7 @@ void KeyTableModel::sortSlots(std::vector<int>& list) const
         std::vector<Entry> entries(list.size());
         for (std::size_t i = 0; i < entries.size(); ++i) {
             const KeyRow& r = m_rows.at(list[i]);
-            const QByteArrayView v = m_sortColumn == Owner ? QByteArrayView(r.guard) : r.idBytes(m_namespaceLength);
+            const QByteArrayView v = m_sortColumn == Owner ? r.ownerBytes() : r.idBytes(m_namespaceLength);
             entries[i].prefix.fill(0);
             std::memcpy(entries[i].prefix.data(), v.data(), static_cast<std::size_t>(std::min<qsizetype>(16, v.size())));
             entries[i].slot = list[i];

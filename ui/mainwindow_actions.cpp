@@ -154,7 +154,7 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
             s = u"stale STARTED"_s;
         ++request.byState[s];
         ++request.byFormat[QString::fromUtf8(idem::nameOf(r.format).data())];
-        request.liveLocks += state == idem::RecordState::Started && !r.isStale(now) ? 1 : 0;
+        request.liveLocks += r.mayBeLive(now) ? 1 : 0;
         request.completed += state == idem::RecordState::Completed ? 1 : 0;
         if (request.sample.size() < ConfirmDialog::kSampleSize)
             request.sample << m_model->idOf(r);

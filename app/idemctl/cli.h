@@ -150,7 +150,7 @@ int cmdForceFail(const std::vector<std::string>& argv);
 int cmdPurge(const std::vector<std::string>& argv);
 bool purgesMany(const std::vector<std::string>& argv);
 // purge: a lock whose owner may still be running is refused, in words, unless --live is given
-bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args);
+bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args, const char* command = "purge");
 int cmdList(const std::vector<std::string>& argv);
 int cmdStats(const std::vector<std::string>& argv);
 int cmdAudit(const std::vector<std::string>& argv);

@@ -272,16 +272,18 @@ int cmdInspect(const std::vector<std::string>& argv)
 
 int cmdForceFail(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--table"}, {"--terminal"});
+    Args args(argv, {"--reason", "--by", "--key", "--table"}, {"--terminal", "--live"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
-                  "       idemctl force-fail --key KEY [--reason R] [--terminal] [--by WHO]\n\nMarks a STARTED "
-                  "or FAILED record FAILED without its owner's token: the owner's\nlate complete gets "
+                  "       idemctl force-fail --key KEY [--reason R] [--terminal] [--live] [--by WHO]\n\nMarks a "
+                  "STARTED or FAILED record FAILED without its owner's token: the owner's\nlate complete gets "
                   "'lease lost'. Retryable (default): the next delivery runs again;\n--terminal: "
                   "duplicates get the failure back. COMPLETED records are refused (purge them).\n"
                   "Another library's in-progress record is released instead: deleted if unchanged since\n"
-                  "read, as that library does when its handler fails (the next call runs); idem never\n"
-                  "writes its fields into it, and --terminal is refused (those libraries keep no failure).");
+                  "read (the next call runs); idem never writes its fields into it, and --terminal is\n"
+                  "refused (those libraries keep no failure). Its owner cannot hear of a release: one\n"
+                  "whose lease has not run out (or that has none) is refused unless --live is given.\n"
+                  "A hash idem cannot read as its own record is refused (inspect it; purge --key).");
         return Ok;
     }
     refuseTableWrite(args, "force-fail");
@@ -314,15 +316,26 @@ int cmdForceFail(const std::vector<std::string>& argv)
                          lib.c_str());
             return Refused;
         }
+        if (refusedAsLive(rec, args, "force-fail"))
+            return Refused;
         if (!s.unlinkIfUnchanged(*rec, who, "force-fail (released): " + reason)) {
             std::fprintf(stderr, "idemctl force-fail: %s changed since it was read; nothing done\n", t.key.c_str());
             return Refused;
         }
-        std::printf("released %s (%s, was STARTED%s): deleted, as %s does when its handler fails; the next "
-                    "call runs\n",
-                    t.key.c_str(), std::string(idem::nameOf(rec->format)).c_str(), rec->stale ? ", stale" : "",
-                    lib.c_str());
+        std::printf("released %s (%s, was STARTED%s): deleted; the next call runs\n", t.key.c_str(),
+                    std::string(idem::nameOf(rec->format)).c_str(), rec->stale ? ", stale" : "");
         return Ok;
+    }
+    if (idem::notARecord(rec->state)) { // idem's shape, but not what idem writes: its owner is someone else
+        std::fprintf(stderr, "idemctl force-fail: refused: %s is %s (%s); inspect it, and purge --key it if you mean to\n",
+                     t.key.c_str(), std::string(idem::nameOf(rec->state)).c_str(), rec->reason.c_str());
+        return Refused;
+    }
+    if (t.id.empty()) {
+        std::fprintf(stderr, "idemctl force-fail: refused: %s is outside the namespace '%s' (idem's records are "
+                             "%s:{ID}); give --namespace\n",
+                     t.key.c_str(), s.g.keyNamespace.c_str(), s.g.keyNamespace.c_str());
+        return Refused;
     }
     const auto r = s.store.forceFail(t.id, reason, args.flag("--terminal"), who);
     switch (r.status) {
@@ -351,15 +364,20 @@ bool purgesMany(const std::vector<std::string>& argv)
 
 // A lock whose owner may still be running: purging it lets a duplicate run beside the first. Said
 // in words, and done only with --live.
-bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args)
+bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args, const char* command)
 {
-    if (!r || r->state != idem::RecordState::Started || r->stale || args.flag("--live"))
+    if (!r || !idem::mayBeLiveLock(*r) || args.flag("--live"))
         return false;
+    const std::string why = r->state != idem::RecordState::Started
+                                ? std::string(idem::nameOf(r->state)) + " with the status " + r->rawStatus + ": " +
+                                      r->reason + "; idem cannot tell when it ends"
+                            : r->blocked ? "no lease: held until its TTL ends"
+                                         : "its lease has not run out";
     std::fprintf(stderr,
-                 "idemctl purge: %s is a live lock (%s, %s): its owner may still be running, and purging it lets a "
-                 "duplicate run beside it; add --live to purge it anyway\n",
-                 r->key.c_str(), std::string(idem::nameOf(r->format)).c_str(),
-                 r->blocked ? "no lease: held until its TTL ends" : "its lease has not run out");
+                 "idemctl %s: %s is a live lock (%s, %s): its owner may still be running, and %s lets a "
+                 "duplicate run beside it; add --live to do it anyway\n",
+                 command, r->key.c_str(), std::string(idem::nameOf(r->format)).c_str(), why.c_str(),
+                 std::string_view(command) == "purge" ? "purging it" : "releasing it");
     return true;
 }
 
@@ -409,7 +427,7 @@ int cmdPurge(const std::vector<std::string>& argv)
             std::fprintf(stderr, "idemctl purge: no key %s\n", t.key.c_str());
             return NotFound;
         }
-        if (refusedAsLive(rec, args))
+        if (refusedAsLive(rec, args, "purge"))
             return Refused;
         if (!s.unlinkIfUnchanged(*rec, who, reason)) {
             std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", t.key.c_str());
@@ -420,7 +438,7 @@ int cmdPurge(const std::vector<std::string>& argv)
         return Ok;
     }
     const auto seen = s.store.inspectKey(t.key, s.decodeOptions());
-    if (refusedAsLive(seen, args))
+    if (refusedAsLive(seen, args, "purge"))
         return Refused;
     // without --live, only what was just read as not live: a lock taken meanwhile stays
     const auto r = s.store.purge(t.id, who, reason, seen && !args.flag("--live") ? &*seen : nullptr);

@@ -250,12 +250,11 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         if (!idem::matches(r, filter))
             return;
         // a lock whose owner may still be running: deleting it lets a duplicate run beside it
-        const bool live = r.state == idem::RecordState::Started && !r.stale;
+        const bool live = idem::mayBeLiveLock(r); // (a record idem cannot read whose status says in progress too)
         // not understood from the bytes read (the head and tail of a large value): what inspect
         // reads whole may be a live lock
         // (or read as another library's than --format names: from part of it, that is a guess)
-        const bool unsure = r.partial && (r.state == idem::RecordState::Unknown || r.state == idem::RecordState::Malformed ||
-                                          (forced && r.format != *forced));
+        const bool unsure = r.partial && (idem::notARecord(r.state) || (forced && r.format != *forced));
         // a key idem does not read as a record goes only when its state is named: a pattern, or a
         // record state, may match another library's live lock that idem could not read
         const bool notRecord = r.state == idem::RecordState::Malformed || r.state == idem::RecordState::Unknown ||

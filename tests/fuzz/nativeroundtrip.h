@@ -22,13 +22,14 @@ inline void nativeRoundTrip(Input& f)
     const int stage = f.byte() % 6; // 0 first attempt, 1 renewed, 2 later attempt, 3 completed, 4 failed, 5 forced
     const bool withFp = f.byte() & 1;
     const bool terminal = f.byte() & 1;
-    const std::int64_t fence = f.range(1, kMaxMs * 1000);         // µs on the server's clock
+    // every time idem writes is the server's clock: after 2000 (earlier ones read as no time at all)
+    const std::int64_t fence = f.range(timefield::kMinMs * 1000, kMaxMs * 1000); // µs on the server's clock
     const std::int64_t fenceMs = fence / 1000;
     const std::int64_t leaseMs = f.range(1, kMaxMs - fenceMs + 1); // lease_ms as given
     const std::int64_t attempt = f.range(2, 1'000'000'000);
     const std::int64_t startedMs = f.range(fenceMs, kMaxMs);       // a later attempt's start
     const std::int64_t untilMs = f.range(startedMs, kMaxMs);       // its deadline, or a renewal's
-    const std::int64_t createdMs = f.range(0, startedMs);
+    const std::int64_t createdMs = f.range(timefield::kMinMs, startedMs);
     const std::int64_t retentionMs = f.range(1, kMaxMs);
     const std::int64_t doneMs = f.range(fenceMs, kMaxMs);          // completed / failed at
     const std::int64_t nowMs = f.range(std::max<std::int64_t>(doneMs, 1), kMaxMs); // when it is read

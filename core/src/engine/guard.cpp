@@ -45,9 +45,10 @@ std::string metaKeyOf(const Record& r, std::string_view keyNamespace)
 void writePurge(resp::Writer& w, std::string_view key, std::string_view meta, std::string_view audit,
                 const Record* seen, const Actor& a, std::int64_t keepMetaMs)
 {
-    // what the key was when the operator saw it: its type, and for hashes the state, owner and
-    // lease; for strings the length and the SHA1 of the first bytes read
-    std::string type, expect, token, lease, guardBytes, length;
+    // what the key was when the operator saw it: its type; for hashes the state, owner and lease,
+    // and the SHA1 of every field the readers read (a lease renewed under any name); for strings
+    // the length and the SHA1 of the first (and, read in part, the last) bytes read
+    std::string type, expect, token, lease, guardBytes, length, tailBytes, fieldsSha1;
     if (seen) {
         const auto field = [&](std::string_view name) -> std::string {
             for (const auto& [k, v] : seen->fields)
@@ -62,10 +63,12 @@ void writePurge(resp::Writer& w, std::string_view key, std::string_view meta, st
                 expect = "*"; // no state or status: the token and lease still have to match (both absent)
             token = field("token");
             lease = field("lease_until_ms");
+            fieldsSha1 = seen->guardSha1;
         } else if (type == "string" && !seen->guardSha1.empty()) {
             expect = seen->guardSha1;
             guardBytes = std::to_string(seen->guardBytes);
             length = std::to_string(seen->valueBytes);
+            tailBytes = std::to_string(seen->guardTailBytes);
         }
     }
     std::vector<std::string_view> keys = {key};
@@ -75,8 +78,11 @@ void writePurge(resp::Writer& w, std::string_view key, std::string_view meta, st
         keys.push_back(audit);
     const std::string from = via(), keep = std::to_string(keepMetaMs),
                       maxLen = audit.empty() ? "0" : std::to_string(kAuditMaxLen), ttl = std::to_string(kAuditTtlMs);
-    const std::string_view args[] = {a.who,      a.why,  from, keep, type, expect, token, lease,
-                                     guardBytes, length, meta.empty() ? "0" : "1", maxLen, ttl};
+    std::vector<std::string_view> args = {a.who,      a.why,  from, keep, type, expect, token, lease,
+                                          guardBytes, length, meta.empty() ? "0" : "1", maxLen, ttl,
+                                          tailBytes,  fieldsSha1};
+    if (!fieldsSha1.empty())
+        args.insert(args.end(), hashFieldsToRead().begin(), hashFieldsToRead().end());
     resp::evalsha(w, scripts::purge(), keys, args);
 }
 

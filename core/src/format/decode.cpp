@@ -239,10 +239,28 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
     if (in.type == "string") {
         r.valueBytes = in.valueBytes >= 0 ? in.valueBytes : static_cast<std::int64_t>(in.value.size());
         r.guardBytes = in.value.size();
-        r.guardSha1 = toHex(sha1(in.value));
+        // read in part: the tail too (purge.lua hashes the same last bytes)
+        const bool tail = !in.tail.empty() && r.valueBytes > static_cast<std::int64_t>(in.value.size());
+        r.guardTailBytes = tail ? in.tail.size() : 0;
+        r.guardSha1 = toHex(sha1(tail ? in.value + in.tail : in.value));
         r.partial = r.partial || x.prefix;
+    } else if (in.type == "hash") {
+        r.guardSha1 = hashGuardSha1(in.fields);
     }
     return r;
+}
+
+std::string hashGuardSha1(const std::vector<std::pair<std::string, std::string>>& fields)
+{
+    std::string s;
+    for (std::string_view name : hashFieldsToRead()) {
+        const auto f = std::find_if(fields.begin(), fields.end(), [&](const auto& kv) { return kv.first == name; });
+        if (f == fields.end())
+            s += '-';
+        else
+            s.append("+").append(std::to_string(f->second.size())).append(":").append(f->second);
+    }
+    return toHex(sha1(s));
 }
 
 const std::vector<std::string_view>& hashFieldsToRead()

@@ -2,7 +2,9 @@
 
 #include "format/time.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace idem {
 
@@ -58,6 +60,26 @@ std::string_view nameOf(RecordState s)
 bool notARecord(RecordState s)
 {
     return s == RecordState::Malformed || s == RecordState::Foreign || s == RecordState::Unknown;
+}
+
+bool inProgressWord(std::string_view word)
+{
+    // the words libraries write for "running now", compared without case, '_', '-' or spaces
+    std::string w;
+    for (char c : word)
+        if (c != '_' && c != '-' && c != ' ')
+            w += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    static constexpr std::array<std::string_view, 13> words = {
+        "STARTED", "STARTING", "INPROGRESS", "PENDING", "PROCESSING", "RUNNING", "LOCKED",
+        "ACQUIRED", "RESERVED", "EXECUTING", "INFLIGHT", "ACTIVE", "CLAIMED"};
+    return std::find(words.begin(), words.end(), w) != words.end();
+}
+
+bool mayBeLiveLock(const Record& r)
+{
+    if (r.state == RecordState::Started)
+        return !r.stale;
+    return notARecord(r.state) && inProgressWord(r.rawStatus);
 }
 
 std::optional<std::int64_t> parseTimestampMs(std::string_view s)

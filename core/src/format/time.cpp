@@ -93,7 +93,7 @@ std::optional<std::int64_t> iso8601(std::string_view s)
     tm.tm_sec = sec;
     const std::time_t t = timegm(&tm);
     const std::int64_t ms = static_cast<std::int64_t>(t) * 1000 + fracMs - offsetMin * 60'000;
-    if (ms < 0 || ms > kMaxMs)
+    if (ms < kMinMs || ms > kMaxMs)
         return std::nullopt;
     return ms;
 }
@@ -154,6 +154,8 @@ std::optional<std::int64_t> fromNumber(std::string_view s, Unit unit, std::strin
     }
     if (ms > kMaxMs)
         return refuse(why, "a time past year 9999: " + shown(s));
+    if (ms < kMinMs)
+        return refuse(why, "a time before 2000: " + shown(s) + " (what a field never set holds)");
     return ms;
 }
 

@@ -6,13 +6,17 @@
 #include <string_view>
 
 // Times as other libraries write them, read without trusting them: a number outside what a time
-// can be (negative, past year 9999, exponent notation, not a number) is refused with a reason, so a
+// can be (negative, before 2000, past year 9999, exponent notation, not a number) is refused with a reason, so a
 // record holding one is malformed - never a lease that looks expired, never a purge candidate.
 namespace idem::timefield {
 
 enum class Unit { Seconds, Millis, Micros, Guess }; // Guess: below 1e11 seconds, else milliseconds
 
 constexpr std::int64_t kMaxMs = 253'402'300'799'999; // 9999-12-31T23:59:59.999Z
+// 2000-01-01T00:00:00Z: no lease, start or expiry of a record written today lies before it, and 0
+// (or a small number) is what Go, Java and C write for a time never set: read as a time, it would
+// be a lease that expired decades ago, and the lock would look stale.
+constexpr std::int64_t kMinMs = 946'684'800'000;
 
 // A decimal number (digits, an optional fraction; no sign, no exponent) in `unit`, as ms since
 // the epoch; nullopt with *why set otherwise.

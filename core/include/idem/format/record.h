@@ -43,6 +43,8 @@ bool isRedisFormat(RecordFormat f);
 std::string_view nameOf(RecordState s);   // "STARTED", ...
 // Not a record: malformed, foreign or unknown. Bulk actions never take these by state alone.
 bool notARecord(RecordState s);
+// A word a library writes for work running now (STARTED, INPROGRESS, PROCESSING, RUNNING, ...).
+bool inProgressWord(std::string_view word);
 
 // One idempotency record as a monitor or `idemctl inspect` sees it, whoever wrote it.
 struct Record {
@@ -72,14 +74,24 @@ struct Record {
     std::string error;
     std::string opBy, opReason, op;
     std::optional<std::int64_t> opAtMs;
-    // strings: the value's length and the SHA1 (hex) of its first `guardBytes` bytes: what a
-    // guarded purge compares (unlink_if.lua), without reading a large value
+    // What a guarded purge (lua/purge.lua) compares, without reading a large value again. Strings:
+    // the value's length and the SHA1 (hex) of its first `guardBytes` bytes and, when it was read
+    // in part, of its last `guardTailBytes` too (where a verdict may come from). Hashes: the SHA1
+    // of every field hashFieldsToRead() names, as read (hashGuardSha1): a renewed lease under any
+    // name a profile reads (lock_expiry, expiration, ...) makes the key "changed".
     std::int64_t valueBytes = -1;
     std::size_t guardBytes = 0;
+    std::size_t guardTailBytes = 0;
     std::string guardSha1;
     std::vector<std::pair<std::string, std::string>> fields; // everything read, in order
     std::string node; // the server it was read from, "host:port" (set by the Scanner)
 };
+
+// A lock whose owner may still be running: STARTED and not stale, or a record idem cannot read
+// whole (malformed, unknown, foreign) whose status word says in progress (a lease that is no time,
+// a state with no deadline): deleting it lets a duplicate run beside the first. Operator actions
+// take it only when told (--live).
+bool mayBeLiveLock(const Record& r);
 
 // What a reader fetched for one key; decode() turns it into a Record.
 struct KeyRead {
@@ -116,6 +128,9 @@ Record decode(const KeyRead& in, const DecodeOptions& o);
 
 // The hash fields a monitor reads with HMGET to classify a hash (never a stored response).
 const std::vector<std::string_view>& hashFieldsToRead();
+// The SHA1 (hex) of those fields as `fields` holds them (absent when not there), as lua/purge.lua
+// computes it from the hash: for each name in order, "+<length>:<value>" or "-".
+std::string hashGuardSha1(const std::vector<std::pair<std::string, std::string>>& fields);
 // A key whose existence changes what `key` means (idempotent-request's lock beside its record),
 // or empty. Readers fetch EXISTS of it and pass KeyRead::companionExists.
 std::string companionKey(std::string_view key);
