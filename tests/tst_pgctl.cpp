@@ -233,6 +233,84 @@ private slots:
         QCOMPARE(store.purge(id, "bob", "rerun", &*done).status, idem::AdminStatus::NotFound);
     }
 
+    // an expired row is purged only as it was read: a delivery that takes it over between the
+    // read and the delete (its transaction still open) keeps its fresh lock
+    void purgeOfAnExpiredRowKeepsATakeoverMeanwhile()
+    {
+        idem::PgStoreOptions o;
+        o.lease = idem::Millis(100);
+        o.staleKeep = idem::Millis(100);
+        idem::PgStore store(pg->url(), o);
+        const std::string id = uniqueId("expired").toStdString();
+        const auto first = store.acquire(id);
+        QCOMPARE(first.status, AcquireStatus::Acquired);
+        QTRY_COMPARE(store.inspect(id)->state, idem::RecordState::Expired);
+
+        std::unique_ptr<PGconn, decltype(&PQfinish)> worker(PQconnectdb(pg->url().c_str()), &PQfinish);
+        PQclear(PQexec(worker.get(), "BEGIN"));
+        PGresult* took = PQexec(worker.get(),
+                                ("SELECT outcome FROM idem.acquire('" + id + "', lease => '5 minutes')").c_str());
+        QCOMPARE(std::string(PQgetvalue(took, 0, 0)), std::string("acquired"));
+        PQclear(took);
+        QObject owner;
+        QProcess* purge = startIdemctl({QStringLiteral("--url"), url, QStringLiteral("purge"), QString::fromStdString(id)},
+                                       &owner);
+        // the purge read the expired row and now waits for the worker's row lock
+        QTRY_VERIFY_WITH_TIMEOUT(
+            pgSql(pg->url(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "1", 20'000);
+        PQclear(PQexec(worker.get(), "COMMIT"));
+        const Ctl refused = finishIdemctl(purge);
+        QCOMPARE(refused.exit, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("changed since it was read")), qPrintable(refused.err));
+        const auto kept = store.inspect(id);
+        QVERIFY(kept && kept->state == idem::RecordState::Started && kept->fence > first.fence);
+        QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.operations WHERE id = '" + id + "'"), std::string("0"));
+
+        // an absent row: said so, nothing done (as for a missing Redis key)
+        const Ctl absent = idemctl({QStringLiteral("purge"), uniqueId("absent")});
+        QCOMPARE(absent.exit, 66);
+        QVERIFY2(absent.err.contains(QStringLiteral("no record")), qPrintable(absent.err));
+    }
+
+    // a newer schema's state word is not read as FAILED, nor purged without --live; a schema
+    // newer than this idem is not used at all
+    void aNewerSchemasStateAndVersion()
+    {
+        pgSql(pg->url(), "CREATE DATABASE newer");
+        const std::string db = pg->url("newer");
+        idem::installPgSchema(db);
+        pgSql(db, "ALTER DOMAIN idem.record_state DROP CONSTRAINT record_state_check; "
+                  "INSERT INTO idem.records (id, state, token, fence, lease_until, expires_at, created_at, started_at) "
+                  "VALUES ('r1', 'RESERVED', gen_random_uuid(), nextval('idem.fence'), now() - interval '1 s', "
+                  "now() + interval '1 h', now(), now())");
+        const QString dbUrl = QString::fromStdString(db);
+        const Ctl shown = idemctl({QStringLiteral("inspect"), QStringLiteral("r1"), QStringLiteral("--json")}, dbUrl);
+        QVERIFY2(shown.exit == 0, qPrintable(shown.err));
+        QCOMPARE(QJsonDocument::fromJson(shown.out.toUtf8()).object().value(QStringLiteral("state")).toString(),
+                 QStringLiteral("MALFORMED"));
+        const Ctl refused = idemctl({QStringLiteral("purge"), QStringLiteral("r1")}, dbUrl);
+        QCOMPARE(refused.exit, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("RESERVED")) && refused.err.contains(QStringLiteral("--live")),
+                 qPrintable(refused.err));
+        QCOMPARE(pgSql(db, "SELECT state FROM idem.records WHERE id = 'r1'"), std::string("RESERVED"));
+        const Ctl forced = idemctl({QStringLiteral("purge"), QStringLiteral("r1"), QStringLiteral("--live")}, dbUrl);
+        QVERIFY2(forced.exit == 0, qPrintable(forced.err));
+
+        const int later = idem::kPgSchemaVersion + 1;
+        pgSql(db, "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
+        QVERIFY_THROWS_EXCEPTION(idem::SchemaTooNewError, idem::PgStore(db).inspect("r1"));
+        for (const QStringList& command : {QStringList{QStringLiteral("list")},
+                                           QStringList{QStringLiteral("purge"), QStringLiteral("r2"), QStringLiteral("--live")},
+                                           QStringList{QStringLiteral("run"), QStringLiteral("--key"), QStringLiteral("r3"),
+                                                       QStringLiteral("--"), QStringLiteral("true")}}) {
+            const Ctl c = idemctl(command, dbUrl);
+            QVERIFY2(c.exit == 69 && c.err.count(QLatin1Char('\n')) == 1 &&
+                         c.err.contains(QStringLiteral("newer than this idem knows")),
+                     qPrintable(command.join(QLatin1Char(' ')) + QStringLiteral(": ") + c.err));
+        }
+        QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records"), std::string("0"));
+    }
+
     // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages
     void listAndStats()
     {

@@ -245,11 +245,13 @@ AdminResult PgStore::purge(std::string_view id, std::string_view who, std::strin
         // connection left inside the transaction by an error is not reused (healthy() is false).
         c.exec("BEGIN");
         const PgResultPtr now = c.execPrepared("idem_inspect_locked", {PgParam::text(std::string(id))});
-        if (PQntuples(now.get()) == 0 || recordFrom(now.get(), 0).state == RecordState::Expired) {
+        if (PQntuples(now.get()) == 0) {
             c.exec("ROLLBACK");
             a.status = AdminStatus::NotFound;
             return a;
         }
+        // an expired row read as expired goes (idem.purge answers not_found for it); one taken
+        // over since has a new owner, attempt and lease, and stays
         const Record current = recordFrom(now.get(), 0);
         if (!sameRow(current, *seen)) {
             c.exec("ROLLBACK");
