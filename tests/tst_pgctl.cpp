@@ -493,6 +493,65 @@ private slots:
         QVERIFY2(redis.exit == 64 && redis.err.contains(QStringLiteral("postgresql://")), qPrintable(redis.err));
     }
 
+    // keys unique per tenant in a column idem does not know: a key alone names several rows, and
+    // a purge by key deletes none of them
+    void tablePurgeOfASharedKeyDeletesNothing()
+    {
+        const std::string table = uniqueTable("tenants");
+        const std::string u = url.toStdString();
+        pgSql(u, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, org_id bigint NOT NULL, idempotency_key text "
+                 "NOT NULL, status text NOT NULL, response text, locked_at timestamptz, UNIQUE (org_id, "
+                 "idempotency_key)); INSERT INTO " + table + " (org_id, idempotency_key, status, response) VALUES "
+                 "(1, 'k', 'COMPLETED', 'a'), (2, 'k', 'COMPLETED', 'b'), (3, 'k', 'COMPLETED', 'c')");
+        const Ctl shared = idemctl({QStringLiteral("purge"), QStringLiteral("k"), QStringLiteral("--table"),
+                                    QString::fromStdString(table)});
+        QCOMPARE(shared.exit, 1);
+        QVERIFY2(shared.err.count(QLatin1Char('\n')) == 1 && shared.err.contains(QStringLiteral("3 rows")) &&
+                     shared.err.contains(QStringLiteral("cannot tell them apart")),
+                 qPrintable(shared.err));
+        QCOMPARE(pgSql(u, "SELECT count(*) FROM " + table), std::string("3"));
+    }
+
+    // a lock time idem cannot place is never read as old, nor as "nobody holds it": a timestamp
+    // without time zone written by a session in New York, a text time that is not one, and
+    // PostgreSQL's own text form of timestamptz
+    void tableLockTimesReadSafely()
+    {
+        const std::string u = url.toStdString();
+        const std::string naive = uniqueTable("naive");
+        pgSql(u, "CREATE TABLE " + naive + " (key text PRIMARY KEY, status text NOT NULL, locked_at timestamp); "
+                 "SET TimeZone = 'America/New_York'; INSERT INTO " + naive + " VALUES ('ny', 'STARTED', now()); "
+                 "SET TimeZone = 'UTC'; INSERT INTO " + naive + " VALUES ('old', 'STARTED', now() - interval '13 hours')");
+        const auto purge = [&](const std::string& table, const char* key) {
+            return idemctl({QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"),
+                            QString::fromStdString(table)});
+        };
+        const Ctl ny = purge(naive, "ny");
+        QVERIFY2(ny.exit == 1 && ny.err.contains(QStringLiteral("live lock")), qPrintable(ny.err));
+        // stale in every zone (13 h old at UTC, over an hour even if written at UTC-12): goes
+        const Ctl old = purge(naive, "old");
+        QVERIFY2(old.exit == 0 && old.out.contains(QStringLiteral("stale STARTED")), qPrintable(old.err));
+        QCOMPARE(pgSql(u, "SELECT string_agg(key, ',') FROM " + naive), std::string("ny"));
+
+        const std::string text = uniqueTable("textlock");
+        pgSql(u, "CREATE TABLE " + text + " (key text PRIMARY KEY, status text NOT NULL, locked_at text); "
+                 "SET TimeZone = 'UTC'; INSERT INTO " + text + " VALUES ('utc', 'STARTED', now()::text); "
+                 "SET TimeZone = 'America/New_York'; INSERT INTO " + text + " VALUES ('ny', 'STARTED', now()::text), "
+                 "('odd', 'STARTED', 'soon after lunch'), ('none', 'STARTED', NULL)");
+        for (const char* live : {"utc", "ny"}) {
+            const Ctl c = purge(text, live);
+            QVERIFY2(c.exit == 1 && c.err.contains(QStringLiteral("live lock")), qPrintable(QString::fromLatin1(live) + c.err));
+        }
+        const Ctl odd = purge(text, "odd");
+        QVERIFY2(odd.exit == 1 && odd.err.contains(QStringLiteral("not a time")), qPrintable(odd.err));
+        const Ctl none = purge(text, "none"); // NULL: nobody holds it, the next request takes it over
+        QVERIFY2(none.exit == 0, qPrintable(none.err));
+        QCOMPARE(pgSql(u, "SELECT string_agg(key, ',' ORDER BY key) FROM " + text), std::string("ny,odd,utc"));
+        const Ctl shown = idemctl({QStringLiteral("list"), QStringLiteral("--table"), QString::fromStdString(text),
+                                   QStringLiteral("--state"), QStringLiteral("malformed"), QStringLiteral("--json")});
+        QVERIFY2(shown.exit == 0 && shown.out.contains(QStringLiteral("MALFORMED")), qPrintable(shown.err + shown.out));
+    }
+
     void sweepInBoundedBatches()
     {
         pgSql(pg->url(), "CREATE DATABASE sweeping");

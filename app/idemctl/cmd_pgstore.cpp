@@ -192,6 +192,10 @@ int pgPurge(const Args& args)
     if (const auto table = args.value("--table")) { // the guarded delete (idem/pg/pgtable.h)
         idem::PgTable t(g.url, *table, staleAfterMs(args));
         const auto r = t.purge(id, who, reason);
+        if (r.sharing > 1) {
+            std::fprintf(stderr, "idemctl purge: %s\n", r.why.c_str());
+            return Refused;
+        }
         if (r.deleted == 0 && r.kept == 0) {
             std::fprintf(stderr, "idemctl purge: no row of %s is %s\n", table->c_str(), id.c_str());
             return NotFound;
