@@ -147,6 +147,10 @@ private slots:
         QCOMPARE(ns.exit, 64);
         QVERIFY2(ns.err.contains(QStringLiteral("--namespace is for Redis")), qPrintable(ns.err));
         QCOMPARE(idemctl({QStringLiteral("audit")}).exit, 64);
+        const Ctl acl = idemctl({QStringLiteral("acl"), QStringLiteral("monitor"), QStringLiteral("--user"),
+                                 QStringLiteral("mon"), QStringLiteral("--nopass")});
+        QVERIFY2(acl.exit == 64 && acl.err.contains(QStringLiteral("Redis")) && acl.err.count(QLatin1Char('\n')) == 1,
+                 qPrintable(acl.err));
         QCOMPARE(idemctl({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exit, 64);
     }
 
