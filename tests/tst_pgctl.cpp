@@ -147,6 +147,10 @@ private slots:
         QCOMPARE(ns.exit, 64);
         QVERIFY2(ns.err.contains(QStringLiteral("--namespace is for Redis")), qPrintable(ns.err));
         QCOMPARE(idemctl({QStringLiteral("audit")}).exit, 64);
+        const Ctl acl = idemctl({QStringLiteral("acl"), QStringLiteral("monitor"), QStringLiteral("--user"),
+                                 QStringLiteral("mon"), QStringLiteral("--nopass")});
+        QVERIFY2(acl.exit == 64 && acl.err.contains(QStringLiteral("Redis")) && acl.err.count(QLatin1Char('\n')) == 1,
+                 qPrintable(acl.err));
         QCOMPARE(idemctl({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exit, 64);
     }
 
@@ -231,6 +235,84 @@ private slots:
         QCOMPARE(store.purge(id, "bob", "rerun", &*done).status, idem::AdminStatus::Ok);
         QVERIFY(!store.inspect(id));
         QCOMPARE(store.purge(id, "bob", "rerun", &*done).status, idem::AdminStatus::NotFound);
+    }
+
+    // an expired row is purged only as it was read: a delivery that takes it over between the
+    // read and the delete (its transaction still open) keeps its fresh lock
+    void purgeOfAnExpiredRowKeepsATakeoverMeanwhile()
+    {
+        idem::PgStoreOptions o;
+        o.lease = idem::Millis(100);
+        o.staleKeep = idem::Millis(100);
+        idem::PgStore store(pg->url(), o);
+        const std::string id = uniqueId("expired").toStdString();
+        const auto first = store.acquire(id);
+        QCOMPARE(first.status, AcquireStatus::Acquired);
+        QTRY_COMPARE(store.inspect(id)->state, idem::RecordState::Expired);
+
+        std::unique_ptr<PGconn, decltype(&PQfinish)> worker(PQconnectdb(pg->url().c_str()), &PQfinish);
+        PQclear(PQexec(worker.get(), "BEGIN"));
+        PGresult* took = PQexec(worker.get(),
+                                ("SELECT outcome FROM idem.acquire('" + id + "', lease => '5 minutes')").c_str());
+        QCOMPARE(std::string(PQgetvalue(took, 0, 0)), std::string("acquired"));
+        PQclear(took);
+        QObject owner;
+        QProcess* purge = startIdemctl({QStringLiteral("--url"), url, QStringLiteral("purge"), QString::fromStdString(id)},
+                                       &owner);
+        // the purge read the expired row and now waits for the worker's row lock
+        QTRY_VERIFY_WITH_TIMEOUT(
+            pgSql(pg->url(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "1", 20'000);
+        PQclear(PQexec(worker.get(), "COMMIT"));
+        const Ctl refused = finishIdemctl(purge);
+        QCOMPARE(refused.exit, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("changed since it was read")), qPrintable(refused.err));
+        const auto kept = store.inspect(id);
+        QVERIFY(kept && kept->state == idem::RecordState::Started && kept->fence > first.fence);
+        QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.operations WHERE id = '" + id + "'"), std::string("0"));
+
+        // an absent row: said so, nothing done (as for a missing Redis key)
+        const Ctl absent = idemctl({QStringLiteral("purge"), uniqueId("absent")});
+        QCOMPARE(absent.exit, 66);
+        QVERIFY2(absent.err.contains(QStringLiteral("no record")), qPrintable(absent.err));
+    }
+
+    // a newer schema's state word is not read as FAILED, nor purged without --live; a schema
+    // newer than this idem is not used at all
+    void aNewerSchemasStateAndVersion()
+    {
+        pgSql(pg->url(), "CREATE DATABASE newer");
+        const std::string db = pg->url("newer");
+        idem::installPgSchema(db);
+        pgSql(db, "ALTER DOMAIN idem.record_state DROP CONSTRAINT record_state_check; "
+                  "INSERT INTO idem.records (id, state, token, fence, lease_until, expires_at, created_at, started_at) "
+                  "VALUES ('r1', 'RESERVED', gen_random_uuid(), nextval('idem.fence'), now() - interval '1 s', "
+                  "now() + interval '1 h', now(), now())");
+        const QString dbUrl = QString::fromStdString(db);
+        const Ctl shown = idemctl({QStringLiteral("inspect"), QStringLiteral("r1"), QStringLiteral("--json")}, dbUrl);
+        QVERIFY2(shown.exit == 0, qPrintable(shown.err));
+        QCOMPARE(QJsonDocument::fromJson(shown.out.toUtf8()).object().value(QStringLiteral("state")).toString(),
+                 QStringLiteral("MALFORMED"));
+        const Ctl refused = idemctl({QStringLiteral("purge"), QStringLiteral("r1")}, dbUrl);
+        QCOMPARE(refused.exit, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("RESERVED")) && refused.err.contains(QStringLiteral("--live")),
+                 qPrintable(refused.err));
+        QCOMPARE(pgSql(db, "SELECT state FROM idem.records WHERE id = 'r1'"), std::string("RESERVED"));
+        const Ctl forced = idemctl({QStringLiteral("purge"), QStringLiteral("r1"), QStringLiteral("--live")}, dbUrl);
+        QVERIFY2(forced.exit == 0, qPrintable(forced.err));
+
+        const int later = idem::kPgSchemaVersion + 1;
+        pgSql(db, "INSERT INTO idem.migrations (version) VALUES (" + std::to_string(later) + ")");
+        QVERIFY_THROWS_EXCEPTION(idem::SchemaTooNewError, idem::PgStore(db).inspect("r1"));
+        for (const QStringList& command : {QStringList{QStringLiteral("list")},
+                                           QStringList{QStringLiteral("purge"), QStringLiteral("r2"), QStringLiteral("--live")},
+                                           QStringList{QStringLiteral("run"), QStringLiteral("--key"), QStringLiteral("r3"),
+                                                       QStringLiteral("--"), QStringLiteral("true")}}) {
+            const Ctl c = idemctl(command, dbUrl);
+            QVERIFY2(c.exit == 69 && c.err.count(QLatin1Char('\n')) == 1 &&
+                         c.err.contains(QStringLiteral("newer than this idem knows")),
+                     qPrintable(command.join(QLatin1Char(' ')) + QStringLiteral(": ") + c.err));
+        }
+        QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records"), std::string("0"));
     }
 
     // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages
@@ -413,6 +495,65 @@ private slots:
         const Ctl redis = idemtest::idemctl({QStringLiteral("--url"), QStringLiteral("redis://127.0.0.1:1"),
                                              QStringLiteral("list"), QStringLiteral("--table"), t});
         QVERIFY2(redis.exit == 64 && redis.err.contains(QStringLiteral("postgresql://")), qPrintable(redis.err));
+    }
+
+    // keys unique per tenant in a column idem does not know: a key alone names several rows, and
+    // a purge by key deletes none of them
+    void tablePurgeOfASharedKeyDeletesNothing()
+    {
+        const std::string table = uniqueTable("tenants");
+        const std::string u = url.toStdString();
+        pgSql(u, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, org_id bigint NOT NULL, idempotency_key text "
+                 "NOT NULL, status text NOT NULL, response text, locked_at timestamptz, UNIQUE (org_id, "
+                 "idempotency_key)); INSERT INTO " + table + " (org_id, idempotency_key, status, response) VALUES "
+                 "(1, 'k', 'COMPLETED', 'a'), (2, 'k', 'COMPLETED', 'b'), (3, 'k', 'COMPLETED', 'c')");
+        const Ctl shared = idemctl({QStringLiteral("purge"), QStringLiteral("k"), QStringLiteral("--table"),
+                                    QString::fromStdString(table)});
+        QCOMPARE(shared.exit, 1);
+        QVERIFY2(shared.err.count(QLatin1Char('\n')) == 1 && shared.err.contains(QStringLiteral("3 rows")) &&
+                     shared.err.contains(QStringLiteral("cannot tell them apart")),
+                 qPrintable(shared.err));
+        QCOMPARE(pgSql(u, "SELECT count(*) FROM " + table), std::string("3"));
+    }
+
+    // a lock time idem cannot place is never read as old, nor as "nobody holds it": a timestamp
+    // without time zone written by a session in New York, a text time that is not one, and
+    // PostgreSQL's own text form of timestamptz
+    void tableLockTimesReadSafely()
+    {
+        const std::string u = url.toStdString();
+        const std::string naive = uniqueTable("naive");
+        pgSql(u, "CREATE TABLE " + naive + " (key text PRIMARY KEY, status text NOT NULL, locked_at timestamp); "
+                 "SET TimeZone = 'America/New_York'; INSERT INTO " + naive + " VALUES ('ny', 'STARTED', now()); "
+                 "SET TimeZone = 'UTC'; INSERT INTO " + naive + " VALUES ('old', 'STARTED', now() - interval '13 hours')");
+        const auto purge = [&](const std::string& table, const char* key) {
+            return idemctl({QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"),
+                            QString::fromStdString(table)});
+        };
+        const Ctl ny = purge(naive, "ny");
+        QVERIFY2(ny.exit == 1 && ny.err.contains(QStringLiteral("live lock")), qPrintable(ny.err));
+        // stale in every zone (13 h old at UTC, over an hour even if written at UTC-12): goes
+        const Ctl old = purge(naive, "old");
+        QVERIFY2(old.exit == 0 && old.out.contains(QStringLiteral("stale STARTED")), qPrintable(old.err));
+        QCOMPARE(pgSql(u, "SELECT string_agg(key, ',') FROM " + naive), std::string("ny"));
+
+        const std::string text = uniqueTable("textlock");
+        pgSql(u, "CREATE TABLE " + text + " (key text PRIMARY KEY, status text NOT NULL, locked_at text); "
+                 "SET TimeZone = 'UTC'; INSERT INTO " + text + " VALUES ('utc', 'STARTED', now()::text); "
+                 "SET TimeZone = 'America/New_York'; INSERT INTO " + text + " VALUES ('ny', 'STARTED', now()::text), "
+                 "('odd', 'STARTED', 'soon after lunch'), ('none', 'STARTED', NULL)");
+        for (const char* live : {"utc", "ny"}) {
+            const Ctl c = purge(text, live);
+            QVERIFY2(c.exit == 1 && c.err.contains(QStringLiteral("live lock")), qPrintable(QString::fromLatin1(live) + c.err));
+        }
+        const Ctl odd = purge(text, "odd");
+        QVERIFY2(odd.exit == 1 && odd.err.contains(QStringLiteral("not a time")), qPrintable(odd.err));
+        const Ctl none = purge(text, "none"); // NULL: nobody holds it, the next request takes it over
+        QVERIFY2(none.exit == 0, qPrintable(none.err));
+        QCOMPARE(pgSql(u, "SELECT string_agg(key, ',' ORDER BY key) FROM " + text), std::string("ny,odd,utc"));
+        const Ctl shown = idemctl({QStringLiteral("list"), QStringLiteral("--table"), QString::fromStdString(text),
+                                   QStringLiteral("--state"), QStringLiteral("malformed"), QStringLiteral("--json")});
+        QVERIFY2(shown.exit == 0 && shown.out.contains(QStringLiteral("MALFORMED")), qPrintable(shown.err + shown.out));
     }
 
     void sweepInBoundedBatches()

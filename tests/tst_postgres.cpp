@@ -443,6 +443,68 @@ private slots:
         QCOMPARE(store->acquire(id).response, std::string("held"));
     }
 
+    // lockTimeout bounds the duplicate's wait on the id only: the work's own statement, waiting
+    // on a row another transaction holds for longer, is not cancelled
+    void lockTimeoutLeavesTheWorksStatementsAlone()
+    {
+        const std::string id = uniqueId("ltwork");
+        pgSql(url, "INSERT INTO orders VALUES ('" + id + "', 'before')");
+        std::unique_ptr<PGconn, decltype(&PQfinish)> other(PQconnectdb(url.c_str()), &PQfinish);
+        PQclear(PQexec(other.get(), "BEGIN"));
+        PQclear(PQexec(other.get(), ("UPDATE orders SET note = 'other' WHERE id = '" + id + "'").c_str()));
+        std::thread release([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(600));
+            PQclear(PQexec(other.get(), "ROLLBACK"));
+        });
+        idem::PgExecuteOptions o;
+        o.lockTimeout = idem::Millis(100);
+        std::string during;
+        const auto out = store->execute(id, "", [&](const idem::PgWorkContext& ctx) {
+            workSql(ctx.connection, "UPDATE orders SET note = 'work' WHERE id = '" + ctx.id + "'");
+            std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(ctx.connection, "SHOW lock_timeout"), &PQclear);
+            during = PQgetvalue(r.get(), 0, 0);
+            return idem::WorkResult::success("waited");
+        }, o);
+        release.join();
+        QVERIFY2(out.kind == OutcomeKind::Executed, out.error.c_str());
+        QCOMPARE(during, std::string("0")); // the session's own value, as before the acquire
+        QCOMPARE(pgSql(url, "SELECT note FROM orders WHERE id = '" + id + "'"), std::string("work"));
+    }
+
+    // under serializable (or repeatable read) by default, the duplicates that waited for the
+    // first transaction replay its result: their acquire runs again in a new snapshot
+    void serializableDuplicatesReplay()
+    {
+        idem::PgStore strict(url + "?options=-c%20default_transaction_isolation%3Dserializable");
+        QCOMPARE(pgSql(url + "?options=-c%20default_transaction_isolation%3Dserializable",
+                       "SHOW transaction_isolation"),
+                 std::string("serializable"));
+        const std::string id = uniqueId("ser");
+        std::atomic<int> runs{0};
+        std::vector<idem::Outcome> outcomes(6);
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < outcomes.size(); ++i)
+            threads.emplace_back([&, i] {
+                outcomes[i] = strict.execute(id, "same", [&](const idem::PgWorkContext& ctx) {
+                    ++runs;
+                    workSql(ctx.connection, "INSERT INTO orders VALUES ('" + ctx.id + "', 'once')");
+                    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                    return idem::WorkResult::success("charged");
+                });
+            });
+        for (auto& t : threads)
+            t.join();
+        std::map<OutcomeKind, int> kinds;
+        for (const auto& o : outcomes) {
+            ++kinds[o.kind];
+            QVERIFY2(o.kind == OutcomeKind::Executed || o.kind == OutcomeKind::Replayed, o.error.c_str());
+        }
+        QCOMPARE(kinds[OutcomeKind::Executed], 1);
+        QCOMPARE(kinds[OutcomeKind::Replayed], 5);
+        QCOMPARE(runs.load(), 1);
+        QCOMPARE(pgSql(url, "SELECT count(*) FROM orders WHERE id = '" + id + "'"), std::string("1"));
+    }
+
     // PostgreSQL away: every call throws IoError, execute does not run the work; back again, the
     // store reconnects (its idle connections died with the server)
     void failClosedWhenPostgresIsAway()

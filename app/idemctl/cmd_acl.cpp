@@ -96,6 +96,9 @@ int cmdAcl(const std::vector<std::string>& argv)
                   "CONFIG GET (it shows the server's configuration) and the channel of database N.");
         return Ok;
     }
+    // before the role's checks: with PostgreSQL no ACL line is the answer, whatever else was given
+    if (postgresGiven(args))
+        throw UsageFailure{"acl writes a Redis ACL line; on PostgreSQL, grant the role's rights with SQL (GRANT)"};
     if (args.positional().size() != 1)
         throw UsageFailure{"acl takes one role: monitor, operator or service"};
     const std::string role = args.positional()[0];

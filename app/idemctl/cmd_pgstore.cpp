@@ -63,6 +63,16 @@ template <typename F> void eachTableRow(idem::PgTable& table, F&& f)
     }
 }
 
+// A state this idem does not know (a newer schema's): what it means is not guessed, so it goes
+// only with --live, as a live lock does
+bool refusedAsUnknown(const std::optional<idem::Record>& r, const Args& args)
+{
+    if (!r || r->state != idem::RecordState::Malformed || args.flag("--live"))
+        return false;
+    std::fprintf(stderr, "idemctl purge: %s: %s; add --live to purge it anyway\n", r->id.c_str(), r->reason.c_str());
+    return true;
+}
+
 std::int64_t staleAfterMs(const Args& args)
 {
     const auto d = args.value("--stale-after");
@@ -182,6 +192,10 @@ int pgPurge(const Args& args)
     if (const auto table = args.value("--table")) { // the guarded delete (idem/pg/pgtable.h)
         idem::PgTable t(g.url, *table, staleAfterMs(args));
         const auto r = t.purge(id, who, reason);
+        if (r.sharing > 1) {
+            std::fprintf(stderr, "idemctl purge: %s\n", r.why.c_str());
+            return Refused;
+        }
         if (r.deleted == 0 && r.kept == 0) {
             std::fprintf(stderr, "idemctl purge: no row of %s is %s\n", table->c_str(), id.c_str());
             return NotFound;
@@ -197,13 +211,17 @@ int pgPurge(const Args& args)
     }
     idem::PgStore store(g.url);
     // as on Redis: a live lock only with --live; without it, only the row just read, so a lock
-    // taken between the read and the delete stays (compared under the row's lock)
-    auto seen = store.inspect(id);
-    if (seen && seen->state == idem::RecordState::Expired)
-        seen.reset();
-    if (refusedAsLive(seen, args))
+    // taken between the read and the delete stays (compared under the row's lock). An expired row
+    // is compared too: a delivery may take it over right after the read.
+    const auto seen = store.inspect(id);
+    const bool live = args.flag("--live");
+    if (!seen && !live) {
+        std::fprintf(stderr, "idemctl purge: no record %s\n", id.c_str());
+        return NotFound;
+    }
+    if (refusedAsLive(seen, args) || refusedAsUnknown(seen, args))
         return Refused;
-    const auto r = store.purge(id, who, reason, seen && !args.flag("--live") ? &*seen : nullptr);
+    const auto r = store.purge(id, who, reason, live ? nullptr : &*seen);
     if (r.status == idem::AdminStatus::NotFound) {
         std::fprintf(stderr, "idemctl purge: no record %s\n", id.c_str());
         return NotFound;

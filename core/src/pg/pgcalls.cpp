@@ -3,6 +3,7 @@
 #include "pg/pgcalls.h"
 
 #include "idem/errors.h"
+#include "idem/pg/schema.h"
 
 namespace idem::pgcalls {
 
@@ -84,8 +85,25 @@ const std::vector<Statement>& statements()
 
 } // namespace
 
+namespace {
+
+// A newer schema's functions may mean something else (states, outcomes this idem does not know):
+// it is not written to, as `idemctl pg init` does not downgrade it
+void refuseNewerSchema(PgConnection& c)
+{
+    const PgResultPtr r = c.exec("SELECT coalesce(max(version), 0) FROM idem.migrations");
+    const int found = std::stoi(PQgetvalue(r.get(), 0, 0));
+    if (found > kPgSchemaVersion)
+        throw SchemaTooNewError("schema idem is at version " + std::to_string(found) + ", newer than this idem knows (" +
+                                    std::to_string(kPgSchemaVersion) + "): use a newer idem",
+                                found);
+}
+
+} // namespace
+
 void prepareAll(PgConnection& c)
 {
+    refuseNewerSchema(c);
     for (const Statement& s : statements())
         c.prepare(s.name, s.sql, s.types);
 }
@@ -142,9 +160,13 @@ Record recordFrom(const PGresult* r, int row)
             rec.staleWhy = "its lease ran out; the next acquire takes over";
     } else if (rec.rawStatus == "COMPLETED") {
         rec.state = RecordState::Completed;
-    } else {
+    } else if (rec.rawStatus == "FAILED") {
         rec.state = RecordState::Failed;
         rec.terminal = policy == "terminal";
+    } else { // a newer schema's state: its meaning is not guessed (it may be a live lock)
+        rec.state = RecordState::Malformed;
+        rec.reason = "unknown state '" + rec.rawStatus + "' (a newer schema's? this idem knows STARTED, "
+                     "COMPLETED and FAILED)";
     }
     return rec;
 }

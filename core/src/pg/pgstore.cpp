@@ -245,11 +245,13 @@ AdminResult PgStore::purge(std::string_view id, std::string_view who, std::strin
         // connection left inside the transaction by an error is not reused (healthy() is false).
         c.exec("BEGIN");
         const PgResultPtr now = c.execPrepared("idem_inspect_locked", {PgParam::text(std::string(id))});
-        if (PQntuples(now.get()) == 0 || recordFrom(now.get(), 0).state == RecordState::Expired) {
+        if (PQntuples(now.get()) == 0) {
             c.exec("ROLLBACK");
             a.status = AdminStatus::NotFound;
             return a;
         }
+        // an expired row read as expired goes (idem.purge answers not_found for it); one taken
+        // over since has a new owner, attempt and lease, and stays
         const Record current = recordFrom(now.get(), 0);
         if (!sameRow(current, *seen)) {
             c.exec("ROLLBACK");
@@ -328,6 +330,68 @@ std::vector<Record> PgStore::read(const std::vector<std::string>& ids, std::int6
     return out;
 }
 
+namespace {
+
+// 40001 serialization_failure, 40P01 deadlock_detected: under repeatable read or serializable, a
+// duplicate that waited for the row's first transaction cannot read what it committed in its own
+// snapshot. Nothing ran yet: a new transaction (a new snapshot) sees the row and replays it.
+bool conflicted(const PgError& e) { return e.sqlstate() == "40001" || e.sqlstate() == "40P01"; }
+constexpr int kAcquireTries = 5;
+
+// The caller's lock timeout covers idem.acquire only: the work's own statements wait as the
+// session says, not cancelled by a bound meant for the duplicate's wait on the row
+AcquireResult acquireWithin(PgConnection& c, std::string_view id, std::string_view fp, Millis lease,
+                            Millis staleKeep, const std::string& token, std::optional<Millis> lockTimeout)
+{
+    if (!lockTimeout)
+        return acquireOn(c, id, fp, lease, staleKeep, token);
+    // the session's value read before the bound is set (evaluated in this order)
+    const PgResultPtr before = c.exec("SELECT current_setting('lock_timeout'), set_config('lock_timeout', '" +
+                                      std::to_string(std::max<long long>(1, lockTimeout->count())) + "', true)");
+    const std::string session = PQgetvalue(before.get(), 0, 0);
+    AcquireResult a = acquireOn(c, id, fp, lease, staleKeep, token); // a held row: aborted, rolled back
+    if (a.status == AcquireStatus::Acquired) {
+        char* literal = PQescapeLiteral(c.get(), session.c_str(), session.size());
+        if (!literal)
+            throw IoError("PostgreSQL: out of memory");
+        const std::string restore = "SELECT set_config('lock_timeout', " + std::string(literal) + ", true)";
+        PQfreemem(literal);
+        c.exec(restore);
+    }
+    return a;
+}
+
+} // namespace
+
+AcquireResult PgStore::beginAndAcquire(std::optional<Borrowed>& held, std::string_view id, std::string_view fp,
+                                       const PgExecuteOptions& options)
+{
+    bool reused = false;
+    held.emplace(connection(&reused));
+    try {
+        (*held)->exec("BEGIN");
+    } catch (const ClosedError&) { // an idle connection the server closed since: nothing was done
+        if (!reused)
+            throw;
+        held.reset();
+        dropIdle();
+        held.emplace(connection());
+        (*held)->exec("BEGIN");
+    }
+    PgConnection& c = **held;
+    const std::string token = newToken();
+    for (int tries = 1;; ++tries) {
+        try {
+            return acquireWithin(c, id, fp, m_options.lease, m_options.staleKeep, token, options.lockTimeout);
+        } catch (const PgError& e) {
+            if (!conflicted(e) || tries == kAcquireTries)
+                throw;
+            c.exec("ROLLBACK");
+            c.exec("BEGIN");
+        }
+    }
+}
+
 Outcome PgStore::execute(std::string_view id, std::string_view payload, const PgWork& work,
                          const PgExecuteOptions& options)
 {
@@ -342,22 +406,8 @@ Outcome PgStore::executeWithFingerprint(std::string_view id, std::string_view fp
     std::optional<Borrowed> held;
     AcquireResult a;
     try {
-        bool reused = false;
-        held.emplace(connection(&reused));
-        try {
-            (*held)->exec("BEGIN");
-        } catch (const ClosedError&) { // an idle connection the server closed since: nothing was done
-            if (!reused)
-                throw;
-            held.reset();
-            dropIdle();
-            held.emplace(connection());
-            (*held)->exec("BEGIN");
-        }
+        a = beginAndAcquire(held, id, fp, options);
         PgConnection& c = **held;
-        if (options.lockTimeout)
-            c.exec("SET LOCAL lock_timeout = " + std::to_string(options.lockTimeout->count()));
-        a = acquireOn(c, id, fp, m_options.lease, m_options.staleKeep, newToken()); // a held row: InProgress
         out.fence = a.fence;
         out.attempt = a.attempt;
         if (a.status != AcquireStatus::Acquired) {

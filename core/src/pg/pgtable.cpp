@@ -69,6 +69,19 @@ std::string pick(const std::vector<std::string>& columns, std::initializer_list<
 
 bool isTimeType(const std::string& type) { return type.starts_with("timestamp") || type == "date"; }
 
+// A time written as text, in PostgreSQL's own output too ("2026-11-28 06:19:40.188632+00": an
+// offset of hours alone, which the ISO 8601 reader wants as "+00:00")
+std::optional<std::int64_t> textTimeMs(const std::string& text)
+{
+    const std::size_t sign = text.size() >= 3 ? text.size() - 3 : std::string::npos;
+    const std::size_t colon = text.find(':');
+    if (sign != std::string::npos && colon != std::string::npos && sign > colon &&
+        (text[sign] == '+' || text[sign] == '-') && std::isdigit(static_cast<unsigned char>(text[sign + 1])) &&
+        std::isdigit(static_cast<unsigned char>(text[sign + 2])))
+        return parseTimestampMs(text + ":00");
+    return parseTimestampMs(text);
+}
+
 } // namespace
 
 Record decodeTableRow(const PgTableLayout& l, const PgTableRow& row, std::int64_t nowMs, std::int64_t staleAfterMs)
@@ -87,6 +100,13 @@ Record decodeTableRow(const PgTableLayout& l, const PgTableRow& row, std::int64_
     r.response = row.response;
     r.error = text(row, l.error);
 
+    // a lock time that cannot be read is not "nobody holds it": what it says is unknown
+    if (const auto* held = cell(row, l.lockedAt); held && *held && !(*held)->empty() && !row.lockedAtMs) {
+        r.rawStatus = text(row, l.status);
+        r.state = RecordState::Malformed;
+        r.reason = l.lockedAt + " '" + **held + "' is not a time idem can read: never taken for unlocked, never purged";
+        return r;
+    }
     const bool locked = row.lockedAtMs.has_value();
     if (!l.status.empty()) {
         r.rawStatus = text(row, l.status);
@@ -120,6 +140,9 @@ Record decodeTableRow(const PgTableLayout& l, const PgTableRow& row, std::int64_
             r.stale = true;
             r.staleWhy = "locked for " + formatDuration(Millis((nowMs - *row.lockedAtMs) / 1000 * 1000)) +
                          ", over the stale-after window of " + formatDuration(Millis(staleAfterMs));
+            if (l.lockedAtZoneless)
+                r.staleWhy += " (at least: " + l.lockedAt + " has no time zone, so it is read as the latest instant "
+                              "it can be, written at UTC-12:00)";
         } else if (locked) {
             r.changesAtMs = *row.lockedAtMs + staleAfterMs;
         }
@@ -168,7 +191,11 @@ struct PgTable::Impl {
     {
         if (column.empty() || !isTimeType(types[index]))
             return "NULL::int8";
-        return "(extract(epoch FROM " + quoted(column) + ") * 1000)::int8";
+        // without a time zone it is the writer's local time, in a zone idem cannot know (UTC-12:00
+        // to UTC+14:00): read as the latest instant it can be, as if written at UTC-12:00, so a lock
+        // taken a moment ago in any zone never reads as old (as idem reads a text time without zone)
+        const std::string later = types[index] == "timestamp without time zone" ? " + 43200000" : "";
+        return "((extract(epoch FROM " + quoted(column) + ") * 1000)::int8" + later + ")";
     }
 
     // " WHERE key = $1 [AND scope = $2]" for a Record::id, with its parameters
@@ -221,7 +248,7 @@ struct PgTable::Impl {
             auto fromText = [&](std::optional<std::int64_t>& ms, const std::string& column) {
                 if (!ms && !column.empty())
                     if (const auto* v = cell(row, column); v && *v)
-                        ms = parseTimestampMs(**v);
+                        ms = textTimeMs(**v);
             };
             fromText(row.lockedAtMs, layout.lockedAt);
             fromText(row.createdAtMs, layout.createdAt);
@@ -276,6 +303,7 @@ PgTable::PgTable(const std::string& conninfo, const std::string& table, std::int
     l.response = pick(c, {"response", "response_body", "result"});
     l.responseCode = pick(c, {"response_code", "status_code"});
     l.lockedAt = pick(c, {"locked_at"});
+    l.lockedAtZoneless = !l.lockedAt.empty() && m.types[m.indexOf(l.lockedAt)] == "timestamp without time zone";
     l.createdAt = pick(c, {"created_at"});
     l.finishedAt = pick(c, {"completed_at", "finished_at", "updated_at", "last_run_at"});
     l.error = pick(c, {"error", "error_message"});
@@ -360,6 +388,15 @@ PgTable::Purged PgTable::purge(const std::string& id, const std::string& who, co
             return out;
         }
         const std::vector<Record> records = m.records(res.get(), nullptr);
+        if (records.size() > 1) { // one of them may be another tenant's live work: none goes
+            m.conn.exec("ROLLBACK");
+            out.sharing = static_cast<int>(records.size());
+            out.why = std::to_string(records.size()) + (records.size() == 100 ? " or more" : "") + " rows of " +
+                      m.layout.table + " have " + m.layout.key + " '" + params.front() +
+                      "' and idem cannot tell them apart (the key is unique only with another column): nothing "
+                      "deleted; delete the one you mean with SQL";
+            return out;
+        }
         const PgResultPtr audit = m.run("SELECT to_regclass('idem.operations') IS NOT NULL", {}, "finding idem.operations");
         out.audited = pgcell::boolean(audit.get(), 0, 0);
         const int rowKeyColumn = 5 + static_cast<int>(m.indexOf(m.layout.rowKey));

@@ -169,6 +169,10 @@ private:
     // f(PgConnection&) on an idle connection; if that one turns out closed (the server restarted
     // since it was last used), the idle ones are dropped and f runs once more on a new connection
     template <typename F> auto call(F&& f);
+    // execute()'s BEGIN and idem.acquire on `held`: a serialization failure or deadlock of the
+    // acquire (repeatable read, serializable) is retried in a new transaction, a few times
+    AcquireResult beginAndAcquire(std::optional<Borrowed>& held, std::string_view id, std::string_view fp,
+                                  const PgExecuteOptions& options);
     void checkId(std::string_view id) const;
     void checkResponse(std::string_view response) const;
     PgPipeline& pipeline(); // the first one with room, else the least loaded; made on the first call

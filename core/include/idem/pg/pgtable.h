@@ -26,6 +26,7 @@ struct PgTableLayout {
     std::string response;     // response or response_body
     std::string responseCode; // response_code
     std::string lockedAt;     // locked_at: who holds it since when (NULL: nobody)
+    bool lockedAtZoneless = false; // a timestamp without time zone: read as written at UTC-12:00
     std::string createdAt, finishedAt; // created_at; completed_at, finished_at, updated_at or last_run_at
     std::string error;        // error
     std::vector<std::string> columns; // every column, in table order
@@ -40,7 +41,8 @@ struct PgTableRow {
 };
 // STARTED while locked (stale once locked longer than `staleAfterMs`, or when nobody holds the
 // lock: the next request takes it over); COMPLETED with its response; FAILED; MALFORMED when the
-// status is a word this reader does not know (never guessed).
+// status is a word this reader does not know, or a locked_at that is not a time it can read
+// (never guessed: never taken for unlocked).
 Record decodeTableRow(const PgTableLayout& layout, const PgTableRow& row, std::int64_t nowMs,
                       std::int64_t staleAfterMs);
 
@@ -71,7 +73,8 @@ public:
     // Deletes the row `id` names if its work is over: COMPLETED, FAILED, or STARTED with a lock
     // gone stale (its next request runs again). A live lock, a row some transaction holds right
     // now, and a status word this reader does not know are kept: deleting them would let a
-    // duplicate run beside the work. The rows are locked (FOR UPDATE NOWAIT), judged as they are
+    // duplicate run beside the work. When more than one row has the key and no known column tells
+    // them apart (keys unique per tenant), none is deleted (Purged::sharing). The rows are locked (FOR UPDATE NOWAIT), judged as they are
     // then and deleted in one transaction, so a row that changed since an operator saw it is
     // judged as it is now. The one write idem makes to a table it did not create, and only when
     // asked by name. When the database has schema idem, each row deleted is written to
@@ -82,6 +85,9 @@ public:
         std::string was; // the state of the first row deleted ("COMPLETED", "stale STARTED", ...)
         std::string why; // why the first row kept was kept
         bool audited = false; // written to idem.operations
+        // more than one row has the key and no known column tells them apart: none deleted
+        // (`why` says how many)
+        int sharing = 0;
     };
     Purged purge(const std::string& id, const std::string& who, const std::string& reason);
     // Thread-safe: a call waiting on the server ends at once with ClosedError (the connection is
