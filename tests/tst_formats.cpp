@@ -143,6 +143,10 @@ private slots:
         QTest::newRow("words with an e") << QByteArray("\"garbage\"") << u"not a time"_qs;
         QTest::newRow("exponent with a sign") << QByteArray("\"17E+11\"") << u"exponent"_qs;
         QTest::newRow("object") << QByteArray("{\"s\":1}") << u"not a time"_qs;
+        // what Go, Java and C write for a time never set: no lease that ended in 1970
+        QTest::newRow("zero") << QByteArray("0") << u"before 2000"_qs;
+        QTest::newRow("small") << QByteArray("30") << u"before 2000"_qs;
+        QTest::newRow("1999") << QByteArray("946684799999") << u"before 2000"_qs;
     }
     void timesOutOfRange()
     {
@@ -156,6 +160,46 @@ private slots:
         QVERIFY(!r.stale);
         QVERIFY2(QString::fromStdString(r.reason).contains(why), r.reason.c_str());
         QVERIFY(!idem::parseTimestampMs(expiry.toStdString()));
+    }
+
+    // Powertools for Java: a hash at {prefix:id:key} whose field names carry the key
+    void powertoolsJavaShapes()
+    {
+        const std::string key = "{idempotency:id:orders.Handler#d41d8cd98f00b204e9800998ecf8427e}";
+        const auto hash = [&](std::vector<std::pair<std::string, std::string>> f) {
+            idem::KeyRead in;
+            in.key = key;
+            in.type = "hash";
+            in.ttlMs = 30'000;
+            for (auto& [k, v] : f)
+                in.fields.emplace_back(key + ":" + k, v);
+            idem::DecodeOptions o;
+            o.nowMs = kNow;
+            return idem::decode(in, o);
+        };
+        QCOMPARE(idem::extraHashFieldsToRead(key).size(), std::size_t(4));
+        QVERIFY(idem::extraHashFieldsToRead("idempotency:{x}").empty());
+        auto r = hash({{"status", "INPROGRESS"}, {"expiration", "1795431481"}, {"in-progress-expiration", "1795431510951"}});
+        QCOMPARE(r.format, RecordFormat::PowertoolsJava);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(!r.stale && idem::mayBeLiveLock(r));
+        QCOMPARE(r.leaseUntilMs, std::optional<std::int64_t>(1795431510951));
+        r = hash({{"status", "INPROGRESS"}, {"expiration", "1795431481"}, {"in-progress-expiration", "1795431449000"}});
+        QVERIFY(r.stale && !idem::mayBeLiveLock(r));
+        r = hash({{"status", "INPROGRESS"}, {"expiration", "1795431481"}}); // no Lambda context
+        QVERIFY(r.blocked && !r.stale && idem::mayBeLiveLock(r));
+        r = hash({{"status", "COMPLETED"}, {"expiration", "1795431481"}, {"data", "{\"ok\":1}"}});
+        QCOMPARE(r.state, RecordState::Completed);
+        QCOMPARE(r.response, std::optional<std::string>("{\"ok\":1}"));
+        r = hash({{"status", "COMPLETED"}, {"expiration", "1795431000"}});
+        QCOMPARE(r.state, RecordState::Expired);
+        r = hash({{"status", "INPROGRESS"}, {"expiration", "1795431481"}, {"in-progress-expiration", "0"}});
+        QCOMPARE(r.state, RecordState::Malformed);
+        QVERIFY(idem::mayBeLiveLock(r)); // its status says in progress: kept from every bulk purge
+        // what a guarded purge compares covers its renamed fields
+        const auto a = hash({{"status", "INPROGRESS"}, {"in-progress-expiration", "1795431449000"}});
+        const auto b = hash({{"status", "INPROGRESS"}, {"in-progress-expiration", "1795431449001"}});
+        QVERIFY(!a.guardSha1.empty() && a.guardSha1 != b.guardSha1);
     }
 
     void powertoolsShapes()

@@ -14,9 +14,10 @@ const std::vector<const Profile*>& profiles()
 {
     // Asked in this order when no key shape decides: the libraries with a signature of their own
     // first, the loose hand-written shapes last.
-    static const std::vector<const Profile*> all = {&native,      &powertools,        &powertoolsPython,
-                                                    &nodeIdempotency, &expressIdempotency, &idempotentRequest,
-                                                    &camel,       &statusJson,        &plain};
+    static const std::vector<const Profile*> all = {&native,          &powertools,         &powertoolsPython,
+                                                    &powertoolsJava,  &nodeIdempotency,    &expressIdempotency,
+                                                    &idempotentRequest, &camel,            &statusJson,
+                                                    &plain};
     return all;
 }
 
@@ -250,10 +251,20 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
     return r;
 }
 
+std::vector<std::string_view> guardFieldNames(const std::vector<std::pair<std::string, std::string>>& fields)
+{
+    const auto& fixed = hashFieldsToRead();
+    std::vector<std::string_view> names(fixed.begin(), fixed.end());
+    for (const auto& [k, v] : fields)
+        if (std::find(fixed.begin(), fixed.end(), k) == fixed.end())
+            names.push_back(k);
+    return names;
+}
+
 std::string hashGuardSha1(const std::vector<std::pair<std::string, std::string>>& fields)
 {
     std::string s;
-    for (std::string_view name : hashFieldsToRead()) {
+    for (std::string_view name : guardFieldNames(fields)) {
         const auto f = std::find_if(fields.begin(), fields.end(), [&](const auto& kv) { return kv.first == name; });
         if (f == fields.end())
             s += '-';

@@ -36,7 +36,7 @@ struct Profile {
 const std::vector<const Profile*>& profiles();
 const Profile& profileOf(RecordFormat f);
 
-extern const Profile native, powertools, powertoolsPython, nodeIdempotency, expressIdempotency,
+extern const Profile native, powertools, powertoolsPython, powertoolsJava, nodeIdempotency, expressIdempotency,
     idempotentRequest, camel, statusJson, plain;
 
 // Helpers the profiles share.

@@ -25,6 +25,7 @@ constexpr std::array<FormatName, kRecordFormats> kFormats = {{
     {RecordFormat::Plain, "plain", "a plain status word"},
     {RecordFormat::SqlTable, "sql-table", "a PostgreSQL table another program writes"},
     {RecordFormat::Unknown, "unknown", "no known library"},
+    {RecordFormat::PowertoolsJava, "powertools-java", "AWS Powertools for Lambda (Java)"},
 }};
 } // namespace
 

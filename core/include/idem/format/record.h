@@ -24,8 +24,10 @@ enum class RecordFormat : std::uint8_t {
     Plain,              // a plain status word ("PROCESSING", "COMPLETED")
     SqlTable,           // a row of a PostgreSQL table another program writes (idem/pg/pgtable.h)
     Unknown,
+    // (appended: history files keep a format as its number)
+    PowertoolsJava, // AWS Powertools for Lambda, Java (RedisPersistenceStore)
 };
-inline constexpr int kRecordFormats = static_cast<int>(RecordFormat::Unknown) + 1;
+inline constexpr int kRecordFormats = static_cast<int>(RecordFormat::PowertoolsJava) + 1;
 
 // STARTED / COMPLETED / FAILED as the writing library means them; EXPIRED: the library treats the
 // record as absent although the key still lives (the next call runs). The three kinds of "not a
@@ -128,6 +130,11 @@ Record decode(const KeyRead& in, const DecodeOptions& o);
 
 // The hash fields a monitor reads with HMGET to classify a hash (never a stored response).
 const std::vector<std::string_view>& hashFieldsToRead();
+// The fields of this key a reader asks for too: a library whose field names carry the key
+// (Powertools for Java: "<key>:status", ...); none for other keys.
+std::vector<std::string> extraHashFieldsToRead(std::string_view key);
+// What a guarded purge compares of a hash: hashFieldsToRead(), then every other field read.
+std::vector<std::string_view> guardFieldNames(const std::vector<std::pair<std::string, std::string>>& fields);
 // The SHA1 (hex) of those fields as `fields` holds them (absent when not there), as lua/purge.lua
 // computes it from the hash: for each name in order, "+<length>:<value>" or "-".
 std::string hashGuardSha1(const std::vector<std::pair<std::string, std::string>>& fields);
