@@ -1,7 +1,8 @@
 #pragma once
 
-// What the gateway tests share (tst_gateway.cpp, tst_gatewayops.cpp): an upstream HTTP server of
-// their own on real sockets, raw TCP/TLS clients, and a gateway started on the fixture's Redis.
+// What the gateway tests share (tst_gateway*.cpp): an upstream HTTP server of their own on real
+// sockets, raw TCP/TLS clients, and a gateway started on the fixture's Redis (in the test, or the
+// idem-gateway binary).
 #include "idem/gateway/gateway.h"
 #include "idem/gateway/httprequest.h"
 #include "idem/gateway/httpresponse.h"
@@ -32,9 +33,10 @@ using namespace Qt::StringLiterals;
 // Paths: /slow/<ms>/... answers after <ms> (/slowfirst/<ms>/...: the first call only); a path
 // with a /failfirst segment answers its first call 503; /status/<code>/... answers <code>;
 // /reset/... closes the connection without an answer; /raw/<name>/... answers as raw() says (an
-// answer cut by a reset, two lengths, stray bytes after a 204, ...); /echo/... answers the request body as it
-// came; anything else 201 with JSON naming the path, the call number and the fence it got. Every answer carries
-// Set-Cookie, an ETag and a Location.
+// answer cut by a reset, two lengths, stray bytes after a 204, a second answer unasked, a header that is
+// not UTF-8); /echo/... answers the request body as it came; /big/<n>/... answers n bytes; anything else
+// 201 with JSON naming the path, the call number and the fence it got. Every answer carries Set-Cookie,
+// an ETag and a Location.
 class TestUpstream : public QObject {
 public:
     TestUpstream()
@@ -129,6 +131,18 @@ private:
             send("HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
         } else if (name == u"replayed"_s) {
             send("HTTP/1.1 201 Created\r\nIdempotent-Replayed: true\r\nContent-Length: 2\r\n\r\nok");
+        } else if (name == u"latin1"_s) { // a header value that is not UTF-8 (0xE9: 'é' in Latin-1)
+            send("HTTP/1.1 201 Created\r\nContent-Disposition: attachment; filename=\"caf\xe9.txt\"\r\n"
+                 "Content-Length: 2\r\n\r\nok");
+        } else if (name == u"twice"_s) { // a second answer, unasked, at the next request's first byte
+            send("HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nfirst");
+            disconnect(s, &QTcpSocket::readyRead, this, nullptr);
+            s->setReadBufferSize(1); // nothing more is read: a large request cannot be written whole
+            connect(s, &QTcpSocket::readyRead, s, [s] {
+                if (!s->property("strayed").toBool())
+                    s->write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL");
+                s->setProperty("strayed", true);
+            });
         } else if (name == u"204-with-body"_s) { // the body a 204 cannot have, sent late
             send("HTTP/1.1 204 No Content\r\nContent-Length: 28\r\n\r\n");
             s->setProperty("answerLate", true);

@@ -175,7 +175,8 @@ void Gateway::handle(http::Request r, http::Responder out)
     x->clock.start();
     const http::Request& req = x->request;
     x->policy = &m_policy.of(req.method, req.path);
-    if (!x->policy->methods.count(req.method))
+    // the policy's methods are uppercase; the upstream gets the method as it came
+    if (!x->policy->methods.count(http::upperMethod(req.method)))
         return pass(x, Outcome::Bypassed);
     const std::size_t keys = req.headerCount("Idempotency-Key");
     if (keys == 0) {
@@ -185,6 +186,8 @@ void Gateway::handle(http::Request r, http::Responder out)
     }
     if (keys > 1)
         return finish(x, keyProblem("one Idempotency-Key header, not several"), Outcome::Rejected);
+    if (const auto why = ambiguousScope(req, m_options.scope))
+        return finish(x, http::problem(400, "Whose key this is cannot be told", *why), Outcome::Rejected);
     std::string why;
     const auto key = parseKey(*req.header("Idempotency-Key"), &why);
     if (!key)
@@ -449,7 +452,7 @@ std::string Gateway::policyJson() const
         {u"key_syntax"_s, u"sf-string, or bare printable ASCII without space, quote, ',' or ';'; 1 to 255 "
                                    "characters, one header"_s},
         {u"key_scope"_s, QString::fromStdString(scopeName(m_options.scope))},
-        {u"fingerprint"_s, u"method, path, canonical query, body"_s},
+        {u"fingerprint"_s, u"method, path, query (parameters in the order sent), body"_s},
         {u"retention_seconds"_s, static_cast<double>(m_options.retention.count()) / 1000},
         {u"lease_seconds"_s, static_cast<double>(m_options.lease.count()) / 1000},
         {u"max_body_bytes"_s, static_cast<qint64>(m_options.maxBody)},
