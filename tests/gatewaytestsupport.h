@@ -11,6 +11,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPointer>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QSslSocket>
 #include <QTcpServer>
 #include <QTcpSocket>
@@ -92,7 +94,10 @@ private:
             resp.status = parts[1].toInt();
         if (parts.contains(u"failfirst"_s) && n == 1)
             resp.status = 503;
-        if (!parts.isEmpty() && parts[0] == u"echo"_s) {
+        if (parts.size() > 1 && parts[0] == u"big"_s) {
+            resp.set("Content-Type", "application/octet-stream");
+            resp.body.assign(static_cast<std::size_t>(parts[1].toInt()), 'x');
+        } else if (!parts.isEmpty() && parts[0] == u"echo"_s) {
             resp.set("Content-Type", "application/octet-stream");
             resp.body = r.body;
         } else {
@@ -305,6 +310,32 @@ inline std::unique_ptr<gateway::Gateway> startGateway(const TestUpstream& up,
         return nullptr;
     }
     return g;
+}
+
+// The idem-gateway binary (ctest's IDEM_GATEWAY) in front of `up`, with `args` after --upstream
+// and --listen 127.0.0.1:0
+inline void startGatewayBinary(QProcess& p, const TestUpstream& up, const QStringList& args)
+{
+    const QString binary = qEnvironmentVariable("IDEM_GATEWAY");
+    QVERIFY2(!binary.isEmpty(), "IDEM_GATEWAY is not set: run the tests through ctest");
+    p.start(binary, QStringList{u"--upstream"_s, up.url().toString(), u"--listen"_s, u"127.0.0.1:0"_s} + args);
+    QVERIFY(p.waitForStarted());
+}
+
+// Its listening port, from stdout (0: it never said)
+inline quint16 gatewayBinaryPort(QProcess& p)
+{
+    QByteArray out;
+    quint16 port = 0;
+    (void)QTest::qWaitFor( // the port says whether it did
+        [&] {
+            out += p.readAllStandardOutput();
+            const auto m = QRegularExpression(u"listening: http://127.0.0.1:(\\d+)"_s).match(QString::fromUtf8(out));
+            port = m.hasMatch() ? static_cast<quint16>(m.captured(1).toUInt()) : 0;
+            return port != 0 || p.state() == QProcess::NotRunning;
+        },
+        10000);
+    return port;
 }
 
 // What each gateway suite holds: an upstream (made anew by its init()), and gateways in front of it

@@ -20,6 +20,10 @@
 #include <QThread>
 #include <QTimer>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+
 Q_LOGGING_CATEGORY(lcGateway, "idem.gateway")
 
 using namespace Qt::StringLiterals;
@@ -56,6 +60,17 @@ std::string whatOf(const std::exception_ptr& e)
     } catch (...) {
         return "unknown error";
     }
+}
+
+// Each client connection may hold an upstream connection too, and Redis and the listeners take a
+// few descriptors: half of what is left, so that accept() never fails for want of descriptors
+std::size_t defaultMaxConnections()
+{
+    rlimit l{};
+    if (::getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur == RLIM_INFINITY)
+        return 10'000;
+    const rlim_t usable = l.rlim_cur > 64 ? (l.rlim_cur - 64) / 2 : 1;
+    return static_cast<std::size_t>(std::clamp<rlim_t>(usable, 16, 10'000));
 }
 
 std::string scopeName(const KeyScope& s)
@@ -118,6 +133,9 @@ bool Gateway::start(QString* error)
     if (!m_policy.routes.empty())
         so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.path).maxBody; };
     so.idleTimeout = m_options.idleTimeout;
+    so.headerTimeout = m_options.headerTimeout;
+    so.bodyTimeout = m_options.bodyTimeout;
+    so.maxConnections = m_options.maxConnections > 0 ? m_options.maxConnections : defaultMaxConnections();
     so.tls = m_options.listenTls;
     m_server = new http::HttpServer(so, [this](http::Request r, http::Responder out) { handle(std::move(r), out); }, this);
     m_server->parseFailed = [this](const http::ParseError& e) {

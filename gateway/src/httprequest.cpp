@@ -128,6 +128,11 @@ bool RequestParser::midRequest() const
            (m_state == State::RequestLine && m_pos < m_buf.size());
 }
 
+bool RequestParser::midHead() const
+{
+    return m_state == State::Headers || (m_state == State::RequestLine && m_pos < m_buf.size());
+}
+
 // The next line without its LF (and the CR before it), when `limit` bytes or fewer came before
 // the LF. Sets `length` to the bytes the line takes (terminator included); nullopt with length 0:
 // more bytes are needed; nullopt with length 1: the line is longer than the limit (decided as soon

@@ -92,6 +92,8 @@ public:
     bool takeContinue();
     // Bytes of a request are in, the request is not complete.
     bool midRequest() const;
+    // ... and its head (request line and headers) is not complete either.
+    bool midHead() const;
     // A request ended the connection (no keep-alive): nothing more is read.
     bool closed() const { return m_state == State::Closed; }
     const Limits& limits() const { return m_limits; }
