@@ -143,6 +143,8 @@ private:
             send("HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nfirst");
             disconnect(s, &QTcpSocket::readyRead, this, nullptr);
             s->setReadBufferSize(1); // nothing more is read: a large request cannot be written whole
+            // (and the kernel holds little of it: its receive buffer would grow to tcp_rmem's 32 MiB)
+            s->setSocketOption(QAbstractSocket::ReceiveBufferSizeSocketOption, 16384);
             connect(s, &QTcpSocket::readyRead, s, [s] {
                 if (!s->property("strayed").toBool())
                     s->write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL");
