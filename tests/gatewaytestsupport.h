@@ -1,7 +1,8 @@
 #pragma once
 
-// What the gateway tests share (tst_gateway.cpp, tst_gatewayops.cpp): an upstream HTTP server of
-// their own on real sockets, raw TCP/TLS clients, and a gateway started on the fixture's Redis.
+// What the gateway tests share (tst_gateway*.cpp): an upstream HTTP server of their own on real
+// sockets, raw TCP/TLS clients, and a gateway started on the fixture's Redis (in the test, or the
+// idem-gateway binary).
 #include "idem/gateway/gateway.h"
 #include "idem/gateway/httprequest.h"
 #include "idem/gateway/httpresponse.h"
@@ -10,6 +11,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPointer>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QSslSocket>
 #include <QTcpServer>
 #include <QTcpSocket>
@@ -32,9 +35,10 @@ using namespace Qt::StringLiterals;
 // Paths: /slow/<ms>/... answers after <ms> (/slowfirst/<ms>/...: the first call only); a path
 // with a /failfirst segment answers its first call 503; /status/<code>/... answers <code>;
 // /reset/... closes the connection without an answer; /raw/<name>/... answers as raw() says (an
-// answer cut by a reset, two lengths, stray bytes after a 204, ...); /echo/... answers the request body as it
-// came; anything else 201 with JSON naming the path, the call number and the fence it got. Every answer carries
-// Set-Cookie, an ETag and a Location.
+// answer cut by a reset, two lengths, stray bytes after a 204, a second answer unasked, a header that is
+// not UTF-8); /echo/... answers the request body as it came; /big/<n>/... answers n bytes; anything else
+// 201 with JSON naming the path, the call number and the fence it got. Every answer carries Set-Cookie,
+// an ETag and a Location.
 class TestUpstream : public QObject {
 public:
     TestUpstream()
@@ -90,7 +94,10 @@ private:
             resp.status = parts[1].toInt();
         if (parts.contains(u"failfirst"_s) && n == 1)
             resp.status = 503;
-        if (!parts.isEmpty() && parts[0] == u"echo"_s) {
+        if (parts.size() > 1 && parts[0] == u"big"_s) {
+            resp.set("Content-Type", "application/octet-stream");
+            resp.body.assign(static_cast<std::size_t>(parts[1].toInt()), 'x');
+        } else if (!parts.isEmpty() && parts[0] == u"echo"_s) {
             resp.set("Content-Type", "application/octet-stream");
             resp.body = r.body;
         } else {
@@ -129,6 +136,20 @@ private:
             send("HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
         } else if (name == u"replayed"_s) {
             send("HTTP/1.1 201 Created\r\nIdempotent-Replayed: true\r\nContent-Length: 2\r\n\r\nok");
+        } else if (name == u"latin1"_s) { // a header value that is not UTF-8 (0xE9: 'é' in Latin-1)
+            send("HTTP/1.1 201 Created\r\nContent-Disposition: attachment; filename=\"caf\xe9.txt\"\r\n"
+                 "Content-Length: 2\r\n\r\nok");
+        } else if (name == u"twice"_s) { // a second answer, unasked, at the next request's first byte
+            send("HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nfirst");
+            disconnect(s, &QTcpSocket::readyRead, this, nullptr);
+            s->setReadBufferSize(1); // nothing more is read: a large request cannot be written whole
+            // (and the kernel holds little of it: its receive buffer would grow to tcp_rmem's 32 MiB)
+            s->setSocketOption(QAbstractSocket::ReceiveBufferSizeSocketOption, 16384);
+            connect(s, &QTcpSocket::readyRead, s, [s] {
+                if (!s->property("strayed").toBool())
+                    s->write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL");
+                s->setProperty("strayed", true);
+            });
         } else if (name == u"204-with-body"_s) { // the body a 204 cannot have, sent late
             send("HTTP/1.1 204 No Content\r\nContent-Length: 28\r\n\r\n");
             s->setProperty("answerLate", true);
@@ -291,6 +312,32 @@ inline std::unique_ptr<gateway::Gateway> startGateway(const TestUpstream& up,
         return nullptr;
     }
     return g;
+}
+
+// The idem-gateway binary (ctest's IDEM_GATEWAY) in front of `up`, with `args` after --upstream
+// and --listen 127.0.0.1:0
+inline void startGatewayBinary(QProcess& p, const TestUpstream& up, const QStringList& args)
+{
+    const QString binary = qEnvironmentVariable("IDEM_GATEWAY");
+    QVERIFY2(!binary.isEmpty(), "IDEM_GATEWAY is not set: run the tests through ctest");
+    p.start(binary, QStringList{u"--upstream"_s, up.url().toString(), u"--listen"_s, u"127.0.0.1:0"_s} + args);
+    QVERIFY(p.waitForStarted());
+}
+
+// Its listening port, from stdout (0: it never said)
+inline quint16 gatewayBinaryPort(QProcess& p)
+{
+    QByteArray out;
+    quint16 port = 0;
+    (void)QTest::qWaitFor( // the port says whether it did
+        [&] {
+            out += p.readAllStandardOutput();
+            const auto m = QRegularExpression(u"listening: http://127.0.0.1:(\\d+)"_s).match(QString::fromUtf8(out));
+            port = m.hasMatch() ? static_cast<quint16>(m.captured(1).toUInt()) : 0;
+            return port != 0 || p.state() == QProcess::NotRunning;
+        },
+        10000);
+    return port;
 }
 
 // What each gateway suite holds: an upstream (made anew by its init()), and gateways in front of it

@@ -30,6 +30,11 @@ private slots:
     void targetsAndVersions();
     void idleConnectionsClose();
     void idleUpstreamConnectionsDropQuietly();
+    void methodsAreProtectedInAnyCase();
+    void reorderedQueryIsAnotherRequest();
+    void scopeHeaderGivenOnce();
+    void strayUpstreamAnswerIsNoAnswer();
+    void headerBytesReplayAsSent();
 };
 
 // An answer the gateway cannot be sure it read whole, or read right, is never stored: a client
@@ -320,6 +325,93 @@ void TestGatewayHttp::idleUpstreamConnectionsDropQuietly()
     QTest::qWait(100);
     QCOMPARE(call(g->port(), request("POST", "/pooled", "p-2", "{}")).status, 201);
     QCOMPARE(up->acceptedConnections(), 2);
+}
+
+// Werkzeug and others read "post" as POST: the gateway protects it as POST, in POST's record, and
+// forwards the method as it came
+void TestGatewayHttp::methodsAreProtectedInAnyCase()
+{
+    auto g = start([](gateway::GatewayOptions& o) { o.requireKey = true; });
+    QVERIFY(g);
+    QCOMPARE(call(g->port(), request("POST", "/case", "mc-1", R"({"a":1})")).status, 201);
+    for (const QByteArray& method : {"post"_ba, "Post"_ba}) {
+        const Reply dup = call(g->port(), request(method, "/case", "mc-1", R"({"a":1})"));
+        QCOMPARE(dup.status, 201);
+        QVERIFY2(dup.replayed(), method.constData());
+    }
+    QCOMPARE(up->calls("/case"), 1);
+    const Reply keyless = call(g->port(), request("post", "/case", {}, R"({"a":1})"));
+    QCOMPARE(keyless.status, 400);
+    QCOMPARE(up->calls("/case"), 1);
+    QCOMPARE(call(g->port(), request("pAtCh", "/case2", "mc-2", "{}")).status, 201);
+    QCOMPARE(up->last("/case2").method, std::string("pAtCh"));
+}
+
+// PHP maps '.' in a parameter's name to '_' and keeps the last value: reordered parameters can be
+// another request, so the fingerprint keeps their order
+void TestGatewayHttp::reorderedQueryIsAnotherRequest()
+{
+    auto g = start();
+    QVERIFY(g);
+    QCOMPARE(call(g->port(), request("POST", "/pay?amount_usd=1000&amount.usd=1", "q-1", "{}")).status, 201);
+    const Reply reordered = call(g->port(), request("POST", "/pay?amount.usd=1&amount_usd=1000", "q-1", "{}"));
+    QCOMPARE(reordered.status, 422);
+    QVERIFY(!reordered.replayed());
+    QVERIFY(call(g->port(), request("POST", "/pay?amount_usd=1000&amount.usd=1", "q-1", "{}")).replayed());
+    QCOMPARE(up->calls("/pay"), 1);
+}
+
+// The record is scoped by one Authorization (or --key-scope) header; the upstream would get all of
+// them, comma-joined, and none of one that Connection names
+void TestGatewayHttp::scopeHeaderGivenOnce()
+{
+    auto g = start();
+    QVERIFY(g);
+    const Reply two =
+        call(g->port(), request("POST", "/scope", "s-1", "{}", {"Authorization: Bearer A", "Authorization: Bearer B"}));
+    QCOMPARE(two.status, 400);
+    QCOMPARE(two.header("Content-Type"), "application/problem+json"_ba);
+    for (const QByteArray& named : {"Connection: close, Authorization"_ba, "Connection: idempotency-key"_ba}) {
+        const Reply r = call(g->port(), request("POST", "/scope", "s-1", "{}", {"Authorization: Bearer A", named}));
+        QVERIFY2(r.status == 400, named.constData());
+    }
+    QCOMPARE(up->calls("/scope"), 0);
+    QCOMPARE(call(g->port(), request("POST", "/scope", "s-1", "{}", {"Authorization: Bearer A"})).status, 201);
+    auto tenant = start([](gateway::GatewayOptions& o) { o.scope = *gateway::parseKeyScope("header:X-Tenant"); });
+    QVERIFY(tenant);
+    QCOMPARE(call(tenant->port(), request("POST", "/scope", "s-2", "{}", {"X-Tenant: a", "x-tenant: b"})).status, 400);
+    QCOMPARE(up->calls("/scope"), 1);
+}
+
+// An upstream that sends a second answer, unasked, once the gateway begins to write the next request
+// on that pooled connection: it answers nothing of that request, which gets 502 and its key released
+// (an idle connection that talks is closed at once: TestGatewayHttp::doubtfulUpstreamAnswers...)
+void TestGatewayHttp::strayUpstreamAnswerIsNoAnswer()
+{
+    auto g = start([](gateway::GatewayOptions& o) { o.maxBody = 16 << 20; });
+    QVERIFY(g);
+    QCOMPARE(call(g->port(), request("POST", "/raw/twice/a", "t-1", "{}")).body, "first"_ba);
+    // the next request reuses the connection; the upstream reads one byte of it, then answers
+    const QByteArray body(8 << 20, 'b'); // (more than the kernel's buffers hold, sent within 4 s)
+    const Reply victim = call(g->port(), request("POST", "/victim", "t-2", body));
+    QCOMPARE(victim.status, 502);
+    QVERIFY(!victim.body.contains("EVIL"));
+    const Reply retry = call(g->port(), request("POST", "/victim", "t-2", body));
+    QCOMPARE(retry.status, 201);
+    QVERIFY(!retry.replayed());
+}
+
+// A header value that is not UTF-8 comes back as the bytes it was, not re-encoded
+void TestGatewayHttp::headerBytesReplayAsSent()
+{
+    auto g = start();
+    QVERIFY(g);
+    const QByteArray r = request("POST", "/raw/latin1/a", "l-1", "{}");
+    const Reply first = call(g->port(), r);
+    QCOMPARE(first.header("Content-Disposition"), "attachment; filename=\"caf\xe9.txt\""_ba);
+    const Reply again = call(g->port(), r);
+    QVERIFY(again.replayed());
+    QCOMPARE(again.header("Content-Disposition"), "attachment; filename=\"caf\xe9.txt\""_ba);
 }
 
 QTEST_GUILESS_MAIN(TestGatewayHttp)

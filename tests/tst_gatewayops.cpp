@@ -46,28 +46,8 @@ private:
     quint16 listeningPort(QProcess& p);
 };
 
-void TestGatewayOps::startBinary(QProcess& p, const QStringList& args)
-{
-    const QString binary = qEnvironmentVariable("IDEM_GATEWAY");
-    QVERIFY2(!binary.isEmpty(), "IDEM_GATEWAY is not set: run the tests through ctest");
-    p.start(binary, QStringList{u"--upstream"_s, up->url().toString(), u"--listen"_s, u"127.0.0.1:0"_s} + args);
-    QVERIFY(p.waitForStarted());
-}
-
-quint16 TestGatewayOps::listeningPort(QProcess& p)
-{
-    QByteArray out;
-    quint16 port = 0;
-    (void)QTest::qWaitFor( // the port says whether it did
-        [&] {
-            out += p.readAllStandardOutput();
-            const auto m = QRegularExpression(u"listening: http://127.0.0.1:(\\d+)"_s).match(QString::fromUtf8(out));
-            port = m.hasMatch() ? static_cast<quint16>(m.captured(1).toUInt()) : 0;
-            return port != 0 || p.state() == QProcess::NotRunning;
-        },
-        10000);
-    return port;
-}
+void TestGatewayOps::startBinary(QProcess& p, const QStringList& args) { startGatewayBinary(p, *up, args); }
+quint16 TestGatewayOps::listeningPort(QProcess& p) { return gatewayBinaryPort(p); }
 
 void TestGatewayOps::redisDownIs503()
 {
@@ -384,6 +364,9 @@ void TestGatewayOps::tlsListenerRefusesBadFiles_data()
     QTest::newRow("key of another cert") << QStringList{u"--listen-cert"_s, path("server.pem"), u"--listen-key"_s,
                                                         path("client.key")}
                                          << u"does not go with --listen-cert"_s;
+    QTest::newRow("endless cert") << QStringList{u"--listen-cert"_s, u"/dev/zero"_s, u"--listen-key"_s,
+                                                 path("server.key")}
+                                  << u"--listen-cert /dev/zero: larger than 1MiB"_s; // (not read forever)
     QTest::newRow("cert without key") << QStringList{u"--listen-cert"_s, path("server.pem")}
                                       << u"--listen-cert and --listen-key go together"_s;
     // not TLS, the same rule: the command line's own mistakes, in the words of the others

@@ -122,6 +122,19 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                              u"DUR"_s);
     const QCommandLineOption idleTimeout(u"idle-timeout"_s, u"Idle client connections close after (default: 60s)"_s,
                                          u"DUR"_s);
+    const QCommandLineOption headerTimeout(u"header-timeout"_s,
+                                           u"A request's head must be in this long after its first byte, or 408 and the "
+                                           "connection closed (default: 10s)"_s,
+                                           u"DUR"_s);
+    const QCommandLineOption bodyTimeout(u"body-timeout"_s,
+                                         u"A request's body must be in this long after its head, or 408 and the "
+                                         "connection closed (default: 60s)"_s,
+                                         u"DUR"_s);
+    const QCommandLineOption maxConnections(u"max-connections"_s,
+                                            u"Client connections at once; beyond, new ones wait in the listen queue "
+                                            "until one closes (default: half the open-file limit less 64, at most "
+                                            "10000)"_s,
+                                            u"N"_s);
     const QCommandLineOption waitInProgress(u"wait-in-progress"_s,
                                             u"A duplicate of a request in flight waits up to DUR for its answer "
                                             "(default: 409 at once)"_s,
@@ -143,7 +156,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
     p.addOptions({config, upstream, listen, listenCert, listenKey, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
                   methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, minReplicas, replicaTimeout,
                   upstreamTimeout,
-                  idleTimeout, drainTimeout, waitInProgress, policyLink});
+                  idleTimeout, headerTimeout, bodyTimeout, maxConnections, drainTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
         // in the words of the other errors, not Qt's ("Unknown option 'x'.")
         const QStringList unknown = p.unknownOptionNames();
@@ -254,6 +267,16 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
         duration(retention, "--retention", o.retention);
         duration(upstreamTimeout, "--upstream-timeout", o.upstreamTimeout);
         duration(idleTimeout, "--idle-timeout", o.idleTimeout);
+        duration(headerTimeout, "--header-timeout", o.headerTimeout);
+        duration(bodyTimeout, "--body-timeout", o.bodyTimeout);
+        if (p.isSet(maxConnections)) {
+            bool ok = false;
+            const qlonglong n = p.value(maxConnections).toLongLong(&ok);
+            if (!ok || n < 1 || n > 1'000'000)
+                throw Bad{u"--max-connections must be a number from 1 to 1000000, not '"_s + p.value(maxConnections) +
+                          u"'"_s};
+            o.maxConnections = static_cast<std::size_t>(n);
+        }
         duration(drainTimeout, "--drain-timeout", o.drainTimeout);
         duration(waitInProgress, "--wait-in-progress", o.waitInProgress);
         const auto size = [&](const QCommandLineOption& f, const char* name, std::size_t& into) {

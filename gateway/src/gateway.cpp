@@ -20,6 +20,10 @@
 #include <QThread>
 #include <QTimer>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+
 Q_LOGGING_CATEGORY(lcGateway, "idem.gateway")
 
 using namespace Qt::StringLiterals;
@@ -56,6 +60,17 @@ std::string whatOf(const std::exception_ptr& e)
     } catch (...) {
         return "unknown error";
     }
+}
+
+// Each client connection may hold an upstream connection too, and Redis and the listeners take a
+// few descriptors: half of what is left, so that accept() never fails for want of descriptors
+std::size_t defaultMaxConnections()
+{
+    rlimit l{};
+    if (::getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur == RLIM_INFINITY)
+        return 10'000;
+    const rlim_t usable = l.rlim_cur > 64 ? (l.rlim_cur - 64) / 2 : 1;
+    return static_cast<std::size_t>(std::clamp<rlim_t>(usable, 16, 10'000));
 }
 
 std::string scopeName(const KeyScope& s)
@@ -118,6 +133,9 @@ bool Gateway::start(QString* error)
     if (!m_policy.routes.empty())
         so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.path).maxBody; };
     so.idleTimeout = m_options.idleTimeout;
+    so.headerTimeout = m_options.headerTimeout;
+    so.bodyTimeout = m_options.bodyTimeout;
+    so.maxConnections = m_options.maxConnections > 0 ? m_options.maxConnections : defaultMaxConnections();
     so.tls = m_options.listenTls;
     m_server = new http::HttpServer(so, [this](http::Request r, http::Responder out) { handle(std::move(r), out); }, this);
     m_server->parseFailed = [this](const http::ParseError& e) {
@@ -175,7 +193,8 @@ void Gateway::handle(http::Request r, http::Responder out)
     x->clock.start();
     const http::Request& req = x->request;
     x->policy = &m_policy.of(req.method, req.path);
-    if (!x->policy->methods.count(req.method))
+    // the policy's methods are uppercase; the upstream gets the method as it came
+    if (!x->policy->methods.count(http::upperMethod(req.method)))
         return pass(x, Outcome::Bypassed);
     const std::size_t keys = req.headerCount("Idempotency-Key");
     if (keys == 0) {
@@ -185,6 +204,8 @@ void Gateway::handle(http::Request r, http::Responder out)
     }
     if (keys > 1)
         return finish(x, keyProblem("one Idempotency-Key header, not several"), Outcome::Rejected);
+    if (const auto why = ambiguousScope(req, m_options.scope))
+        return finish(x, http::problem(400, "Whose key this is cannot be told", *why), Outcome::Rejected);
     std::string why;
     const auto key = parseKey(*req.header("Idempotency-Key"), &why);
     if (!key)
@@ -449,7 +470,7 @@ std::string Gateway::policyJson() const
         {u"key_syntax"_s, u"sf-string, or bare printable ASCII without space, quote, ',' or ';'; 1 to 255 "
                                    "characters, one header"_s},
         {u"key_scope"_s, QString::fromStdString(scopeName(m_options.scope))},
-        {u"fingerprint"_s, u"method, path, canonical query, body"_s},
+        {u"fingerprint"_s, u"method, path, query (parameters in the order sent), body"_s},
         {u"retention_seconds"_s, static_cast<double>(m_options.retention.count()) / 1000},
         {u"lease_seconds"_s, static_cast<double>(m_options.lease.count()) / 1000},
         {u"max_body_bytes"_s, static_cast<qint64>(m_options.maxBody)},

@@ -2,6 +2,7 @@
 
 #include <QDateTime>
 #include <QLocale>
+#include <QScopeGuard>
 #include <QTcpSocket>
 
 #include <utility>
@@ -33,8 +34,13 @@ HttpConnection::HttpConnection(QTcpSocket* socket, HttpServer* server)
     server->opened();
     m_socket->setParent(this);
     m_socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
+    // what Qt reads ahead of the parser: with pipelined requests beyond the bound left unread, the
+    // kernel's buffers fill and TCP pushes back on the client (unbounded, Qt would read on)
+    m_socket->setReadBufferSize(64 << 10);
     connect(m_socket, &QTcpSocket::readyRead, this, &HttpConnection::readSome);
-    connect(m_socket, &QTcpSocket::bytesWritten, this, &HttpConnection::touch);
+    connect(m_socket, &QTcpSocket::bytesWritten, this, &HttpConnection::written);
+    m_deadline.setSingleShot(true);
+    connect(&m_deadline, &QTimer::timeout, this, &HttpConnection::tooSlow);
     // gone: every Responder of this connection now answers into nothing
     connect(m_socket, &QTcpSocket::disconnected, this, &QObject::deleteLater);
     m_idle.setSingleShot(true);
@@ -68,8 +74,9 @@ void HttpConnection::touch() { m_active.restart(); }
 
 void HttpConnection::readSome()
 {
-    if (m_closing || m_parser.failed())
+    if (m_closing || m_parser.failed() || m_timedOut)
         return;
+    const auto phase = qScopeGuard([this] { watchPhase(); });
     touch();
     // pipelined requests beyond the bound wait in the socket (TCP pushes back on the client)
     while (m_slots.size() < m_server->m_options.maxPipelined && m_socket->bytesAvailable() > 0) {
@@ -126,6 +133,11 @@ void HttpConnection::dispatch()
             if (s.waiting) {
                 if (unsafeAhead || (!s.safe && unansweredAhead) || inFlight >= m_server->m_options.maxPipelined)
                     break;
+                // answers pile up unread: no more requests until the client takes them (written())
+                if (m_socket->bytesToWrite() > m_server->m_options.maxUnwritten) {
+                    m_outputFull = true;
+                    break;
+                }
                 Request r = std::move(*s.waiting);
                 s.waiting.reset();
                 const quint64 seq = s.seq;
@@ -147,6 +159,52 @@ void HttpConnection::dispatch()
         }
     } while (m_dispatchAgain && !m_closing);
     m_dispatching = false;
+}
+
+void HttpConnection::watchPhase()
+{
+    if (m_closing)
+        return m_deadline.stop();
+    const Phase now = m_parser.midHead() ? Phase::Head : m_parser.midRequest() ? Phase::Body : Phase::None;
+    if (now == m_phase && m_phaseOf == m_nextSeq)
+        return;
+    m_phase = now;
+    m_phaseOf = m_nextSeq;
+    if (now == Phase::None)
+        return m_deadline.stop();
+    const Millis limit = now == Phase::Head ? m_server->m_options.headerTimeout : m_server->m_options.bodyTimeout;
+    m_deadline.start(static_cast<int>(limit.count()));
+}
+
+bool HttpConnection::holdingBack() const
+{
+    return m_outputFull || m_slots.size() >= m_server->m_options.maxPipelined;
+}
+
+// A request that trickles in (slowloris): its head or its body took too long, however steadily
+// its bytes came. Answered 408, and the connection closed.
+void HttpConnection::tooSlow()
+{
+    if (m_closing || m_parser.failed() || m_phase == Phase::None)
+        return;
+    if (holdingBack()) // the gateway stopped reading, not the client: its time starts again
+        return m_deadline.start();
+    const bool head = m_phase == Phase::Head;
+    m_phase = Phase::None;
+    m_timedOut = true; // nothing more is read; the 408 closes the connection once written
+    refuse(ParseError{408, head ? "the request's head did not come in time"
+                                : "the request's body did not come in time"});
+}
+
+void HttpConnection::written()
+{
+    touch();
+    if (!m_outputFull || m_closing || m_socket->bytesToWrite() > m_server->m_options.maxUnwritten)
+        return;
+    m_outputFull = false; // the client reads again: the requests it sent meanwhile go on
+    dispatch();
+    if (!m_closing && m_socket->bytesAvailable() > 0)
+        QMetaObject::invokeMethod(this, &HttpConnection::readSome, Qt::QueuedConnection);
 }
 
 void HttpConnection::refuse(const ParseError& e)
@@ -218,8 +276,9 @@ void HttpConnection::idle()
     const qint64 left = m_server->m_options.idleTimeout.count() - m_active.elapsed();
     if (left > 0)
         return m_idle.start(static_cast<int>(left)); // it did something since: the rest of its time
-    // a request being answered keeps the connection (the upstream's timeout bounds it)
-    if (!m_slots.empty()) {
+    // a request being answered keeps the connection (the upstream's timeout bounds it), unless its
+    // client has not read an answer for the whole idle time
+    if (!m_slots.empty() && !m_outputFull) {
         m_active.restart();
         return m_idle.start(static_cast<int>(m_server->m_options.idleTimeout.count()));
     }

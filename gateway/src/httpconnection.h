@@ -35,7 +35,12 @@ private:
         std::optional<Request> waiting; // parsed, not handed to the handler yet
         std::string bytes;
     };
+    enum class Phase { None, Head, Body }; // of the request being read
     void readSome();
+    void watchPhase(); // (re)arms m_deadline when a request's head or body begins
+    void tooSlow();
+    void written();
+    bool holdingBack() const; // reading or handing over paused by the gateway, not by the client
     void dispatch(); // hands waiting requests over, as far as the ones ahead of them allow
     void flush();
     void refuse(const ParseError& e);
@@ -52,6 +57,11 @@ private:
     bool m_closing = false;     // the last answer is out: no more reading
     bool m_continueOwed = false; // a 100 Continue waits for the answers ahead of it
     bool m_dispatching = false, m_dispatchAgain = false;
+    bool m_outputFull = false; // the client does not read its answers: no request is handed over
+    bool m_timedOut = false;   // a 408 is owed: nothing more is read
+    Phase m_phase = Phase::None;
+    quint64 m_phaseOf = 0; // m_nextSeq when the phase began: a request taken since starts another
+    QTimer m_deadline;     // the head's or the body's: a byte now and then does not move it
     QTimer m_idle;           // fires once per idle period, not restarted by every byte:
     QElapsedTimer m_active;  // when the connection last did something
 };

@@ -63,6 +63,15 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b)
            std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
+std::string upperMethod(std::string_view method)
+{
+    std::string out(method);
+    for (char& c : out)
+        if (c >= 'a' && c <= 'z')
+            c = static_cast<char>(c - 'a' + 'A');
+    return out;
+}
+
 const std::string* Request::header(std::string_view name) const
 {
     for (const auto& h : headers)
@@ -117,6 +126,11 @@ bool RequestParser::midRequest() const
 {
     return (m_state != State::RequestLine && m_state != State::Failed && m_state != State::Closed) ||
            (m_state == State::RequestLine && m_pos < m_buf.size());
+}
+
+bool RequestParser::midHead() const
+{
+    return m_state == State::Headers || (m_state == State::RequestLine && m_pos < m_buf.size());
 }
 
 // The next line without its LF (and the CR before it), when `limit` bytes or fewer came before

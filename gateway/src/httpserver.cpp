@@ -57,12 +57,22 @@ bool HttpServer::listen(const QHostAddress& host, quint16 port) { return m_serve
 quint16 HttpServer::port() const { return m_server->serverPort(); }
 QString HttpServer::errorString() const { return m_server->errorString(); }
 
+// At --max-connections, accepting pauses: new clients wait in the kernel's listen queue (each a
+// descriptor and a connection's memory otherwise), and go on when one of the open ones closes.
 void HttpServer::accept()
 {
-    while (QTcpSocket* s = m_server->nextPendingConnection()) {
+    while (m_open < m_options.maxConnections) {
+        QTcpSocket* s = m_server->nextPendingConnection();
+        if (!s)
+            break;
         auto* c = new HttpConnection(s, this);
         if (m_draining) // a TLS handshake that ended after the listener closed
             c->drain();
+    }
+    if (m_open >= m_options.maxConnections && !m_paused) {
+        m_paused = true;
+        m_server->pauseAccepting();
+        qCWarning(lcHttp) << "at" << m_open << "client connections (--max-connections): new ones wait";
     }
 }
 
@@ -77,6 +87,13 @@ void HttpServer::drain()
 void HttpServer::gone()
 {
     --m_open;
+    if (m_paused && m_open < m_options.maxConnections) {
+        m_paused = false;
+        if (m_server->isListening())
+            m_server->resumeAccepting();
+        if (m_server->hasPendingConnections()) // (taken while paused, TLS handshakes that ended)
+            QMetaObject::invokeMethod(this, &HttpServer::accept, Qt::QueuedConnection);
+    }
     if (closed)
         closed();
 }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <vector>
 
 namespace idem::gateway {
 
@@ -113,60 +112,57 @@ std::string recordId(const http::Request& r, const KeyScope& scope, std::string_
             credential = "c" + digest(lowered(name) + '\n' + *v, 16);
     const std::string path = r.path.size() > 512 ? "sha256:" + digest(r.path, 32) : r.path;
     std::string id = credential;
-    id.append(" ").append(r.method.substr(0, 32)).append(" ").append(path).append(" ").append(key);
+    // "post" with a key POST used is that key's duplicate, not a record of its own
+    id.append(" ").append(http::upperMethod(r.method).substr(0, 32)).append(" ").append(path).append(" ").append(key);
     return id;
 }
 
-namespace {
-// A query parameter's name as the upstream decodes it ('+' a space, %XX a byte)
-std::string decodedName(std::string_view p)
+std::optional<std::string> ambiguousScope(const http::Request& r, const KeyScope& scope)
 {
-    const std::string_view name = p.substr(0, p.find('='));
-    std::string out;
-    out.reserve(name.size() + 1);
-    for (std::size_t i = 0; i < name.size(); ++i) {
-        const int hi = name[i] == '%' && i + 2 < name.size() ? http::hexValue(name[i + 1]) : -1;
-        const int lo = hi >= 0 ? http::hexValue(name[i + 2]) : -1;
-        if (lo >= 0) {
-            out += static_cast<char>(hi * 16 + lo);
-            i += 2;
-        } else {
-            out += name[i] == '+' ? ' ' : name[i];
+    const std::string name = scope.kind == KeyScope::Kind::Header ? scope.header : std::string("Authorization");
+    if (scope.kind != KeyScope::Kind::None && r.headerCount(name) > 1)
+        return "one " + name + " header, not several: the key's record is scoped by it";
+    for (const auto& h : r.headers) {
+        if (!http::equalsIgnoreCase(h.name, "Connection"))
+            continue;
+        std::string_view list = h.value;
+        while (!list.empty()) {
+            const auto comma = list.find(',');
+            std::string_view t = list.substr(0, comma);
+            while (!t.empty() && (t.front() == ' ' || t.front() == '\t'))
+                t.remove_prefix(1);
+            while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
+                t.remove_suffix(1);
+            if (http::equalsIgnoreCase(t, "Idempotency-Key") ||
+                (scope.kind != KeyScope::Kind::None && http::equalsIgnoreCase(t, name)))
+                return "the Connection header names " + std::string(t) +
+                       ", which the record is scoped by: it would not reach the upstream";
+            list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
         }
     }
-    return out + '='; // ("name=" as the key keeps the order of earlier versions for distinct names)
+    return std::nullopt;
 }
-} // namespace
 
+// The parameters keep their order: an upstream may read a reordered query another way (PHP maps
+// '.' in a name to '_' and the last value wins, so "amount_usd=1000&amount.usd=1" is not
+// "amount.usd=1&amount_usd=1000"), and a retry sends the same query anyway. Only empty parameters
+// ("a=1&&b=2&") go, which no upstream reads as anything.
 std::string canonicalQuery(std::string_view query)
 {
-    std::vector<std::string_view> params;
+    std::string out;
     while (!query.empty()) {
         const auto amp = query.find('&');
         const std::string_view p = query.substr(0, amp);
         if (!p.empty())
-            params.push_back(p);
+            out.append(out.empty() ? "" : "&").append(p);
         query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     }
-    // by name only, as the upstream decodes it, stably: the values of a name repeated (a=1&a=1000,
-    // or a=1&%61=1000) keep their order, which the upstream may read as a list or take the first
-    // or last of
-    std::vector<std::pair<std::string, std::string_view>> named;
-    named.reserve(params.size());
-    for (const std::string_view p : params)
-        named.emplace_back(decodedName(p), p);
-    std::stable_sort(named.begin(), named.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < named.size(); ++i)
-        params[i] = named[i].second;
-    std::string out;
-    for (const auto p : params)
-        out.append(out.empty() ? "" : "&").append(p);
     return out;
 }
 
 std::string requestFingerprint(const http::Request& r)
 {
-    std::string s = r.method;
+    std::string s = http::upperMethod(r.method);
     s.append("\n").append(r.path).append("\n").append(canonicalQuery(r.query)).append("\n").append(fingerprint(r.body));
     return "sha256:" + digest(s, 32);
 }

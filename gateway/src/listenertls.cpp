@@ -21,7 +21,14 @@ bool readFile(const QString& name, const char* flag, QByteArray& into, QString* 
             QString::fromLatin1(flag) + u" "_s + name + u": cannot read it: "_s + f.errorString();
         return false;
     }
-    into = f.readAll();
+    // a certificate or key is a few KiB: more is not one (/dev/zero, a disk image) and would
+    // be read forever
+    constexpr qint64 kMax = 1 << 20;
+    into = f.read(kMax + 1);
+    if (into.size() > kMax) {
+        *error = QString::fromLatin1(flag) + u" "_s + name + u": larger than 1MiB: not a PEM file"_s;
+        return false;
+    }
     return true;
 }
 

@@ -199,7 +199,9 @@ std::vector<std::string> defaultReplayed() {
     return {kReplayedHeaders.begin(), kReplayedHeaders.end()};
 }
 
-const RoutePolicy& Policy::of(std::string_view method, std::string_view requestPath) const {
+const RoutePolicy& Policy::of(std::string_view requestMethod, std::string_view requestPath) const {
+    // "post" is POST to upstreams that fold the case of methods (Werkzeug): it is protected as POST
+    const std::string method = http::upperMethod(requestMethod);
     // as many servers route it: "//" as "/", ";params" dropped ("/pay;v=1/refunds" is /pay/refunds)
     const std::string path = http::routePath(requestPath);
     const RoutePolicy* best = &defaults;

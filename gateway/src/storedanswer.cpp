@@ -39,7 +39,12 @@ std::string encodeAnswer(const http::Response& r, std::string_view method, std::
         if (!keep(h.name))
             continue;
         out.append(first ? "[" : ",[").append(http::jsonString(h.name)).append(",");
-        out.append(http::jsonString(h.value)).append("]");
+        if (validUtf8(h.value)) {
+            out.append(http::jsonString(h.value)).append("]");
+        } else { // (a JSON string holds text: 0xE9 would come back as UTF-8's 0xC3 0xA9)
+            const QByteArray b64 = QByteArray(h.value.data(), static_cast<qsizetype>(h.value.size())).toBase64();
+            out.append("\"").append(b64.constData(), static_cast<std::size_t>(b64.size())).append("\",\"base64\"]");
+        }
         first = false;
     }
     out.append("],\"method\":").append(http::jsonString(method));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -72,6 +73,12 @@ public:
 
     void read()
     {
+        // an answer that begins while the request is still being written answers something else:
+        // stray bytes of an earlier answer on a pooled connection (a broken upstream) would be
+        // this request's answer, stored under its key
+        if (!std::exchange(m_heard, true) && m_socket->bytesToWrite() > 0)
+            return fail(UpstreamResult::Kind::Failed,
+                        "the upstream answered before the request was written whole: not an answer to it");
         const QByteArray b = m_socket->readAll();
         m_parser.feed(std::string_view(b.constData(), static_cast<std::size_t>(b.size())));
         if (m_parser.done() || m_parser.failed())
@@ -166,6 +173,7 @@ private:
     std::function<void(UpstreamResult)> m_done;
     QElapsedTimer m_clock;
     bool m_finished = false;
+    bool m_heard = false; // the answer's first bytes came
     int m_watch = -1; // a copy of the descriptor while a body is read until close
 };
 

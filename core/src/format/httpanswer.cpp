@@ -143,8 +143,14 @@ std::optional<HttpAnswer> decodeHttpAnswer(std::string_view stored)
         if (!items)
             return std::nullopt;
         for (const std::string_view item : *items)
-            if (const auto nv = json::stringArray(item); nv && nv->size() == 2)
+            if (const auto nv = json::stringArray(item); nv && nv->size() == 2) {
                 a.headers.emplace_back((*nv)[0], (*nv)[1]);
+            } else if (nv && nv->size() == 3 && (*nv)[2] == "base64") { // a value that is not UTF-8
+                auto bytes = fromBase64((*nv)[1]);
+                if (!bytes)
+                    return std::nullopt;
+                a.headers.emplace_back((*nv)[0], std::move(*bytes));
+            }
     }
     if (o.has("body_base64")) {
         const std::string* b64 = o.string("body_base64");

@@ -13,7 +13,9 @@ namespace idem {
 // An HTTP answer as idem-gateway stores it in a record's `response` (docs/gateway.md):
 //   {"gateway":1,"method":"POST","route":"/orders","status":201,
 //    "headers":[["Content-Type","application/json"]],"body":"..."}
-// with "body_base64" instead of "body" when the body is not UTF-8 text. The one decoder of that
+// with "body_base64" instead of "body" when the body is not UTF-8 text, and a header whose value is
+// not UTF-8 stored as ["Name","<base64>","base64"] (its bytes, which a JSON string would change;
+// readers before it skip such a header). The one decoder of that
 // format: the gateway replays from it, idemctl and the console show it.
 struct HttpAnswer {
     std::string method;

@@ -24,6 +24,10 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // A hex digit's value, or -1.
 int hexValue(char c);
 
+// A method in capitals: the gateway's policy, record ids and fingerprints read "post" as POST,
+// as upstreams that fold the case of methods do (Werkzeug); the upstream gets it as sent.
+std::string upperMethod(std::string_view method);
+
 // A request path ("/..."), read as RFC 3986 reads it: escapes of unreserved bytes decoded, other
 // escapes in capitals, "." and ".." segments removed. Empty, with *why set, for a path that climbs
 // above the root, holds a broken escape or a backslash, or spells a dot segment another way
@@ -88,6 +92,8 @@ public:
     bool takeContinue();
     // Bytes of a request are in, the request is not complete.
     bool midRequest() const;
+    // ... and its head (request line and headers) is not complete either.
+    bool midHead() const;
     // A request ended the connection (no keep-alive): nothing more is read.
     bool closed() const { return m_state == State::Closed; }
     const Limits& limits() const { return m_limits; }

@@ -40,7 +40,15 @@ using Handler = std::function<void(Request, Responder)>;
 struct ServerOptions {
     Limits limits;
     Millis idleTimeout{60'000};
+    // a client that trickles its request: the head must be in this long after its first byte, the
+    // body this long after the head (408 and the connection closed), whatever bytes keep coming
+    Millis headerTimeout{10'000};
+    Millis bodyTimeout{60'000};
+    std::size_t maxConnections = 10'000; // accepting pauses while this many are open
     std::size_t maxPipelined = 64; // requests of one connection in flight; reading pauses beyond
+    // a connection's answers not yet taken by its client: beyond this, no further pipelined
+    // request is handed over until the client reads (one that never reads holds no more)
+    qint64 maxUnwritten = 2 << 20;
     std::optional<QSslConfiguration> tls;
     std::function<std::size_t(const Request& head)> bodyLimit; // per request (a route's), within limits.maxBody // HTTPS: a QSslServer that hands over connections once encrypted
 };
@@ -75,6 +83,7 @@ private:
     QTcpServer* m_server;
     std::size_t m_open = 0;
     bool m_draining = false;
+    bool m_paused = false; // at maxConnections
 };
 
 } // namespace idem::http

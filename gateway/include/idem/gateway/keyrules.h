@@ -33,8 +33,14 @@ std::optional<KeyScope> parseKeyScope(std::string_view text);
 // its digest, so that the id stays within a record id's 1024 bytes.
 std::string recordId(const http::Request& r, const KeyScope& scope, std::string_view key);
 
-// The query's parameters in a canonical order ("b=2&a=1" and "a=1&b=2" are one query); empty
-// parameters dropped.
+// Why a request's record cannot be told (nullopt: it can): the scope header given more than once
+// (the upstream gets them all, comma-joined, while one would scope the record: "Bearer A" with
+// "Bearer B" and "Bearer A" with "Bearer C" would share it), or a Connection header naming the
+// scope header or Idempotency-Key (the gateway would then strip what the record is scoped by).
+std::optional<std::string> ambiguousScope(const http::Request& r, const KeyScope& scope);
+
+// The query as the fingerprint reads it: its parameters in the order sent ("b=2&a=1" and
+// "a=1&b=2" are two queries: an upstream may read them differently), empty parameters dropped.
 std::string canonicalQuery(std::string_view query);
 
 // What makes a retry the same request: the method, the path, the canonical query and the body

@@ -42,6 +42,9 @@ struct GatewayOptions {
     Millis replicaTimeout{1000};  // how long each WAIT waits
     Millis upstreamTimeout{30'000};
     Millis idleTimeout{60'000};
+    Millis headerTimeout{10'000}; // from a request's first byte to the end of its head; then 408
+    Millis bodyTimeout{60'000};   // from the end of the head to the end of the body; then 408
+    std::size_t maxConnections = 0; // clients at once, beyond which accepting pauses; 0: from RLIMIT_NOFILE
     Millis drainTimeout{20'000}; // SIGTERM: how long requests under way may take to end (below a 30 s kill)
     Millis waitInProgress{0}; // a duplicate in flight waits this long for the first's answer; 0: 409 at once
     QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy
