@@ -62,7 +62,13 @@ void TestGatewayLimits::clientThatNeverReadsHoldsLittle()
     const int served = up->calls("/big/100000/sink");
     const qint64 grown = rssKiB(p.processId()) - before;
     QVERIFY2(served < 1000, qPrintable(u"%1 answers made for a client that reads none"_s.arg(served)));
-    QVERIFY2(grown < 64 * 1024, qPrintable(u"the gateway grew by %1 KiB"_s.arg(grown)));
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer keeps freed memory in quarantine (256 MiB): the answers counted above say it
+    constexpr qint64 kBoundKiB = 512 * 1024;
+#else
+    constexpr qint64 kBoundKiB = 64 * 1024;
+#endif
+    QVERIFY2(grown < kBoundKiB, qPrintable(u"the gateway grew by %1 KiB"_s.arg(grown)));
 
     QElapsedTimer t;
     t.start();
