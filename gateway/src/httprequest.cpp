@@ -1,6 +1,7 @@
 #include "idem/gateway/httprequest.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <utility>
 
@@ -383,10 +384,19 @@ bool RequestParser::requestLine(std::string_view l)
     const auto sp2 = sp1 == std::string_view::npos ? sp1 : l.find(' ', sp1 + 1);
     if (sp2 == std::string_view::npos || l.find(' ', sp2 + 1) != std::string_view::npos)
         return fail(400, "the request line is not METHOD SP TARGET SP HTTP-VERSION");
-    const std::string_view method = l.substr(0, sp1), target = l.substr(sp1 + 1, sp2 - sp1 - 1),
+    const std::string_view asSent = l.substr(0, sp1), target = l.substr(sp1 + 1, sp2 - sp1 - 1),
                            version = l.substr(sp2 + 1);
-    if (!token(method))
+    if (!token(asSent))
         return fail(400, "the method is not a token");
+    // A standard method in another case ("post", "Head") is that method: upstreams that fold case
+    // run it as such, so the gateway protects, forwards and frames it as such (the upstream gets
+    // "POST"; a HEAD's answer has no body), and one that does not fold never stores a 405 that a
+    // corrected retry would get back
+    std::string upper = upperMethod(asSent);
+    static constexpr std::array<std::string_view, 9> standard = {"GET",    "HEAD",    "POST",  "PUT",    "PATCH",
+                                                                 "DELETE", "OPTIONS", "TRACE", "CONNECT"};
+    const std::string_view method =
+        std::find(standard.begin(), standard.end(), upper) != standard.end() ? std::string_view(upper) : asSent;
     const auto digit = [](char c) { return c >= '0' && c <= '9'; };
     if (version.size() != 8 || !version.starts_with("HTTP/") || !digit(version[5]) || version[6] != '.' ||
         !digit(version[7]))
