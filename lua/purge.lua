@@ -58,10 +58,14 @@ if ARGV[5] ~= '' then
       for i = 16, #ARGV do
         names[#names + 1] = ARGV[i]
       end
-      local v = redis.call('HMGET', key, unpack(names))
       local parts = {}
-      for i = 1, #names do
-        parts[i] = v[i] and ('+' .. #v[i] .. ':' .. v[i]) or '-'
+      for from = 1, #names, 1000 do -- (unpack has a limit: a hash read whole may have many fields)
+        local to = math.min(from + 999, #names)
+        local v = redis.call('HMGET', key, unpack(names, from, to))
+        for i = from, to do
+          local x = v[i - from + 1]
+          parts[i] = x and ('+' .. #x .. ':' .. x) or '-'
+        end
       end
       if redis.sha1hex(table.concat(parts)) ~= ARGV[15] then
         return {'CHANGED', was, now}

@@ -201,6 +201,21 @@ private slots:
                       QStringLiteral("--live")})
                      .exitCode,
                  0);
+        // a hash no library writes, whose status says it runs, is a live lock too; one that says
+        // nothing goes by key (its guard compares every field read, the thousands of a big one too)
+        c.checked({"HSET", ns + "-lk", "status", "RUNNING", "lock_expiry", "99999999999"});
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(ns + "-lk")}).exitCode, 1);
+        c.checked({"HSET", ns + "-weird", "a", "1", "b", "2"});
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(ns + "-weird")}).exitCode, 0);
+        std::vector<std::string> many = {"HSET", ns + "-many"};
+        for (int i = 0; i < 9001; ++i) {
+            many.push_back("f" + std::to_string(i));
+            many.push_back("v");
+        }
+        std::vector<std::string_view> manyArgs(many.begin(), many.end());
+        QVERIFY(!idem::reply::isError(c.command(manyArgs).get()));
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(ns + "-many")}).exitCode, 0);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + "-lk", ns + "-weird", ns + "-many"}).get()), 1);
         // a hash outside the namespace is no record of its: refused in words, not a usage error
         c.checked({"HSET", ns + "-jobs:2", "state", "STARTED", "lease_until_ms", "99999999999999"});
         const auto outside = run({QStringLiteral("force-fail"), QStringLiteral("--key"), QString::fromStdString(ns + "-jobs:2")});

@@ -219,7 +219,11 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
                                      (in.type == "string" ? " " + quoted(in.value) : std::string()));
     } else if (in.type == "hash") {
         r = make(RecordFormat::Unknown, RecordState::Unknown);
-        r.reason = "a hash without a 'state' or 'status' field";
+        r.reason = "a hash no known library writes";
+        // its status as written: a word that says in progress makes it a live lock (mayBeLiveLock)
+        for (const auto& [k, v] : in.fields)
+            if (k == "status" || k == "state")
+                r.rawStatus = v;
     } else if (in.type == "string") {
         r = make(RecordFormat::Unknown, RecordState::Unknown);
         if (x.object && !x.object->error.empty())
@@ -246,7 +250,10 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         r.guardSha1 = toHex(sha1(tail ? in.value + in.tail : in.value));
         r.partial = r.partial || x.prefix;
     } else if (in.type == "hash") {
-        r.guardSha1 = hashGuardSha1(in.fields);
+        // the guard compares what the record keeps of what was read (purge.lua is sent the same names)
+        if (r.fields.empty())
+            r.fields = in.fields;
+        r.guardSha1 = hashGuardSha1(r.fields);
     }
     return r;
 }
