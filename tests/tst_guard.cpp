@@ -5,12 +5,15 @@
 #include "idem/engine/store.h"
 #include "idem/monitor/scanner.h"
 #include "idem/redis/localcluster.h"
+#include "idem/redis/localserver.h"
 #include "testsupport.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QtTest>
+
+#include <thread>
 
 namespace {
 
@@ -226,6 +229,27 @@ private slots:
         c.checked({"SET", ns + ":{c1}", "COMPLETED", "EX", "600"});
         QVERIFY(run({QStringLiteral("purge"), QStringLiteral("c1")}).exitCode != 0);
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{c1}"}).get()), 1);
+    }
+
+    // A purge by id of a record that was not there takes nothing: a lock acquired between the read
+    // and the purge (here: held back by CLIENT PAUSE WRITE, which lets reads through) stays
+    void purgeOfAnAbsentRecordTakesNothing()
+    {
+        idem::LocalServer server; // its own: the pause would stall every other test's writes
+        const std::string key = "idempotency:{late}";
+        idem::Connection c(server.connectionOptions());
+        c.checked({"CLIENT", "PAUSE", "1500", "WRITE"});
+        std::thread writer([&] {
+            idem::Connection w(server.connectionOptions());
+            w.checked({"HSET", key, "state", "STARTED", "token", "t", "fence", "1700000000000000", "lease_until_ms",
+                       "99999999999999"});
+        });
+        QThread::msleep(200); // the HSET waits in the pause
+        const auto r = idemtest::runIdemctl({QStringLiteral("--url"), QString::fromStdString(server.url()),
+                                             QStringLiteral("purge"), QStringLiteral("late")});
+        writer.join();
+        QCOMPARE(r.exitCode, 66);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", key}).get()), 1);
     }
 
     void cluster()

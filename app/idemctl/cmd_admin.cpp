@@ -438,6 +438,10 @@ int cmdPurge(const std::vector<std::string>& argv)
         return Ok;
     }
     const auto seen = s.store.inspectKey(t.key, s.decodeOptions());
+    if (!seen && !args.flag("--live")) { // (a purge sent now would take a lock acquired since the read)
+        std::fprintf(stderr, "idemctl purge: no record at %s\n", t.key.c_str());
+        return NotFound;
+    }
     if (refusedAsLive(seen, args, "purge"))
         return Refused;
     // without --live, only what was just read as not live: a lock taken meanwhile stays
