@@ -64,6 +64,14 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b)
            std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
+std::string lowerAscii(std::string_view s)
+{
+    std::string out(s);
+    for (char& c : out)
+        c = lower(c);
+    return out;
+}
+
 std::string upperMethod(std::string_view method)
 {
     std::string out(method);

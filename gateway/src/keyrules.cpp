@@ -24,15 +24,6 @@ std::string digest(std::string_view s, std::size_t bytes)
     return toHex(d.data(), std::min(bytes, d.size()));
 }
 
-std::string lowered(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
 } // namespace
 
 std::optional<std::string> parseKey(std::string_view v, std::string* why)
@@ -109,7 +100,7 @@ std::string recordId(const http::Request& r, const KeyScope& scope, std::string_
     const std::string name = scope.kind == KeyScope::Kind::Header ? scope.header : std::string("Authorization");
     if (scope.kind != KeyScope::Kind::None)
         if (const std::string* v = r.header(name))
-            credential = "c" + digest(lowered(name) + '\n' + *v, 16);
+            credential = "c" + digest(http::lowerAscii(name) + '\n' + *v, 16);
     const std::string path = r.path.size() > 512 ? "sha256:" + digest(r.path, 32) : r.path;
     std::string id = credential;
     // "post" with a key POST used is that key's duplicate, not a record of its own

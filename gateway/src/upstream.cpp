@@ -26,14 +26,6 @@ constexpr std::size_t kMaxIdle = 64;   // idle connections kept
 
 QByteArray bytes(std::string_view s) { return QByteArray(s.data(), static_cast<qsizetype>(s.size())); }
 
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
 
 // The headers a Connection header names belong to that hop too.
 std::set<std::string> connectionTokens(const std::vector<http::Header>& headers)
@@ -42,7 +34,7 @@ std::set<std::string> connectionTokens(const std::vector<http::Header>& headers)
     for (const auto& h : headers)
         if (http::equalsIgnoreCase(h.name, "Connection"))
             for (const QByteArray& t : bytes(h.value).split(','))
-                out.insert(lower(t.trimmed().toStdString()));
+                out.insert(http::lowerAscii(t.trimmed().toStdString()));
     return out;
 }
 
@@ -132,7 +124,7 @@ private:
         const auto hop = connectionTokens(r.headers);
         out.response.status = r.status;
         for (auto& h : r.headers) // Content-Length stays for a HEAD answer (serialize() writes its own otherwise)
-            if ((!hopByHop(h.name) || http::equalsIgnoreCase(h.name, "Content-Length")) && !hop.count(lower(h.name)) &&
+            if ((!hopByHop(h.name) || http::equalsIgnoreCase(h.name, "Content-Length")) && !hop.count(http::lowerAscii(h.name)) &&
                 !http::equalsIgnoreCase(h.name, "Date") && !http::equalsIgnoreCase(h.name, "Idempotent-Replayed"))
                 out.response.headers.push_back(std::move(h)); // (the gateway says what it replayed)
         out.response.body = std::move(r.body);
@@ -327,7 +319,7 @@ void Upstream::forward(const http::Request& r, const QByteArray& clientAddress, 
             it->second += (http::equalsIgnoreCase(name, "Cookie") ? "; " : ", ") + value;
     };
     for (const auto& h : r.headers)
-        if (!hopByHop(h.name) && (hop.empty() || !hop.count(lower(h.name))))
+        if (!hopByHop(h.name) && (hop.empty() || !hop.count(http::lowerAscii(h.name))))
             add(h.name, bytes(h.value), false);
     add("X-Forwarded-For", clientAddress, false);
     if (const std::string* host = r.header("Host"))

@@ -25,8 +25,11 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 int hexValue(char c);
 
 // A method in capitals: the gateway's policy, record ids and fingerprints read "post" as POST,
-// as upstreams that fold the case of methods do (Werkzeug); the upstream gets it as sent.
+// as upstreams that fold the case of methods do (Werkzeug); the parser forwards the nine standard
+// ones so too.
 std::string upperMethod(std::string_view method);
+// ASCII letters in lower case (header names, Connection tokens), the rest as it is.
+std::string lowerAscii(std::string_view s);
 
 // A request path ("/..."), read as RFC 3986 reads it: escapes of unreserved bytes decoded, other
 // escapes in capitals, "." and ".." segments removed. Empty, with *why set, for a path that climbs
