@@ -37,8 +37,9 @@ qint64 rssKiB(qint64 pid)
 } // namespace
 
 // 3000 pipelined GETs of 100 kB answers (300 MB) from a client that reads none of them: the
-// gateway stops handing them over while 2 MiB of answers wait, stops reading while its pipeline is
-// full, and TCP pushes back on the client. Another client is answered meanwhile.
+// gateway hands over 8 at a time, none while 2 MiB of answers wait, stops reading while its pipeline
+// is full, and TCP pushes back on the client. Another client is answered meanwhile. (With 64 at a
+// time it grew by 14-16 MB here; with 8, by 3.4 MB.)
 void TestGatewayLimits::clientThatNeverReadsHoldsLittle()
 {
     QProcess p;
@@ -62,11 +63,12 @@ void TestGatewayLimits::clientThatNeverReadsHoldsLittle()
     const int served = up->calls("/big/100000/sink");
     const qint64 grown = rssKiB(p.processId()) - before;
     QVERIFY2(served < 1000, qPrintable(u"%1 answers made for a client that reads none"_s.arg(served)));
+    qInfo("%d answers made, the gateway grew by %lld KiB", served, grown);
 #if defined(__SANITIZE_ADDRESS__)
     // AddressSanitizer keeps freed memory in quarantine (256 MiB): the answers counted above say it
     constexpr qint64 kBoundKiB = 512 * 1024;
 #else
-    constexpr qint64 kBoundKiB = 64 * 1024;
+    constexpr qint64 kBoundKiB = 10 * 1024;
 #endif
     QVERIFY2(grown < kBoundKiB, qPrintable(u"the gateway grew by %1 KiB"_s.arg(grown)));
 

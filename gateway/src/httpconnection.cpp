@@ -127,11 +127,11 @@ void HttpConnection::dispatch()
     do {
         m_dispatchAgain = false;
         bool unansweredAhead = false, unsafeAhead = false;
-        std::size_t inFlight = 0; // (one read of small requests may bring more than the bound)
+        std::size_t inFlight = 0;
         for (std::size_t i = 0; i < m_slots.size() && !m_closing; ++i) {
             Slot& s = m_slots[i];
             if (s.waiting) {
-                if (unsafeAhead || (!s.safe && unansweredAhead) || inFlight >= m_server->m_options.maxPipelined)
+                if (unsafeAhead || (!s.safe && unansweredAhead) || inFlight >= m_server->m_options.maxConcurrent)
                     break;
                 // answers pile up unread: no more requests until the client takes them (written())
                 if (m_socket->bytesToWrite() > m_server->m_options.maxUnwritten) {

@@ -45,12 +45,15 @@ struct ServerOptions {
     Millis headerTimeout{10'000};
     Millis bodyTimeout{60'000};
     std::size_t maxConnections = 10'000; // accepting pauses while this many are open
-    std::size_t maxPipelined = 64; // requests of one connection in flight; reading pauses beyond
+    std::size_t maxPipelined = 64; // requests of one connection read and not answered; reading pauses beyond
+    // of those, handed over at once (safe ones only; nginx takes one at a time): what a client that
+    // never reads its answers makes the gateway hold is this many answers plus maxUnwritten
+    std::size_t maxConcurrent = 8;
     // a connection's answers not yet taken by its client: beyond this, no further pipelined
     // request is handed over until the client reads (one that never reads holds no more)
     qint64 maxUnwritten = 2 << 20;
-    std::optional<QSslConfiguration> tls;
-    std::function<std::size_t(const Request& head)> bodyLimit; // per request (a route's), within limits.maxBody // HTTPS: a QSslServer that hands over connections once encrypted
+    std::optional<QSslConfiguration> tls; // HTTPS: a QSslServer that hands over connections once encrypted
+    std::function<std::size_t(const Request& head)> bodyLimit; // per request (a route's), within limits.maxBody
 };
 
 // HTTP/1.1 on a QTcpServer (a QSslServer with `tls`): keep-alive, pipelined requests answered in the order they came,
