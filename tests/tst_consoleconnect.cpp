@@ -3,6 +3,9 @@
 // data is not current, Sentinel failover, a hung server at close. tst_consolecredentials.cpp has
 // Connect: what it remembers, passwords, TLS, and refusals retrying cannot fix.
 #include "consoletest.h"
+#include "historyrecorder.h"
+
+#include <QDir>
 
 class TestConsoleConnect : public ConsoleTest {
     Q_OBJECT
@@ -213,6 +216,23 @@ private slots:
         QTest::qWait(2100);
         QCOMPARE(w.chart()->sampleCount(), 0); // no line at zero
         QVERIFY(w.findChild<QWidget*>(u"bannerConnect"_s)->isVisible());
+    }
+
+    // A URL the worker refuses: the window says so, and no history directory is made for it
+    void unusableUrlGetsNoHistory()
+    {
+        const QString unusable = u"foo://%1"_s.arg(QString::fromStdString(ns));
+        const QString dir = HistoryRecorder::directoryFor(shownUrl(unusable), QString::fromStdString(ns));
+        QVERIFY(!QDir(dir).exists());
+        MainWindow::Options o = options();
+        o.connection.url = unusable;
+        MainWindow w(o);
+        QSignalSpy links(&w, &MainWindow::linkStateChanged);
+        w.show();
+        QTRY_VERIFY_WITH_TIMEOUT(!links.isEmpty(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.bannerText().contains(u"cannot be used"_s), 5000);
+        QTest::qWait(300);
+        QVERIFY2(!QDir(dir).exists(), qPrintable(dir));
     }
 
     // Through Sentinel: the status bar names the primary. A primary demoted by SENTINEL FAILOVER

@@ -140,6 +140,15 @@ void HistoryController::openFor(const QString& server, const QString& keyNamespa
     QMetaObject::invokeMethod(m_recorder, [r = m_recorder, dir, keyNamespace] { r->open(dir, keyNamespace); });
 }
 
+void HistoryController::openNone()
+{
+    if (m_bar->isRewound())
+        m_bar->goLive();
+    m_past->clear();
+    m_bar->setDirectory({});
+    QMetaObject::invokeMethod(m_recorder, [r = m_recorder] { r->closeAndForget(); });
+}
+
 void HistoryController::requestTimeline(const QString& key, qint64 serverNowMs)
 {
     QMetaObject::invokeMethod(m_recorder, [r = m_recorder, key, serverNowMs] { r->requestTimeline(key, serverNowMs); });

@@ -32,6 +32,8 @@ public:
 
     // The history of this server and namespace from now on (nothing is rewound any more).
     void openFor(const QString& server, const QString& keyNamespace);
+    // No history: a URL that cannot be used gets no directory of its own.
+    void openNone();
     void requestTimeline(const QString& key, qint64 serverNowMs);
     // Writes the history in [fromMs, toMs] as an event log; exported() says how it went.
     void exportEventLog(const QString& path, qint64 fromMs, qint64 toMs);

@@ -88,6 +88,15 @@ void HistoryRecorder::close()
     m_log.reset();
 }
 
+void HistoryRecorder::closeAndForget()
+{
+    close();
+    m_index = idem::HistoryIndex(m_limits);
+    m_seenIn.clear();
+    m_cursor = {};
+    Q_EMIT extentChanged(0, 0, 0);
+}
+
 void HistoryRecorder::record(idem::Transition t)
 {
     if (!m_log)

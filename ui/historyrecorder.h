@@ -49,6 +49,8 @@ public:
 public Q_SLOTS:
     void open(const QString& directory, const QString& keyNamespace);
     void close(); // writes what is pending; observations are ignored until the next open()
+    // Closed, and nothing of the last history shown (a URL that cannot be used has none).
+    void closeAndForget();
     void observe(const QVector<KeyRow>& rows, const QHash<QString, QStringList>& actors, qint64 serverNowMs,
                  quint64 generation, bool notification);
     void observeGone(const QStringList& keys, const QHash<QString, QStringList>& actors, qint64 serverNowMs);

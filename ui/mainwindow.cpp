@@ -219,7 +219,19 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
     m_live->clear();
     m_live->thaw();
     m_live->setKeyNamespace(settings.keyNamespace);
-    m_history->openFor(m_server, settings.keyNamespace);
+    // a URL the worker will refuse gets no history directory (Connect corrects it)
+    const bool usable = isPostgresUrl(settings.url) || [&] {
+        try {
+            (void)connectionOptions(settings);
+            return true;
+        } catch (const idem::Error&) {
+            return false;
+        }
+    }();
+    if (usable)
+        m_history->openFor(m_server, settings.keyNamespace);
+    else
+        m_history->openNone();
     m_inspectedKey.clear();
     m_inspector->clear(tr("Select a key to see its record."));
     m_everHeard = false;

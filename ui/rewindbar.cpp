@@ -102,7 +102,8 @@ void RewindBar::setExtent(qint64 firstMs, qint64 lastMs, qint64 transitions)
 
 void RewindBar::setDirectory(const QString& directory)
 {
-    m_extent->setToolTip(tr("Kept in %1 (idemctl capture --from-history reads it)").arg(directory));
+    m_extent->setToolTip(directory.isEmpty() ? tr("No history: the URL cannot be used")
+                                             : tr("Kept in %1 (idemctl capture --from-history reads it)").arg(directory));
 }
 
 void RewindBar::rewindTo(qint64 ms)
