@@ -64,12 +64,18 @@ void TestGatewayOps::redisDownIs503()
     QVERIFY2(!down.body.contains("127.0.0.1") && !down.body.contains("redis"), down.body.constData());
     QCOMPARE(up->calls("/r"), 1); // fail closed: not forwarded
     QCOMPARE(outcome(*g, gateway::Outcome::StoreError), 1u);
-    QCOMPARE(call(g->adminPort(), request("GET", "/healthz")).status, 503);
+    // the operator's listener says why, in the store's words
+    const Reply health = call(g->adminPort(), request("GET", "/healthz"));
+    QCOMPARE(health.status, 503);
+    QCOMPARE(health.json().value(u"redis"_s).toString(), u"unreachable"_s);
+    QVERIFY2(health.json().value(u"redis_error"_s).toString().size() > 10, health.body.constData());
     // unprotected methods still pass
     QCOMPARE(call(g->port(), request("GET", "/r")).status, 201);
     redis.start();
     QVERIFY(QTest::qWaitFor([&] { return call(g->port(), request("POST", "/r", "r-2", "{}")).status == 201; }, 10000));
-    QCOMPARE(call(g->adminPort(), request("GET", "/healthz")).status, 200);
+    const Reply healthy = call(g->adminPort(), request("GET", "/healthz"));
+    QCOMPARE(healthy.status, 200);
+    QVERIFY2(!healthy.json().contains(u"redis_error"_s), healthy.body.constData());
 }
 
 // --min-replicas: a key no replica acknowledged could vanish in a failover, and the request run

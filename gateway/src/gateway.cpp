@@ -278,6 +278,7 @@ bool Gateway::waitMore(const std::shared_ptr<Exchange>& x)
 void Gateway::storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why)
 {
     m_storeUp = false;
+    m_storeProblem = why;
     qCWarning(lcGateway) << "Redis:" << why.c_str();
     if (m_options.failOpen)
         return pass(x, Outcome::StoreError);
@@ -517,8 +518,9 @@ void Gateway::handleAdmin(const http::Request& r, const http::Responder& out)
         const bool ok = (m_storeUp || m_options.failOpen) && !m_draining;
         resp.status = ok ? 200 : 503;
         resp.set("Content-Type", "application/json");
+        // the operator's listener: why the store failed, in its words (a certificate, a password)
         resp.body = std::string("{\"status\":\"") + (m_draining ? "draining" : ok ? "ok" : "unavailable") + "\",\"redis\":\"" +
-                    (m_storeUp ? "up" : "unreachable") + "\"}\n";
+                    (m_storeUp ? "up\"" : "unreachable\",\"redis_error\":" + http::jsonString(m_storeProblem)) + "}\n";
     } else if (r.path == "/policy") {
         resp.set("Content-Type", "application/json");
         resp.body = policyJson();

@@ -79,6 +79,7 @@ private:
     Policy m_policy; // the flags' default and the routes of --config
     Metrics m_metrics;
     bool m_storeUp = true; // what the last call to Redis said
+    std::string m_storeProblem; // and why it failed, for /healthz (never for clients)
     bool m_holding = false, m_releaseConnected = false;
     bool m_draining = false, m_drained = false;
     std::size_t m_inFlight = 0; // requests handled and not yet answered
