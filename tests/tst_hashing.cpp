@@ -207,6 +207,10 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration("ten"));
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration("-5s"));
         QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration(""));
+        for (const char* bad : {"1e3s", "1E3", "inf", "nan", "1.2.3s", ".s", "0x10s", "+5s"})
+            QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseDuration(bad));
+        QCOMPARE(idem::parseDuration(".5s").count(), 500);
+        QVERIFY_THROWS_EXCEPTION(idem::UsageError, idem::parseSize("1e6"));
         QCOMPARE(idem::formatDuration(idem::Millis(90061000)), std::string("1d1h1m1s"));
         QCOMPARE(idem::parseDuration("1d1h1m1s").count(), 90061000); // what formatDuration prints reads back
         QCOMPARE(idem::parseDuration("1h30m").count(), 5400000);

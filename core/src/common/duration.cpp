@@ -17,9 +17,14 @@ struct Unit {
 
 double parseNumber(std::string_view text, std::string_view num, const char* what)
 {
+    // digits with at most one decimal point: no exponent ("1e3s"), sign, "inf" or "nan"
+    const auto digits = num.find_first_not_of("0123456789.");
+    const auto point = num.find('.');
+    const bool plain = digits == std::string_view::npos && num.find_first_of("0123456789") != std::string_view::npos &&
+                       (point == std::string_view::npos || num.find('.', point + 1) == std::string_view::npos);
     double v = 0;
     auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-    if (num.empty() || ec != std::errc() || p != num.data() + num.size() || !std::isfinite(v) || v < 0)
+    if (!plain || ec != std::errc() || p != num.data() + num.size() || !std::isfinite(v) || v < 0)
         throw UsageError("bad " + std::string(what) + " '" + std::string(text) + "'");
     return v;
 }
