@@ -1,5 +1,7 @@
 #include "idem/gateway/httprequest.h"
 
+#include "idem/hash.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -266,16 +268,6 @@ bool unreserved(char c)
 // around with "/webhooks/../payments" or "/%70ayments", and the record id and the upstream see the
 // same path. Spellings that some upstreams read as a dot segment and RFC 3986 does not ("..;x",
 // "%2F..%2F", a backslash) are refused rather than guessed. Empty (with *why) when refused.
-int hexValue(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 std::string normalizedPath(std::string_view in, const char** why)
 {
@@ -291,7 +283,7 @@ std::string normalizedPath(std::string_view in, const char** why)
             decoded += in[i];
             continue;
         }
-        const int hi = i + 2 < in.size() ? hexValue(in[i + 1]) : -1, lo = hi >= 0 ? hexValue(in[i + 2]) : -1;
+        const int hi = i + 2 < in.size() ? hexDigit(in[i + 1]) : -1, lo = hi >= 0 ? hexDigit(in[i + 2]) : -1;
         if (lo < 0) {
             *why = "the request target has a '%' not followed by two hex digits";
             return {};
@@ -533,12 +525,9 @@ bool RequestParser::chunkSize(std::string_view l)
 {
     std::size_t digits = 0;
     std::size_t size = 0;
-    const auto hex = [](char c) {
-        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    };
     const std::size_t room = m_bodyLimit - m_current.body.size();
-    while (digits < l.size() && hex(l[digits]) >= 0) {
-        size = size * 16 + static_cast<std::size_t>(hex(l[digits]));
+    while (digits < l.size() && hexDigit(l[digits]) >= 0) {
+        size = size * 16 + static_cast<std::size_t>(hexDigit(l[digits]));
         ++digits;
         if (size > room)
             return fail(413, "the body is larger than " + std::to_string(m_bodyLimit) + " bytes");

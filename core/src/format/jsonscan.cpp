@@ -1,5 +1,7 @@
 #include "idem/format/jsonscan.h"
 
+#include "idem/hash.h"
+
 namespace idem::json {
 
 namespace {
@@ -201,9 +203,7 @@ private:
             if (m_p >= m_s.size())
                 return ranOut();
             const char h = m_s[m_p];
-            const int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                                   : h >= 'A' && h <= 'F'   ? h - 'A' + 10
-                                                                            : -1;
+            const int v = hexDigit(h);
             if (v < 0)
                 return bad("bad \\u escape");
             cp = cp * 16 + static_cast<std::uint32_t>(v);

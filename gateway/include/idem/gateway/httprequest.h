@@ -21,9 +21,6 @@ struct Header {
 // Case-insensitive ASCII comparison (header names, tokens).
 bool equalsIgnoreCase(std::string_view a, std::string_view b);
 
-// A hex digit's value, or -1.
-int hexValue(char c);
-
 // A method in capitals: the gateway's policy, record ids and fingerprints read "post" as POST,
 // as upstreams that fold the case of methods do (Werkzeug); the parser forwards the nine standard
 // ones so too.
