@@ -32,6 +32,7 @@ private slots:
     void idleUpstreamConnectionsDropQuietly();
     void methodsAreProtectedInAnyCase();
     void reorderedQueryIsAnotherRequest();
+    void pathSpelledAnotherWayIsNoSecondRun();
     void scopeHeaderGivenOnce();
     void strayUpstreamAnswerIsNoAnswer();
     void headerBytesReplayAsSent();
@@ -371,6 +372,20 @@ void TestGatewayHttp::reorderedQueryIsAnotherRequest()
     QVERIFY(!reordered.replayed());
     QVERIFY(call(g->port(), request("POST", "/pay?amount_usd=1000&amount.usd=1", "q-1", "{}")).replayed());
     QCOMPARE(up->calls("/pay"), 1);
+}
+
+// "//orders" and "/orders;v=1" are /orders to most upstreams: one key, one record, one run
+void TestGatewayHttp::pathSpelledAnotherWayIsNoSecondRun()
+{
+    auto g = start();
+    QVERIFY(g);
+    QCOMPARE(call(g->port(), request("POST", "/orders", "p-1", "{}")).status, 201);
+    for (const char* other : {"//orders", "/orders;v=1", "/orders/"}) {
+        const Reply r = call(g->port(), request("POST", other, "p-1", "{}"));
+        QVERIFY2(r.status == 422 || r.replayed(), qPrintable(u"%1: %2"_s.arg(QLatin1StringView(other)).arg(r.status)));
+    }
+    QCOMPARE(up->calls("/orders") + up->calls("//orders") + up->calls("/orders;v=1") + up->calls("/orders/"), 1);
+    QVERIFY(call(g->port(), request("POST", "/orders", "p-1", "{}")).replayed());
 }
 
 // The record is scoped by one Authorization (or --key-scope) header; the upstream would get all of

@@ -101,7 +101,14 @@ std::string recordId(const http::Request& r, const KeyScope& scope, std::string_
     if (scope.kind != KeyScope::Kind::None)
         if (const std::string* v = r.header(name))
             credential = "c" + digest(http::lowerAscii(name) + '\n' + *v, 16);
-    const std::string path = r.path.size() > 512 ? "sha256:" + digest(r.path, 32) : r.path;
+    // the path as routes read it ("//orders" and "/orders;v=1" are /orders), and without a last
+    // "/" (Express routes "/orders/" to /orders): a retry that spells the path another way finds
+    // this record (and, its fingerprint differing, gets 422), never a record of its own and a
+    // second execution upstream
+    std::string routed = http::routePath(r.path);
+    if (routed.size() > 1 && routed.back() == '/')
+        routed.pop_back();
+    const std::string path = routed.size() > 512 ? "sha256:" + digest(routed, 32) : routed;
     std::string id = credential;
     // "post" with a key POST used is that key's duplicate, not a record of its own
     id.append(" ").append(http::upperMethod(r.method).substr(0, 32)).append(" ").append(path).append(" ").append(key);
