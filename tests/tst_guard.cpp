@@ -182,7 +182,7 @@ private slots:
         const auto run = [&](const QStringList& args) { return idemtest::runIdemctl(g + args); };
         const auto ran = run({QStringLiteral("run"), QStringLiteral("--key"), QStringLiteral("pay-12"),
                               QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("RAN")});
-        QVERIFY2(ran.exitCode != 0 && !ran.out.contains("RAN"), ran.out.constData());
+        QVERIFY2(ran.exitCode == 78 && !ran.out.contains("RAN"), ran.out.constData());
         QVERIFY2(ran.err.contains("without a lease deadline"), ran.err.constData());
         QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("pay-12")}).exitCode, 1);
         QCOMPARE(run({QStringLiteral("force-fail"), QStringLiteral("pay-12")}).exitCode, 1);

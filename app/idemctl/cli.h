@@ -31,6 +31,7 @@ enum Exit : int {
     NotStored = 70,   // the command ran but its result is not stored (lease lost / Redis went away)
     InProgress = 75,
     NoPermission = 77, // the user's ACL lacks a command or key the action needs (EX_NOPERM)
+    KeyUnusable = 78,  // the key holds another program's record (or a newer schema's): run never takes it
     TerminalFailure = 79,
     Refused = 1,
 };

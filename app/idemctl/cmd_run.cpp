@@ -50,7 +50,8 @@ options:
   --replica-timeout DUR  how long each WAIT waits (default 1s)
 
 Exit codes: CMD's own; 64 usage; 65 payload mismatch; 69 store unavailable (CMD not run);
-77 the user's ACL does not allow it (CMD not run);
+77 the user's ACL does not allow it (CMD not run); 78 the key holds what is not idem's record
+(another program's lock, a newer schema's; CMD not run);
 70 CMD ran but its result was not stored (or not replicated); 75 in progress; 79 terminal
 failure stored.
 )";
@@ -388,6 +389,10 @@ int cmdRun(const std::vector<std::string>& argv)
     case idem::OutcomeKind::NotReplicated:
         std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
         return NotStored;
+    case idem::OutcomeKind::KeyUnusable:
+        std::fprintf(stderr, "idemctl run: %s (command not run; retrying will not change it: see idemctl inspect "
+                             "--key)\n", o.error.c_str());
+        return KeyUnusable;
     case idem::OutcomeKind::StoreUnavailable:
         if (!o.workRan && isPermissionError(o.error)) { // the ACL: which permission, which role has it
             std::fprintf(stderr, "idemctl: %s (command not run)\n",

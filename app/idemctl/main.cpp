@@ -76,8 +76,8 @@ global options:
 
 exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;
 69 store unavailable (CMD not run); 70 CMD ran but its result was not stored; 75 in progress;
-77 the user's ACL does not allow it; 79 a terminal failure is stored for the id; 1 operator
-action refused.
+77 the user's ACL does not allow it; 78 the key holds another program's record; 79 a terminal
+failure is stored for the id; 1 operator action refused.
 )";
 
 // The user and namespace the arguments name, for a NOPERM in words (the command parsed them once

@@ -21,6 +21,7 @@ std::string_view nameOf(OutcomeKind k)
     case OutcomeKind::Failed: return "failed";
     case OutcomeKind::LeaseLost: return "lease_lost";
     case OutcomeKind::NotReplicated: return "not_replicated";
+    case OutcomeKind::KeyUnusable: return "key_unusable";
     case OutcomeKind::StoreUnavailable: break;
     }
     return "store_unavailable";

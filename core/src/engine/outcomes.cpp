@@ -26,7 +26,7 @@ bool settledByAcquire(AcquireResult& a, std::string_view id, std::string_view re
         out.error = std::move(a.error);
         return true;
     case AcquireStatus::Unusable:
-        out.kind = OutcomeKind::StoreUnavailable;
+        out.kind = OutcomeKind::KeyUnusable;
         out.error = "key " + std::string(recordKey) + " is unusable: " + a.error;
         return true;
     case AcquireStatus::Acquired:

@@ -61,10 +61,12 @@ enum class OutcomeKind {
     PayloadMismatch,  // the id was used with a different payload; nothing changed
     Failed,           // the work failed now (its policy was applied), or a terminal failure is stored
     LeaseLost,        // the work ran, but its lease was taken over (or force-failed): result not stored
-    StoreUnavailable, // Redis unreachable, timed out, or the key is unusable: the work did not run
+    StoreUnavailable, // Redis unreachable or timed out: the work did not run (a retry may do)
     NotReplicated,    // the work ran and its result is stored on the primary, but fewer replicas than
                       // StoreOptions::minReplicas acknowledged it before the lease ran out: a
                       // failover now could lose it (and a redelivery run the work again)
+    KeyUnusable,      // the key holds what is not an idem record (another program's, a newer
+                      // schema's): the work did not run, and retrying will not change that
 };
 std::string_view nameOf(OutcomeKind k);
 
