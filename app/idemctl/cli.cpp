@@ -213,6 +213,8 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
         j["blocked"] = r.blocked; // no lease: only the TTL ends it
     if (!r.reason.empty())
         j["reason"] = r.reason;
+    if (idem::notARecord(r.state) && !r.rawStatus.empty())
+        j["status_as_written"] = r.rawStatus; // its writer's word, which no state of idem's says
     if (r.expiresMs)
         j["expires_ms"] = *r.expiresMs;
     if (r.partial)
