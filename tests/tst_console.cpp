@@ -229,6 +229,11 @@ private slots:
         w.purgeFiltered();
         QVERIFY2(summary.isEmpty(), qPrintable(summary));
         QVERIFY2(w.actionNote().contains(u"Nothing to purge"_s), qPrintable(w.actionNote()));
+        // picked by hand, the confirmation says idem cannot tell whether it is in use
+        selectKey(w, QString::fromStdString(job));
+        cancelConfirmation(&summary);
+        w.purgeSelected();
+        QVERIFY2(summary.contains(u"cannot tell whether"_s), qPrintable(summary));
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", job}).get()), std::int64_t(1));
     }
 
