@@ -1,9 +1,11 @@
 #include "cli.h"
 
+#include "idem/base64.h"
 #include "idem/duration.h"
 #include "idem/errors.h"
 #include "idem/redis/connectionflags.h"
 #include "idem/redis/localserver.h"
+#include "idem/utf8.h"
 
 #include <ctime>
 #include <cstdio>
@@ -194,10 +196,17 @@ std::string actorName(const Args& args)
     return *by;
 }
 
+void addKeyBytes(nlohmann::json& j, const std::string& key)
+{
+    if (!idem::validUtf8(key))
+        j["key_base64"] = idem::toBase64(key);
+}
+
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> nowMs)
 {
     nlohmann::json j;
     j["key"] = r.key;
+    addKeyBytes(j, r.key);
     j["id"] = r.id;
     j["state"] = idem::nameOf(r.state);
     j["format"] = idem::nameOf(r.format);
