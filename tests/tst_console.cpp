@@ -198,6 +198,45 @@ private slots:
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{not-a-record}"}).get()), std::int64_t(1));
     }
 
+    // Another program's hash with a status word of its own (an RQ job that failed) is no FAILED
+    // record: unknown, with its word, in the table and the counters alike, and "Purge all filtered"
+    // leaves it whichever filter shows it
+    void anotherProgramsFailedJobIsNotFailed()
+    {
+        const std::string job = ns + "-rq:job:5c1e";
+        idem::Connection c(idemtest::sharedRedis());
+        c.checked({"HSET", job, "status", "failed", "origin", "default", "description", "billing.tasks.charge('o-5')",
+                   "started_at", "2020-01-01T00:00:01.002003Z", "ended_at", "2020-01-01T00:00:03.004005Z",
+                   "exc_info", "Traceback (most recent call last): ...", "worker_name", "w-1"});
+        MainWindow::Options o = options();
+        o.connection.pattern = QString::fromStdString(ns + "*");
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        const int row = w.model()->rowOfKey(QString::fromStdString(job));
+        QVERIFY(row >= 0);
+        QCOMPARE(w.model()->row(row).state, idem::RecordState::Unknown);
+        QCOMPARE(w.model()->data(w.model()->index(row, KeyTableModel::Note)).toString(), u"status failed"_s);
+        QCOMPARE(w.model()->stats().failed, std::size_t(0));
+        QCOMPARE(w.model()->stats().unknown, std::size_t(1));
+        selectStateFilter(w, idem::StateFilter::Failed);
+        QCOMPARE(w.proxy()->rowCount(), 0);
+        selectStateFilter(w, idem::StateFilter::Unknown);
+        QCOMPARE(w.proxy()->rowCount(), 1);
+        QString summary;
+        cancelConfirmation(&summary); // (none opens: nothing it may take)
+        w.purgeFiltered();
+        QVERIFY2(summary.isEmpty(), qPrintable(summary));
+        QVERIFY2(w.actionNote().contains(u"Nothing to purge"_s), qPrintable(w.actionNote()));
+        // picked by hand, the confirmation says idem cannot tell whether it is in use
+        selectKey(w, QString::fromStdString(job));
+        cancelConfirmation(&summary);
+        w.purgeSelected();
+        QVERIFY2(summary.contains(u"cannot tell whether"_s), qPrintable(summary));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", job}).get()), std::int64_t(1));
+    }
+
     // an action asked of a worker that has no connection is answered at once, and tries nothing
     void actionsWithoutConnectionAnswerNotConnected()
     {

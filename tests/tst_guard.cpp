@@ -231,6 +231,98 @@ private slots:
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{c1}"}).get()), 1);
     }
 
+    // Another program's hashes with a status word of their own - RQ's jobs (rq:job:<id>: status
+    // queued/started/finished/failed beside origin, data, exc_info, ...) - are no known library's
+    // records: never FAILED or STARTED to a bulk purge by state, listed and counted as unknown with
+    // their word, taken only by key. A status hash at idem's key shape stays a hand-written record.
+    void otherProgramsStatusHashes()
+    {
+        const std::string ns = idemtest::uniqueNamespace("guardrq");
+        const std::string rq = ns + "-rq:job:";
+        idem::Connection c(idemtest::sharedRedis());
+        const auto job = [&](const std::string& id, const std::string& status, std::vector<std::string> more) {
+            std::vector<std::string> cmd = {"HSET", rq + id, "status", status, "origin", "default",
+                                            "description", "billing.tasks.charge(order_id='o-" + id + "')",
+                                            "created_at", "2020-01-01T00:00:00.120512Z", "enqueued_at",
+                                            "2020-01-01T00:00:00.121733Z", "data", std::string("x\x9c\x6b\x60\x99\x1a\xc0\x00", 8),
+                                            "timeout", "180", "result_ttl", "500", "failure_ttl", "31536000", "meta",
+                                            std::string("\x80\x05}\x94.", 5)};
+            cmd.insert(cmd.end(), more.begin(), more.end());
+            const std::vector<std::string_view> args(cmd.begin(), cmd.end());
+            QVERIFY(!idem::reply::isError(c.command(args).get()));
+        };
+        const std::string began = "2020-01-01T00:00:01.002003Z", ended = "2020-01-01T00:00:03.004005Z";
+        job("f1", "failed", {"started_at", began, "ended_at", ended, "worker_name", "w-1", "exc_info",
+                             std::string("x\x9c\x0bI,J", 6)});
+        job("s1", "started", {"started_at", began, "last_heartbeat", began, "worker_name", "w-2"});
+        job("d1", "finished", {"started_at", began, "ended_at", ended});
+        job("q1", "queued", {});
+        c.checked({"HSET", ns + ":{hw}", "status", "FAILED", "error", "card declined"}); // hand-written
+        const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                               QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        const auto run = [&](const QStringList& args) { return idemtest::runIdemctl(g + args); };
+        const QString all = QString::fromStdString(ns + "*"), jobs = QString::fromStdString(rq + "*");
+        const auto rows = [&](const QStringList& args) {
+            std::map<std::string, QJsonObject> out;
+            for (const QByteArray& line : run(args).out.split('\n'))
+                if (const auto o = QJsonDocument::fromJson(line).object(); !o.isEmpty())
+                    out[o.value(QStringLiteral("key")).toString().toStdString()] = o;
+            return out;
+        };
+        auto listed = rows({QStringLiteral("list"), QStringLiteral("--pattern"), all, QStringLiteral("--json")});
+        QCOMPARE(listed.size(), std::size_t(5));
+        for (const auto& [id, status] : std::map<std::string, QString>{
+                 {"f1", QStringLiteral("failed")}, {"s1", QStringLiteral("started")},
+                 {"d1", QStringLiteral("finished")}, {"q1", QStringLiteral("queued")}}) {
+            const QJsonObject& o = listed[rq + id];
+            QCOMPARE(o.value(QStringLiteral("state")).toString(), QStringLiteral("UNKNOWN"));
+            QCOMPARE(o.value(QStringLiteral("format")).toString(), QStringLiteral("unknown"));
+            QCOMPARE(o.value(QStringLiteral("status_as_written")).toString(), status);
+        }
+        QCOMPARE(listed[ns + ":{hw}"].value(QStringLiteral("state")).toString(), QStringLiteral("FAILED"));
+        QCOMPARE(rows({QStringLiteral("list"), QStringLiteral("--state"), QStringLiteral("failed"),
+                       QStringLiteral("--pattern"), all, QStringLiteral("--json")})
+                     .size(),
+                 std::size_t(1));
+        const auto stats = QJsonDocument::fromJson(
+                               run({QStringLiteral("stats"), QStringLiteral("--pattern"), all, QStringLiteral("--json")}).out)
+                               .object();
+        QCOMPARE(stats.value(QStringLiteral("failed")).toInt(), 1);
+        QCOMPARE(stats.value(QStringLiteral("started")).toInt(), 0);
+        QCOMPARE(stats.value(QStringLiteral("unknown")).toInt(), 4);
+        // the core API the console reads through says the same
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        mo.pattern = rq + "*";
+        mo.staleAfterMs = 60'000;
+        idem::Scanner scanner(idemtest::sharedRedis(), mo);
+        const auto seen = scanned(scanner);
+        QCOMPARE(seen.size(), std::size_t(4));
+        for (const auto& [key, r] : seen) {
+            QCOMPARE(r.state, idem::RecordState::Unknown);
+            QVERIFY(!idem::matches(r, idem::StateFilter::Failed) && !idem::matches(r, idem::StateFilter::Stale));
+            QCOMPARE(idem::mayBeLiveLock(r), key == rq + "s1"); // a running job is someone's live work
+        }
+        // bulk purges by state, stale window or pattern leave every job; the hand-written record goes
+        for (const QStringList& purge :
+             {QStringList{QStringLiteral("--state"), QStringLiteral("failed"), QStringLiteral("--pattern"), all},
+              QStringList{QStringLiteral("--stale"), QStringLiteral("--stale-after"), QStringLiteral("1m"),
+                          QStringLiteral("--pattern"), all},
+              QStringList{QStringLiteral("--pattern"), jobs}})
+            QCOMPARE(run(QStringList{QStringLiteral("purge"), QStringLiteral("--yes")} + purge).exitCode, 0);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", rq + "f1", rq + "s1", rq + "d1", rq + "q1"}).get()), 4);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{hw}"}).get()), 0);
+        // an operator who says they are hand-written status records reads them so
+        QCOMPARE(rows({QStringLiteral("--format"), QStringLiteral("json"), QStringLiteral("list"), QStringLiteral("--state"),
+                       QStringLiteral("failed"), QStringLiteral("--pattern"), jobs, QStringLiteral("--json")})
+                     .count(rq + "f1"),
+                 std::size_t(1));
+        // by key: the failed job goes, the running one is a live lock
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(rq + "f1")}).exitCode, 0);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(rq + "s1")}).exitCode, 1);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", rq + "f1", rq + "s1"}).get()), 1);
+    }
+
     // A purge by id of a record that was not there takes nothing: a lock acquired between the read
     // and the purge (here: held back by CLIENT PAUSE WRITE, which lets reads through) stays
     void purgeOfAnAbsentRecordTakesNothing()

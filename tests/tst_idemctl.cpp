@@ -361,6 +361,46 @@ private slots:
         QVERIFY(l.value(s("reason")).toString().contains(s("list")));
     }
 
+    // A key that is not UTF-8 comes out of list --json exact (key_base64: its bytes; "key" alone
+    // has U+FFFD where they were) and goes back in through --key-base64: inspect, purge
+    void keysThatAreNotUtf8RoundTrip()
+    {
+        idem::Connection c(idemtest::sharedRedis());
+        const std::string ns = common.at(3).toStdString();
+        const std::string raw = ns + "-raw:" + std::string("\xff\xfe\x01id\xff", 6);
+        const std::string rec = ns + ":{" + std::string("\xff\xff", 2) + "}"; // an idem-shaped record
+        c.checked({"SET", raw, "cache entry", "EX", "600"});
+        c.checked({"HSET", rec, "state", "COMPLETED", "token", "t", "fence", "1", "response", "ok"});
+        const auto listed = ctl({s("list"), s("--pattern"), QString::fromStdString(ns + "*"), s("--json")});
+        QCOMPARE(listed.exitCode, 0);
+        std::map<std::string, QString> b64; // the key's bytes, from the JSON
+        for (const QByteArray& line : listed.out.split('\n')) {
+            const QJsonObject o = QJsonDocument::fromJson(line).object();
+            if (o.isEmpty())
+                continue;
+            QVERIFY2(o.contains(s("key_base64")), line.constData());
+            const QString v = o.value(s("key_base64")).toString();
+            b64[QByteArray::fromBase64(v.toLatin1()).toStdString()] = v;
+        }
+        QCOMPARE(b64.size(), std::size_t(2));
+        QVERIFY(b64.count(raw) && b64.count(rec));
+        auto j = QJsonDocument::fromJson(ctl({s("inspect"), s("--key-base64"), b64[raw], s("--json")}).out).object();
+        QCOMPARE(j.value(s("state")).toString(), s("UNKNOWN"));
+        QCOMPARE(j.value(s("key_base64")).toString(), b64[raw]);
+        QCOMPARE(ctl({s("purge"), s("--key-base64"), b64[raw], s("--reason"), s("stale cache")}).exitCode, 0);
+        QCOMPARE(ctl({s("purge"), s("--key-base64"), b64[rec], s("--reason"), s("rerun")}).exitCode, 0);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", raw, rec}).get()), std::int64_t(0));
+        QCOMPARE(ctl({s("inspect"), s("--key-base64"), b64[rec]}).exitCode, 66);
+        // a UTF-8 key is as it was; bad base64, or both forms, is a usage error
+        c.checked({"SET", ns + "-plain:\xc3\xa9", "x", "EX", "600"});
+        j = QJsonDocument::fromJson(ctl({s("inspect"), s("--key"), QString::fromStdString(ns + "-plain:\xc3\xa9"), s("--json")}).out)
+                .object();
+        QCOMPARE(j.value(s("key")).toString(), QString::fromStdString(ns + "-plain:\xc3\xa9"));
+        QVERIFY(!j.contains(s("key_base64")));
+        QCOMPARE(ctl({s("inspect"), s("--key-base64"), s("//8")}).exitCode, 64);
+        QCOMPARE(ctl({s("purge"), s("--key"), s("k"), s("--key-base64"), s("aw==")}).exitCode, 64);
+    }
+
     // A record idem-gateway wrote: its HTTP answer decoded, the JSON body pretty-printed, and in
     // --json an "http" object beside the stored response
     void gatewayAnswerDecoded()

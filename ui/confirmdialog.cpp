@@ -68,6 +68,11 @@ ConfirmDialog::ConfirmDialog(const Request& request, QWidget* parent) : QDialog(
         add(u"⚠ "_s + tr("%n live lock(s): the worker holding it may still be running, and a duplicate delivered now "
                           "would run beside it.", nullptr, request.liveLocks),
             u"liveWarning"_s, warning);
+    if (request.notRecords > 0)
+        add(u"⚠ "_s + tr("%n key(s) idem cannot read as a record: it cannot tell whether their writer still uses "
+                          "them (a lease or a running job under names idem does not read). Inspect them first.",
+                          nullptr, request.notRecords),
+            u"notRecordsWarning"_s, warning);
     if (request.completed > 0 && !forceFail)
         add(u"⚠ "_s + tr("%n COMPLETED record(s): the stored result goes, and the next delivery of the id runs "
                           "the work again.", nullptr, request.completed),

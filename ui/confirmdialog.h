@@ -26,6 +26,7 @@ public:
         int leftOut = 0;    // keys that are not records, left out of a filter's bulk action
         int liveLocks = 0;  // STARTED and not stale: their worker still runs
         int completed = 0;  // COMPLETED: their stored result goes (purge)
+        int notRecords = 0; // malformed, foreign or unknown keys picked by hand: in use or not, idem cannot say
     };
     static constexpr int kSampleSize = 8;
 

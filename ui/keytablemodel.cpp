@@ -167,7 +167,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
         if (r.state == idem::RecordState::Foreign)
             return u"Not an idempotency record: %1. Bulk actions by state never take it."_s.arg(r.note);
         if (r.state == idem::RecordState::Unknown)
-            return u"No known library writes this: %1. Bulk actions by state never take it."_s.arg(r.note);
+            return u"No known library writes this: %1. Bulk actions by state never take it."_s.arg(noteOf(r, now));
         if (index.column() == Format)
             return QString(QString::fromUtf8(idem::libraryOf(r.format).data()) +
                            (r.flags & KeyRow::Partial ? u" (read from the first and last bytes of a large value)"_s

@@ -155,6 +155,7 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
         ++request.byState[s];
         ++request.byFormat[QString::fromUtf8(idem::nameOf(r.format).data())];
         request.liveLocks += r.mayBeLive(now) ? 1 : 0;
+        request.notRecords += idem::notARecord(state) && !r.mayBeLive(now) && !r.lab() ? 1 : 0;
         request.completed += state == idem::RecordState::Completed ? 1 : 0;
         if (request.sample.size() < ConfirmDialog::kSampleSize)
             request.sample << m_model->idOf(r);

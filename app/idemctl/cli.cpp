@@ -1,9 +1,11 @@
 #include "cli.h"
 
+#include "idem/base64.h"
 #include "idem/duration.h"
 #include "idem/errors.h"
 #include "idem/redis/connectionflags.h"
 #include "idem/redis/localserver.h"
+#include "idem/utf8.h"
 
 #include <ctime>
 #include <cstdio>
@@ -194,10 +196,17 @@ std::string actorName(const Args& args)
     return *by;
 }
 
+void addKeyBytes(nlohmann::json& j, const std::string& key)
+{
+    if (!idem::validUtf8(key))
+        j["key_base64"] = idem::toBase64(key);
+}
+
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> nowMs)
 {
     nlohmann::json j;
     j["key"] = r.key;
+    addKeyBytes(j, r.key);
     j["id"] = r.id;
     j["state"] = idem::nameOf(r.state);
     j["format"] = idem::nameOf(r.format);
@@ -213,6 +222,8 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
         j["blocked"] = r.blocked; // no lease: only the TTL ends it
     if (!r.reason.empty())
         j["reason"] = r.reason;
+    if (idem::notARecord(r.state) && !r.rawStatus.empty())
+        j["status_as_written"] = r.rawStatus; // its writer's word, which no state of idem's says
     if (r.expiresMs)
         j["expires_ms"] = *r.expiresMs;
     if (r.partial)

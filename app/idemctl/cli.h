@@ -106,6 +106,8 @@ std::string jsonEscape(const std::string& s);
 // The fields `list --json` prints for a record (and `inspect --json` starts from); lease_remaining_ms
 // and age_ms need the server's time.
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> serverNowMs);
+// A key that is not UTF-8 (which JSON would change) also as "key_base64": its bytes, for --key-base64.
+void addKeyBytes(nlohmann::json& j, const std::string& key);
 // The names --format takes, "idem, powertools, ...".
 std::string formatNames();
 // One line of JSON; bytes that are not UTF-8 replaced.

@@ -1,6 +1,7 @@
 // idemctl inspect / force-fail / purge: one record at a time.
 #include "cli.h"
 
+#include "idem/base64.h"
 #include "idem/duration.h"
 #include "idem/engine/store.h"
 #include "idem/format/httpanswer.h"
@@ -48,9 +49,23 @@ struct Target {
     std::string id; // empty for a key outside the namespace's <namespace>:{ID} shape
 };
 
+// --key KEY, or --key-base64 B64 for a key of any bytes (list --json's key_base64)
+std::optional<std::string> keyOption(const Args& args)
+{
+    const auto b64 = args.value("--key-base64");
+    if (!b64)
+        return args.value("--key");
+    if (args.value("--key"))
+        throw UsageFailure{"give --key or --key-base64, not both"};
+    auto key = idem::fromBase64(*b64);
+    if (!key)
+        throw UsageFailure{"--key-base64 must be standard base64 with padding (as list --json's key_base64)"};
+    return key;
+}
+
 Target oneTarget(const Args& args, const Session& s, const char* command)
 {
-    if (auto key = args.value("--key")) {
+    if (auto key = keyOption(args)) {
         if (!args.positional().empty())
             throw UsageFailure{std::string("give an ID or --key KEY, not both: idemctl ") + command};
         if (key->empty())
@@ -213,9 +228,9 @@ void printRecord(const idem::Record& r, std::int64_t now)
 
 int cmdInspect(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--key", "--table", "--stale-after"}, {"--json"});
+    Args args(argv, {"--key", "--key-base64", "--table", "--stale-after"}, {"--json"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl inspect ID [--json]\n       idemctl inspect --key KEY [--json]\n\n"
+        std::puts("usage: idemctl inspect ID [--json]\n       idemctl inspect --key KEY | --key-base64 B64 [--json]\n\n"
                   "Shows the record of ID (or any KEY), whichever library wrote it, what its library\n"
                   "means by it, its TTL and, for idem's records, the meta key's fencing counter and last\n"
                   "operator action. Exit 66 when there is no record. With a postgresql:// URL and\n"
@@ -237,9 +252,9 @@ int cmdInspect(const std::vector<std::string>& argv)
             nlohmann::json m = nlohmann::json::object();
             for (const auto& [k, v] : meta)
                 m[k] = v;
-            std::printf("%s\n", nlohmann::json{{"key", t.key}, {"id", t.id}, {"state", nullptr}, {"meta", m}}
-                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                                    .c_str());
+            nlohmann::json j = {{"key", t.key}, {"id", t.id}, {"state", nullptr}, {"meta", m}};
+            addKeyBytes(j, t.key);
+            std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         } else {
             // a purged record's last action stays in its meta key
             std::map<std::string, std::string> m(meta.begin(), meta.end());
@@ -272,10 +287,10 @@ int cmdInspect(const std::vector<std::string>& argv)
 
 int cmdForceFail(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--table"}, {"--terminal", "--live"});
+    Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table"}, {"--terminal", "--live"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
-                  "       idemctl force-fail --key KEY [--reason R] [--terminal] [--live] [--by WHO]\n\nMarks a "
+                  "       idemctl force-fail --key KEY | --key-base64 B64 [--reason R] [--terminal] [--live] [--by WHO]\n\nMarks a "
                   "STARTED or FAILED record FAILED without its owner's token: the owner's\nlate complete gets "
                   "'lease lost'. Retryable (default): the next delivery runs again;\n--terminal: "
                   "duplicates get the failure back. COMPLETED records are refused (purge them).\n"
@@ -383,10 +398,10 @@ bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args, const
 
 int cmdPurge(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--table", "--stale-after"}, {"--live"});
+    Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table", "--stale-after"}, {"--live"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl purge ID [--live] [--reason R] [--by WHO]\n"
-                  "       idemctl purge --key KEY [--live] [--reason R] [--by WHO]\n"
+                  "       idemctl purge --key KEY | --key-base64 B64 [--live] [--reason R] [--by WHO]\n"
                   "       idemctl --url postgresql://... purge KEY --table [SCHEMA.]NAME [--stale-after DUR]\n"
                   "       idemctl purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--live] [--json]\n"
                   "                     [--reason R] [--by WHO] [--stale-after DUR] [--writer-ttl DUR]\n\n"
@@ -394,7 +409,8 @@ int cmdPurge(const std::vector<std::string>& argv)
                   "owner may still be running; --live purges it anyway.\n"
                   "With an ID: deletes its record (any type) so the id can run again; the last fence,\n"
                   "who, when and why are kept in the meta key. With --key: any key, another library's\n"
-                  "record included, deleted only if unchanged since it was read.\n"
+                  "record included, deleted only if unchanged since it was read; --key-base64 B64 names\n"
+                  "a key that is not UTF-8 by its bytes (list --json's key_base64).\n"
                   "With --state (started, stale, blocked, completed, failed, expired), --stale or\n"
                   "--pattern: scans (SCAN, bounded COUNT) and deletes the matching keys with UNLINK in\n"
                   "batches of 500, each only if it is unchanged since it was read (a lock renewed or\n"

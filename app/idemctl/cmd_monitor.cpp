@@ -110,7 +110,8 @@ int cmdList(const std::vector<std::string>& argv)
                   "lease), completed, failed, expired, malformed, foreign, unknown, no-ttl.\n"
                   "--json prints one JSON object per key with key, id, state, format, library, type, node, ttl_ms\n"
                   "(-1: no TTL), stale, blocked, reason, expires_ms, partial, lease_remaining_ms, age_ms,\n"
-                  "owner, fence, attempt. --stale-after: when a record with no lease counts as stale\n"
+                  "owner, fence, attempt; key_base64 (the key's bytes) when the key is not UTF-8, and\n"
+                  "status_as_written for a key that is not a record idem reads. --stale-after: when a record with no lease counts as stale\n"
                   "(default never: its library keeps it until its TTL; with --table, 15m). --writer-ttl: the TTL node-idempotency or express-idempotency give their\n"
                   "records (their age is that minus the TTL left; without it their age is unknown and\n"
                   "they are never stale). With a postgresql:// URL: the rows of schema idem, or with\n"
@@ -234,13 +235,15 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
             return;
         const std::string format(idem::nameOf(r.format)), state(idem::nameOf(r.state));
         std::string line;
-        if (json)
-            line = dumpLine({{"action", action}, {"key", r.key}, {"format", format}, {"state", state},
-                             {"stale", r.stale}, {"why", why}}) +
-                   "\n";
-        else
+        if (json) {
+            nlohmann::json j = {{"action", action}, {"key", r.key}, {"format", format}, {"state", state},
+                                {"stale", r.stale}, {"why", why}};
+            addKeyBytes(j, r.key);
+            line = dumpLine(j) + "\n";
+        } else {
             line = std::string(action) + " " + r.key + "  (" + format + ", " + state + (why.empty() ? "" : ": ") + why +
                    ")\n";
+        }
         if (act && std::string_view(action) == "purge")
             said.push_back(std::move(line));
         else

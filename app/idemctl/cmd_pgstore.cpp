@@ -14,7 +14,7 @@ namespace {
 
 std::string oneId(const Args& args, const char* command)
 {
-    if (args.value("--key"))
+    if (args.value("--key") || args.value("--key-base64"))
         throw UsageFailure{"--key is for Redis keys; a PostgreSQL record is named by its ID"};
     if (args.positional().size() != 1)
         throw UsageFailure{std::string("give exactly one ID: idemctl ") + command + " ID"};

@@ -1,6 +1,7 @@
 // idemctl run: an exactly-once wrapper for any command.
 #include "cli.h"
 
+#include "idem/base64.h"
 #include "idem/duration.h"
 #include "idem/errors.h"
 #include "idem/engine/executor.h"
@@ -56,56 +57,6 @@ Exit codes: CMD's own; 64 usage; 65 payload mismatch; 69 store unavailable (CMD 
 failure stored.
 )";
 
-std::string base64(std::string_view in)
-{
-    static constexpr char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((in.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                           (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
-        out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-    }
-    if (i < in.size()) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16;
-        if (i + 1 < in.size())
-            v |= static_cast<unsigned char>(in[i + 1]) << 8;
-        out += t[v >> 18];
-        out += t[(v >> 12) & 63];
-        out += i + 1 < in.size() ? t[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
-std::string unbase64(std::string_view in)
-{
-    auto val = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    std::string out;
-    unsigned buf = 0;
-    int bits = 0;
-    for (char c : in) {
-        const int v = val(c);
-        if (v < 0)
-            continue;
-        buf = (buf << 6) | static_cast<unsigned>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((buf >> bits) & 0xff));
-        }
-    }
-    return out;
-}
-
 // The stored result: {"exit_code":N,"stdout":"..."} (or "stdout_b64" when stdout is not UTF-8),
 // with "stdout_truncated":true when stdout did not fit under the cap.
 std::string encodeResult(int exitCode, std::string out, bool truncated, std::size_t cap)
@@ -121,7 +72,7 @@ std::string encodeResult(int exitCode, std::string out, bool truncated, std::siz
         } catch (const nlohmann::json::exception&) {
         }
         j.erase("stdout");
-        j["stdout_b64"] = base64(out);
+        j["stdout_b64"] = idem::toBase64(out);
         if (truncated)
             j["stdout_truncated"] = true;
         std::string text = j.dump();
@@ -146,7 +97,7 @@ Replay decodeResult(const std::string& response)
         if (j.contains("stdout") && j["stdout"].is_string())
             r.out = j["stdout"].get<std::string>();
         else if (j.contains("stdout_b64") && j["stdout_b64"].is_string())
-            r.out = unbase64(j["stdout_b64"].get<std::string>());
+            r.out = idem::fromBase64(j["stdout_b64"].get<std::string>()).value_or(std::string());
         return r;
     }
     // written by something other than idemctl run: print it as it is

@@ -209,6 +209,11 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
     }
     // No profile took it: another type is a valid key of something else (a queue, a set of
     // message ids); a string or a hash is unknown
+    // a hash's status as written: a word that says in progress makes it a live lock (mayBeLiveLock)
+    std::string hashStatus;
+    for (const auto& [k, v] : in.fields)
+        if (in.type == "hash" && (k == "status" || k == "state"))
+            hashStatus = v;
     Record r;
     if (got) {
         r = std::move(*got);
@@ -217,13 +222,12 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         // (and no other can) is malformed
         r = malformed(*o.format, "not a record " + std::string(libraryOf(*o.format)) + " writes: a " + in.type +
                                      (in.type == "string" ? " " + quoted(in.value) : std::string()));
+        r.rawStatus = hashStatus;
     } else if (in.type == "hash") {
+        // (its status is its writer's word, never idem's state: an RQ job's "failed" is no FAILED record)
         r = make(RecordFormat::Unknown, RecordState::Unknown);
-        r.reason = "a hash no known library writes";
-        // its status as written: a word that says in progress makes it a live lock (mayBeLiveLock)
-        for (const auto& [k, v] : in.fields)
-            if (k == "status" || k == "state")
-                r.rawStatus = v;
+        r.reason = "a hash no known library writes" + (hashStatus.empty() ? "" : ", status " + quoted(hashStatus));
+        r.rawStatus = hashStatus;
     } else if (in.type == "string") {
         r = make(RecordFormat::Unknown, RecordState::Unknown);
         if (x.object && !x.object->error.empty())

@@ -1,5 +1,6 @@
 #include "idem/format/httpanswer.h"
 
+#include "idem/base64.h"
 #include "idem/format/jsonscan.h"
 #include "idem/utf8.h"
 
@@ -28,44 +29,6 @@ bool containsIgnoreCase(std::string_view hay, std::string_view needle)
         if (equalsIgnoreCase(hay.substr(i, needle.size()), needle))
             return true;
     return false;
-}
-
-// Standard base64 with padding (what QByteArray::toBase64 writes); nullopt on anything else.
-std::optional<std::string> fromBase64(std::string_view s)
-{
-    if (s.size() % 4 != 0)
-        return std::nullopt;
-    const auto value = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z')
-            return c - 'A';
-        if (c >= 'a' && c <= 'z')
-            return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-            return c - '0' + 52;
-        return c == '+' ? 62 : c == '/' ? 63 : -1;
-    };
-    std::string out;
-    out.reserve(s.size() / 4 * 3);
-    for (std::size_t i = 0; i < s.size(); i += 4) {
-        const bool last = i + 4 == s.size();
-        const int pad = last ? (s[i + 3] == '=') + (s[i + 2] == '=') : 0;
-        if (pad == 1 && s[i + 2] == '=')
-            return std::nullopt; // "x=y=" is no padding
-        std::uint32_t n = 0;
-        for (int k = 0; k < 4 - pad; ++k) {
-            const int v = value(s[i + static_cast<std::size_t>(k)]);
-            if (v < 0)
-                return std::nullopt;
-            n = n << 6 | static_cast<std::uint32_t>(v);
-        }
-        n <<= 6 * pad;
-        out.push_back(static_cast<char>(n >> 16 & 0xFF));
-        if (pad < 2)
-            out.push_back(static_cast<char>(n >> 8 & 0xFF));
-        if (pad < 1)
-            out.push_back(static_cast<char>(n & 0xFF));
-    }
-    return out;
 }
 
 // The length of `s`'s longest prefix of at most `max` bytes that ends on a character boundary.

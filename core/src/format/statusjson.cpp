@@ -2,7 +2,7 @@
 // a "status" of STARTED / PENDING / PROCESSING / IN_PROGRESS, COMPLETED or FAILED, and optionally
 // started_at, lock_expiry (the lease), completed_at, response or response_body, error, owner:
 // epoch seconds, milliseconds or ISO 8601. And plain status words ("PROCESSING"). Both are read at
-// idem's own <namespace>:{<id>} keys, and elsewhere when the value says so.
+// idem's own <namespace>:{<id>} keys, and a JSON string elsewhere when the value says so.
 #include "format/profile.h"
 
 #include <algorithm>
@@ -50,7 +50,7 @@ bool looksBinary(std::string_view s)
     return false;
 }
 
-// A hash with a "status" field (read with the monitor's small fields).
+// A hash with a "status" field (read with the monitor's small fields), at idem's key shape.
 std::optional<Record> decodeHash(const Input& x, bool claimed)
 {
     const KeyRead& in = x.in;
@@ -62,11 +62,12 @@ std::optional<Record> decodeHash(const Input& x, bool claimed)
         lockExpiry = k == "lock_expiry" ? &v : lockExpiry;
         startedAt = k == "started_at" ? &v : startedAt;
     }
-    if (!status)
+    // a status field alone is no signature: RQ's jobs (rq:job:<id>, "failed", "started"), Sidekiq's
+    // and Celery's hashes keep one too. A hash is a hand-written record only where idem's key shape
+    // or --format json says so; elsewhere it is no known library's, never a FAILED one to purge
+    if (!status || !claimed)
         return std::nullopt;
     const auto st = stateOf(*status);
-    if (!st && !claimed)
-        return std::nullopt;
     Record r = make(RecordFormat::StatusJson, st.value_or(RecordState::Malformed));
     r.rawStatus = *status;
     r.fields = in.fields;
