@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+typedef struct pg_conn PGconn;
+
 namespace idemtest {
 
 // A private PostgreSQL for this test process (idem::LocalPostgres: initdb into a temporary
@@ -22,6 +24,13 @@ std::unique_ptr<idem::LocalPostgres> startPostgres(bool installSchema = true);
 // One statement on a connection of its own; the first cell of the first row ("" when none).
 // PostgreSQL's error throws idem::ReplyError, no connection idem::IoError.
 std::string pgSql(const std::string& conninfo, const std::string& query);
+
+// A statement of a transactional work, on the transaction's connection; a failure throws
+// std::runtime_error (the work's exception).
+void workSql(PGconn* c, const std::string& query);
+
+// The SQLSTATE of one statement run as the conninfo's role: "" when it succeeded.
+std::string sqlstateOf(const std::string& conninfo, const std::string& query);
 
 // idemctl (idemctlPath()) as a process, without IDEM_URL from the environment.
 struct Ctl {

@@ -144,6 +144,9 @@ inline char* toString(const OwnerStatus& s)
 inline char* toString(const Strategy& s) { return qstrdup(std::string(nameOf(s)).c_str()); }
 inline char* toString(const AdminStatus& s)
 {
-    return qstrdup(s == AdminStatus::Ok ? "Ok" : s == AdminStatus::NotFound ? "NotFound" : "Refused");
+    return qstrdup(s == AdminStatus::Ok         ? "Ok"
+                   : s == AdminStatus::NotFound ? "NotFound"
+                   : s == AdminStatus::Busy     ? "Busy"
+                                                : "Refused");
 }
 } // namespace idem

@@ -9,6 +9,8 @@
 #include "idem/pg/pgstore.h"
 #include "idem/pg/pgwatch.h"
 
+#include <libpq-fe.h>
+
 #include <QFile>
 #include <QLineEdit>
 
@@ -160,6 +162,27 @@ private slots:
         QVERIFY2(kept.why.contains(u"changed since it was read"_s), qPrintable(kept.why));
         QCOMPARE(store.inspect("rerun-1")->state, idem::RecordState::Started);
         QCOMPARE(store.inspect("rerun-1")->attempt, 2);
+
+        // purge a row a running transaction holds (a service's transactional work): after the
+        // operator lock timeout (5 s) it is skipped with that reason; the window ran all along
+        std::unique_ptr<PGconn, decltype(&PQfinish)> worker(PQconnectdb(pg->url().c_str()), &PQfinish);
+        idemtest::workSql(worker.get(), "BEGIN");
+        idemtest::workSql(worker.get(), "SELECT 1 FROM idem.records WHERE id = 'rerun-1' FOR UPDATE");
+        selectKey(w, u"rerun-1"_s);
+        int ticks = 0;
+        QTimer guiTicks;
+        connect(&guiTicks, &QTimer::timeout, &w, [&ticks] { ++ticks; });
+        guiTicks.start(100);
+        answerConfirmation(&summary, u"stuck"_s);
+        w.purgeAction()->trigger();
+        QVERIFY(actions.wait(20000));
+        guiTicks.stop();
+        const ActionResult busy = actions.last().at(0).value<ActionResult>();
+        QCOMPARE(busy.skipped, 1);
+        QVERIFY2(busy.why.contains(u"a running transaction holds the row"_s), qPrintable(busy.why));
+        QVERIFY2(ticks >= 20, qPrintable(QString::number(ticks))); // the GUI thread did not wait those 5 s
+        idemtest::workSql(worker.get(), "ROLLBACK");
+        QCOMPARE(store.inspect("rerun-1")->state, idem::RecordState::Started);
 
         // a bulk delete too large to name in a notification: the window reads the table again
         idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id LIKE 'p-%'");

@@ -109,6 +109,10 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
     const auto* config = dynamic_cast<const idem::ConfigError*>(&e);
     if (config && config->field() == "table") // not there, or not a table of idempotency keys
         field = u"table"_s;
+    else if (config && config->field() == "permission") // the role lacks a grant (idemctl acl monitor)
+        field = u"user"_s;
+    else if (dynamic_cast<const idem::UsageError*>(&e)) // a URL libpq cannot read
+        field = u"url"_s;
     else if (what.contains(u"password authentication failed"_s) || what.contains(u"no password supplied"_s))
         field = u"password"_s;
     else if (config || what.contains(u"does not exist"_s) ||
@@ -294,7 +298,8 @@ void ConsoleWorker::pgReadAudit()
         QVector<StoreAuditRow> rows;
         for (const auto& op : m_pgWatch->operations(200))
             rows.push_back({QString::number(op.atMs), op.atMs, qs(op.op), qs(op.id), qs(op.by), qs(op.reason),
-                            QString(), qs(op.previousState)});
+                            op.sessionRole.empty() ? QString() : u"role "_s + qs(op.sessionRole), // v5: who the server saw
+                            qs(op.previousState)});
         Q_EMIT auditRead(rows, m_pgWatch->serverNowMs(), {});
     } catch (const idem::Error& e) {
         Q_EMIT auditRead({}, 0, qs(e.what()));

@@ -175,6 +175,13 @@ std::string aclLine(const std::string& role, const std::string& user, const std:
 std::string permissionAdvice(const std::string& command, const std::string& user, const std::string& ns,
                              const std::string& error);
 bool isPermissionError(const std::string& error);
+// PostgreSQL's refusal (SQLSTATE 42501) in words: which role may not do what, the server's words
+// for the right, and which of schema idem's roles has it (`argv`: the command's, for its URL)
+std::string pgPermissionAdvice(const std::string& command, const std::vector<std::string>& argv,
+                               const std::string& role, const std::string& denied);
+// The role and the server's words of an idem::PermissionError's text (an Outcome's error keeps
+// only the text): "... role 'R': DENIED [42501]"; nullopt for any other error
+std::optional<std::pair<std::string, std::string>> pgPermissionFrom(const std::string& error);
 
 // The same commands on the PostgreSQL store (cmd_pgstore.cpp)
 int pgInspect(const Args& args);
@@ -185,6 +192,9 @@ int pgStats(const Args& args);
 // --table (a PostgreSQL table another program writes): only with a postgresql:// URL, never written
 void refuseTableWithoutPostgres(const Args& args);
 void refuseTableWrite(const Args& args, const char* command);
+// --lock-timeout (force-fail, purge): PostgreSQL's bound on the wait for a row another transaction
+// holds; a usage failure on Redis, whose scripts never wait
+void refuseLockTimeout(const Args& args);
 // What inspect prints of a record, as text and as JSON (cmd_admin.cpp)
 void printRecord(const idem::Record& r, std::int64_t serverNowMs);
 nlohmann::json inspectJson(const idem::Record& r);

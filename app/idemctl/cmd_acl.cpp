@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "idem/hash.h"
+#include "idem/pg/schema.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -52,6 +53,30 @@ bool plainWord(const std::string& s)
     return true;
 }
 
+// PostgreSQL: the GRANTs of one of schema idem's roles, one statement a line, for psql
+int pgAcl(const Args& args)
+{
+    for (const char* redisOnly : {"--nopass", "--password-stdin", "--live-updates"})
+        if (args.flag(redisOnly))
+            throw UsageFailure{std::string(redisOnly) + " is for Redis: a PostgreSQL role logs in as the server says "
+                               "(CREATE ROLE NAME LOGIN PASSWORD ...); acl prints its grants"};
+    if (args.value("--db"))
+        throw UsageFailure{"--db is for Redis; monitor and operator may always watch (idem.watch)"};
+    globalFrom(args); // --namespace, --tls-*: refused for PostgreSQL in one line
+    if (args.positional().size() != 1)
+        throw UsageFailure{"acl takes one role: monitor, operator or service"};
+    const auto user = args.value("--user");
+    if (!user || user->empty())
+        throw UsageFailure{"acl needs --user NAME (an existing PostgreSQL role)"};
+    try {
+        for (const std::string& line : idem::pgRoleGrants(args.positional()[0], *user))
+            std::printf("%s\n", line.c_str());
+    } catch (const idem::UsageError& e) {
+        throw UsageFailure{e.what()};
+    }
+    return Ok;
+}
+
 } // namespace
 
 const std::vector<std::string>& roleNames()
@@ -83,7 +108,8 @@ int cmdAcl(const std::vector<std::string>& argv)
     Args args(argv, {"--user", "--db"}, {"--nopass", "--password-stdin", "--live-updates"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl [--namespace NS] acl ROLE --user NAME (--nopass | --password-stdin)\n"
-                  "                 [--live-updates [--db N]]\n\n"
+                  "                 [--live-updates [--db N]]\n"
+                  "       idemctl --url postgresql://... acl ROLE --user NAME\n\n"
                   "Prints the ACL SETUSER line that makes NAME a least-privilege user of the namespace\n"
                   "(keys NS:*), for redis-cli or an ACL file. Roles:\n"
                   "  monitor   list, stats, inspect, audit, the console read-only: no write command\n"
@@ -93,12 +119,22 @@ int cmdAcl(const std::vector<std::string>& argv)
                   "--password-stdin reads the password from the first line of stdin; the line carries\n"
                   "only its SHA-256. --nopass: any password is accepted (a socket only trusted users\n"
                   "reach). --live-updates (monitor, operator): the console's keyspace notifications:\n"
-                  "CONFIG GET (it shows the server's configuration) and the channel of database N.");
+                  "CONFIG GET (it shows the server's configuration) and the channel of database N.\n\n"
+                  "With a postgresql:// URL: the SQL that gives the existing role NAME exactly the\n"
+                  "rights of ROLE in schema idem (v5), for the schema's owner to run (| psql ...):\n"
+                  "what NAME held in the schema is revoked first, then granted:\n"
+                  "  monitor   SELECT on idem.records, idem.operations, idem.migrations; idem.watch\n"
+                  "            (the console's live updates); no function that writes a record\n"
+                  "  operator  monitor, and idem.force_fail, idem.purge, idem.purge_seen, idem.sweep\n"
+                  "            (each writes its row to idem.operations, naming the session's role)\n"
+                  "  service   idem.acquire, complete, fail, renew, checkpoint, sweep (also in its own\n"
+                  "            transaction); no right on the tables: no DELETE, UPDATE or purge\n"
+                  "Nothing is connected to: the statements are printed only.");
         return Ok;
     }
     // before the role's checks: with PostgreSQL no ACL line is the answer, whatever else was given
     if (postgresGiven(args))
-        throw UsageFailure{"acl writes a Redis ACL line; on PostgreSQL, grant the role's rights with SQL (GRANT)"};
+        return pgAcl(args);
     if (args.positional().size() != 1)
         throw UsageFailure{"acl takes one role: monitor, operator or service"};
     const std::string role = args.positional()[0];
@@ -160,6 +196,40 @@ std::string permissionAdvice(const std::string& command, const std::string& user
                " role of that namespace has it: see `idemctl --namespace " + ns + " acl " + role + " --help`";
     return "user '" + who + "' may not " + command + " (" + what + "); the " + role +
            " role has it: see `idemctl acl " + role + " --help`";
+}
+
+std::optional<std::pair<std::string, std::string>> pgPermissionFrom(const std::string& error)
+{
+    static const std::string tail = " [42501]", lead = "role '";
+    if (!error.ends_with(tail))
+        return std::nullopt;
+    const std::size_t at = error.find(lead);
+    const std::size_t end = at == std::string::npos ? at : error.find("': ", at + lead.size());
+    if (end == std::string::npos)
+        return std::nullopt;
+    return std::make_pair(error.substr(at + lead.size(), end - at - lead.size()),
+                          error.substr(end + 3, error.size() - tail.size() - end - 3));
+}
+
+std::string pgPermissionAdvice(const std::string& command, const std::vector<std::string>& argv,
+                               const std::string& role, const std::string& denied)
+{
+    std::string doing = command, has = "the monitor role has it";
+    if (command == "purge" || command == "force-fail") {
+        has = "the operator role has it";
+    } else if (command == "run") {
+        has = "the service role has it";
+    } else if (command == "pg") {
+        const bool init = std::find(argv.begin(), argv.end(), "init") != argv.end();
+        doing = init ? "pg init" : "pg sweep";
+        if (init) // creating and altering the schema is its owner's, not a role's of idemctl acl
+            return "role '" + role + "' may not pg init (" + denied +
+                   "): run it as the role that owns schema idem (or may create it in this database)";
+        has = "the operator and service roles have it";
+    }
+    return "role '" + role + "' may not " + doing + " in schema idem (" + denied + "); " + has +
+           ": `idemctl --url postgresql://... acl ROLE --user " + role +
+           "` prints its GRANTs for the schema's owner to run";
 }
 
 } // namespace idemctl

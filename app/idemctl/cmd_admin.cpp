@@ -287,7 +287,7 @@ int cmdInspect(const std::vector<std::string>& argv)
 
 int cmdForceFail(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table"}, {"--terminal", "--live"});
+    Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table", "--lock-timeout"}, {"--terminal", "--live"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
                   "       idemctl force-fail --key KEY | --key-base64 B64 [--reason R] [--terminal] [--live] [--by WHO]\n\nMarks a "
@@ -298,12 +298,15 @@ int cmdForceFail(const std::vector<std::string>& argv)
                   "read (the next call runs); idem never writes its fields into it, and --terminal is\n"
                   "refused (those libraries keep no failure). Its owner cannot hear of a release: one\n"
                   "whose lease has not run out (or that has none) is refused unless --live is given.\n"
-                  "A hash idem cannot read as its own record is refused (inspect it; purge --key).");
+                  "A hash idem cannot read as its own record is refused (inspect it; purge --key).\n"
+                  "PostgreSQL: a row another transaction holds (a service's transaction under way) is\n"
+                  "waited for at most --lock-timeout (default 5s), then left alone (exit 75).");
         return Ok;
     }
     refuseTableWrite(args, "force-fail");
     if (postgresGiven(args))
         return pgForceFail(args);
+    refuseLockTimeout(args);
     Session s(args);
     const Target t = oneTarget(args, s, "force-fail");
     const std::string reason = args.value("--reason").value_or("forced by operator");
@@ -364,6 +367,9 @@ int cmdForceFail(const std::vector<std::string>& argv)
     case idem::AdminStatus::Refused:
         std::fprintf(stderr, "idemctl force-fail: refused: %s\n", r.reason.c_str());
         return Refused;
+    case idem::AdminStatus::Busy: // PostgreSQL's only
+        std::fprintf(stderr, "idemctl force-fail: %s: %s\n", t.key.c_str(), r.reason.c_str());
+        return InProgress;
     }
     return Refused;
 }
@@ -398,7 +404,8 @@ bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args, const
 
 int cmdPurge(const std::vector<std::string>& argv)
 {
-    Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table", "--stale-after"}, {"--live"});
+    Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table", "--stale-after", "--lock-timeout"},
+              {"--live"});
     if (args.flag("--help")) {
         std::puts("usage: idemctl purge ID [--live] [--reason R] [--by WHO]\n"
                   "       idemctl purge --key KEY | --key-base64 B64 [--live] [--reason R] [--by WHO]\n"
@@ -425,7 +432,9 @@ int cmdPurge(const std::vector<std::string>& argv)
                   "it only lists what it would remove, with each key's library and state.\n"
                   "With --table: deletes the row of a table another program writes whose work is over\n"
                   "(COMPLETED, FAILED, or a lock older than --stale-after, default 15m); a live lock, a\n"
-                  "row a transaction holds and a status idem does not know are kept (exit 1).");
+                  "row a transaction holds and a status idem does not know are kept (exit 1).\n"
+                  "PostgreSQL (schema idem): a row another transaction holds (a service's transaction\n"
+                  "under way) is waited for at most --lock-timeout (default 5s), then left alone (exit 75).");
         return Ok;
     }
     refuseTableWithoutPostgres(args);
@@ -433,6 +442,7 @@ int cmdPurge(const std::vector<std::string>& argv)
         throw UsageFailure{"--stale-after goes with --table"};
     if (postgresGiven(args))
         return pgPurge(args);
+    refuseLockTimeout(args);
     Session s(args);
     const Target t = oneTarget(args, s, "purge");
     const std::string reason = args.value("--reason").value_or("purged by operator");

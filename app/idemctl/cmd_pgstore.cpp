@@ -79,6 +79,18 @@ std::int64_t staleAfterMs(const Args& args)
     return d ? idem::parseDuration(*d).count() : 15 * 60'000;
 }
 
+// The store for one operator action: --lock-timeout bounds the wait for a held row (default 5s)
+idem::PgStoreOptions operatorOptions(const Args& args)
+{
+    idem::PgStoreOptions o;
+    if (const auto t = args.value("--lock-timeout")) {
+        o.operatorLockTimeout = idem::parseDuration(*t);
+        if (o.operatorLockTimeout.count() < 1 || o.operatorLockTimeout > std::chrono::hours(1))
+            throw UsageFailure{"--lock-timeout must be from 1ms to 1h"};
+    }
+    return o;
+}
+
 int tableInspect(const Args& args, const std::string& url, const std::string& table)
 {
     if (args.positional().size() != 1 || args.positional().front().empty())
@@ -117,6 +129,12 @@ void refuseTableWithoutPostgres(const Args& args)
 {
     if (args.value("--table") && !postgresGiven(args))
         throw UsageFailure{"--table names a PostgreSQL table: give a postgresql:// URL (--url or IDEM_URL)"};
+}
+
+void refuseLockTimeout(const Args& args)
+{
+    if (args.value("--lock-timeout"))
+        throw UsageFailure{"--lock-timeout is for PostgreSQL (a row another transaction holds); Redis never waits"};
 }
 
 void refuseTableWrite(const Args& args, const char* command)
@@ -166,7 +184,7 @@ int pgForceFail(const Args& args)
     const std::string id = oneId(args, "force-fail");
     const std::string reason = args.value("--reason").value_or("forced by operator");
     const std::string who = actorName(args);
-    idem::PgStore store(g.url);
+    idem::PgStore store(g.url, operatorOptions(args));
     const auto r = store.forceFail(id, reason, args.flag("--terminal"), who);
     switch (r.status) {
     case idem::AdminStatus::Ok:
@@ -179,6 +197,9 @@ int pgForceFail(const Args& args)
     case idem::AdminStatus::Refused:
         std::fprintf(stderr, "idemctl force-fail: refused: %s\n", r.reason.c_str());
         return Refused;
+    case idem::AdminStatus::Busy:
+        std::fprintf(stderr, "idemctl force-fail: %s: %s\n", id.c_str(), r.reason.c_str());
+        return InProgress;
     }
     return Refused;
 }
@@ -190,6 +211,9 @@ int pgPurge(const Args& args)
     const std::string reason = args.value("--reason").value_or("purged by operator");
     const std::string who = actorName(args);
     if (const auto table = args.value("--table")) { // the guarded delete (idem/pg/pgtable.h)
+        if (args.value("--lock-timeout"))
+            throw UsageFailure{"--lock-timeout is for schema idem: a purge with --table never waits for a row "
+                               "(FOR UPDATE NOWAIT)"};
         idem::PgTable t(g.url, *table, staleAfterMs(args));
         const auto r = t.purge(id, who, reason);
         if (r.sharing > 1) {
@@ -209,7 +233,7 @@ int pgPurge(const Args& args)
         }
         return Ok;
     }
-    idem::PgStore store(g.url);
+    idem::PgStore store(g.url, operatorOptions(args));
     // as on Redis: a live lock only with --live; without it, only the row just read, so a lock
     // taken between the read and the delete stays (compared under the row's lock). An expired row
     // is compared too: a delivery may take it over right after the read.
@@ -229,6 +253,10 @@ int pgPurge(const Args& args)
     if (r.status == idem::AdminStatus::Refused) {
         std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", id.c_str(), r.reason.c_str());
         return Refused;
+    }
+    if (r.status == idem::AdminStatus::Busy) {
+        std::fprintf(stderr, "idemctl purge: %s: %s\n", id.c_str(), r.reason.c_str());
+        return InProgress;
     }
     std::printf("purged %s (was %s)\n", id.c_str(), r.previousState.c_str());
     return Ok;

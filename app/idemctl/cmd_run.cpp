@@ -345,6 +345,11 @@ int cmdRun(const std::vector<std::string>& argv)
                              "--key)\n", o.error.c_str());
         return KeyUnusable;
     case idem::OutcomeKind::StoreUnavailable:
+        if (const auto denied = g.postgres && !o.workRan ? pgPermissionFrom(o.error) : std::nullopt) {
+            std::fprintf(stderr, "idemctl: %s (command not run)\n",
+                         pgPermissionAdvice("run", {}, denied->first, denied->second).c_str());
+            return NoPermission;
+        }
         if (!o.workRan && isPermissionError(o.error)) { // the ACL: which permission, which role has it
             std::fprintf(stderr, "idemctl: %s (command not run)\n",
                          permissionAdvice("run", g.connection.user, g.keyNamespace, o.error).c_str());

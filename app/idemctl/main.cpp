@@ -22,10 +22,10 @@ commands:
                         run CMD unless ID already has a completed run; replay it otherwise
   inspect ID | --key KEY [--json]
                         show one record (any library's) and its fencing counter
-  force-fail ID | --key KEY [--reason R] [--terminal] [--by WHO]
+  force-fail ID | --key KEY [--reason R] [--terminal] [--by WHO] [--lock-timeout DUR]
                         mark a record FAILED without its owner token (stuck work); another
                         library's record is released (deleted) as that library does on failure
-  purge ID | --key KEY [--reason R] [--live] [--by WHO]
+  purge ID | --key KEY [--reason R] [--live] [--by WHO] [--lock-timeout DUR]
                         delete a record so the id can run again (a live lock only with --live)
   purge --state S | --stale | --pattern GLOB [--dry-run] [--yes] [--live] [--reason R] [--by WHO]
                         delete many, in bounded batches, only if unchanged since read; keys
@@ -38,7 +38,8 @@ commands:
   audit [--since DUR] [--by WHO] [--count N] [--json]
                         operator actions kept in the store (every tool, every desktop)
   acl monitor|operator|service --user NAME (--nopass | --password-stdin) [--live-updates]
-                        the ACL SETUSER line of a least-privilege user of the namespace
+                        the ACL SETUSER line of a least-privilege user of the namespace; with
+                        a postgresql:// URL, the GRANTs of that role in schema idem
   demo [--ids N] [--duplicates D]
                         race duplicate deliveries through `idemctl run` on a private redis-server
   race [--strategy naive|setnx|watch|lua|all] [--workers W] [--events N] [--duplicates D]
@@ -75,9 +76,10 @@ global options:
   --help             help for idemctl or for a command
 
 exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;
-69 store unavailable (CMD not run); 70 CMD ran but its result was not stored; 75 in progress;
-77 the user's ACL does not allow it; 78 the key holds another program's record; 79 a terminal
-failure is stored for the id; 1 operator action refused.
+69 store unavailable (CMD not run); 70 CMD ran but its result was not stored; 75 in progress
+(PostgreSQL: or a running transaction holds the row, nothing done); 77 the user's ACL or role
+does not allow it; 78 the key holds another program's record; 79 a terminal failure is stored
+for the id; 1 operator action refused.
 )";
 
 // The user and namespace the arguments name, for a NOPERM in words (the command parsed them once
@@ -224,6 +226,9 @@ int main(int argc, char** argv)
     } catch (const idem::UsageError& e) {
         std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
         return idemctl::Usage;
+    } catch (const idem::PermissionError& e) { // PostgreSQL's 42501: the role, the right, the grant
+        std::fprintf(stderr, "idemctl: %s\n", idemctl::pgPermissionAdvice(command, rest, e.role(), e.denied()).c_str());
+        return idemctl::NoPermission;
     } catch (const idem::Error& e) {
         if (idemctl::isPermissionError(e.what())) { // the ACL: which permission, which role has it
             const auto [user, ns] = userAndNamespace(rest);

@@ -55,6 +55,23 @@ private:
     bool m_certain = true;
 };
 
+// The server refused for want of a right (PostgreSQL's SQLSTATE 42501, insufficient_privilege):
+// `role` is the role the connection acts as, `denied` the server's words ("permission denied for
+// function purge"). Retrying cannot fix it; a grant can.
+class PermissionError : public ConfigError {
+public:
+    PermissionError(const std::string& what, std::string role, std::string denied)
+        : ConfigError(what, "permission"), m_role(std::move(role)), m_denied(std::move(denied))
+    {
+    }
+    const std::string& role() const { return m_role; }
+    const std::string& denied() const { return m_denied; }
+
+private:
+    std::string m_role;
+    std::string m_denied;
+};
+
 // The server answered with an error reply (wrong password, wrong type, script error, ...).
 class ReplyError : public Error {
 public:

@@ -69,8 +69,6 @@ const std::vector<Statement>& statements()
         {"idem_purge", "SELECT outcome, previous_state FROM idem.purge(id => $1, who => $2, reason => $3)",
          {kText, kText, kText}},
         {"idem_inspect", "SELECT " IDEM_ROW " FROM idem.records WHERE id = $1", {kText}},
-        // a guarded purge: the row held until the transaction ends, compared, then idem.purge
-        {"idem_inspect_locked", "SELECT " IDEM_ROW " FROM idem.records WHERE id = $1 FOR UPDATE", {kText}},
         // keyset pagination: one range scan of the primary key per page, however deep
         {"idem_page", "SELECT " IDEM_ROW " FROM idem.records WHERE id > $1 ORDER BY id LIMIT $2::integer",
          {kText, kText}},

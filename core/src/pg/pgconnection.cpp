@@ -2,8 +2,10 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 
 namespace idem {
 
@@ -52,11 +54,61 @@ void ignoreNotice(void*, const char*) {}
         throw ConfigError(message + " (is schema idem installed in this database, and up to date? idemctl pg "
                                     "init --url ...)",
                           "schema");
+    // 42501 insufficient_privilege: the role lacks a right (schema idem's roles: idemctl acl); the
+    // server's words name the object, the role is said here
+    if (sqlstate == "42501") {
+        const char* user = PQuser(c);
+        const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+        const std::string role = user ? user : "";
+        const std::string denied = trimmed(primary);
+        // (the form idemctl reads back from an Outcome's error: "role 'R': DENIED [42501]")
+        throw PermissionError("PostgreSQL " + std::string(doing) + ": role '" + role + "': " + denied + " [42501]",
+                              role, denied);
+    }
     throw PgError(message + " [" + sqlstate + "]", sqlstate);
+}
+
+void checkPgConninfo(const std::string& conninfo)
+{
+    // PQconnectdbParams expands "dbname" only when it is a URI or holds '=': else it is a name
+    if (!conninfo.starts_with("postgresql://") && !conninfo.starts_with("postgres://") &&
+        conninfo.find('=') == std::string::npos)
+        return;
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+    if (!options) {
+        const std::string why = error ? trimmed(error) : "out of memory";
+        PQfreemem(error);
+        throw UsageError("not a PostgreSQL URL or conninfo libpq can read: " + why);
+    }
+    // a port libpq reads only when it connects, and then as "unavailable"
+    std::string bad;
+    for (const PQconninfoOption* o = options; o->keyword; ++o) {
+        if (std::string_view(o->keyword) != "port" || !o->val)
+            continue;
+        const std::string_view ports(o->val);
+        std::size_t start = 0;
+        for (;;) { // one per host: "5432,5433" (an empty one is the default)
+            const std::size_t end = std::min(ports.find(',', start), ports.size());
+            const std::string_view p = ports.substr(start, end - start);
+            const bool digits = p.find_first_not_of("0123456789") == std::string_view::npos && p.size() <= 5;
+            const int port = digits && !p.empty() ? std::stoi(std::string(p)) : 1;
+            if (!digits || port < 1 || port > 65535)
+                bad = std::string(p);
+            if (end == ports.size())
+                break;
+            start = end + 1;
+        }
+    }
+    PQconninfoFree(options);
+    if (!bad.empty())
+        throw UsageError("not a PostgreSQL URL or conninfo libpq can read: port \"" + bad +
+                         "\" is not a number from 1 to 65535");
 }
 
 PgConnection::PgConnection(const std::string& conninfo, int connectTimeoutSeconds) : m_conn(nullptr, &PQfinish)
 {
+    checkPgConninfo(conninfo);
     // the conninfo (expanded from "dbname") overrides the keywords before it
     const std::string timeout = std::to_string(connectTimeoutSeconds);
     const char* keys[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
@@ -107,6 +159,17 @@ PgResultPtr PgConnection::execPrepared(const char* name, const std::vector<PgPar
                   &PQclear);
     if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK)
         throwPgError(m_conn.get(), r.get(), name);
+    return r;
+}
+
+PgResultPtr PgConnection::execParams(const std::string& sql, const std::vector<PgParam>& params)
+{
+    const PgParamArrays a(params);
+    PgResultPtr r(PQexecParams(m_conn.get(), sql.c_str(), a.count(), nullptr, a.values.data(), a.lengths.data(),
+                               a.formats.data(), 1),
+                  &PQclear);
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK)
+        throwPgError(m_conn.get(), r.get(), sql.substr(0, sql.find('(')));
     return r;
 }
 

@@ -61,6 +61,9 @@ public:
 
     // A prepared statement, results in binary format (every column text, bytea, int8 or bool).
     PgResultPtr execPrepared(const char* name, const std::vector<PgParam>& params);
+    // A statement not worth preparing on every connection (an operator's), parameters as text or
+    // bytea with their types left to the server, results in binary format as execPrepared's.
+    PgResultPtr execParams(const std::string& sql, const std::vector<PgParam>& params);
     // A command without parameters (BEGIN, COMMIT, SET LOCAL ...), results in text.
     PgResultPtr exec(const std::string& sql);
     // From another thread, while this one may wait in a call: shuts the socket down, so that
@@ -71,6 +74,10 @@ public:
 private:
     std::unique_ptr<PGconn, decltype(&PQfinish)> m_conn;
 };
+
+// A conninfo libpq cannot read (a malformed URI, an unknown parameter, a port that is no number)
+// throws UsageError in one line, before anything connects. PgConnection checks its own.
+void checkPgConninfo(const std::string& conninfo);
 
 [[noreturn]] void throwPgError(PGconn* c, const PGresult* r, std::string_view doing);
 

@@ -1,5 +1,6 @@
 #include "idem/pg/pgstore.h"
 
+#include "idem/duration.h"
 #include "idem/engine/fingerprint.h"
 #include "idem/errors.h"
 #include "pg/pgcalls.h"
@@ -196,77 +197,91 @@ PgStore::Swept PgStore::sweep(std::int64_t batch, std::int64_t maxBatches)
     return s;
 }
 
-AdminResult PgStore::forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who)
+namespace {
+
+// An operator's call on one row, in a transaction of its own whose lock_timeout bounds the wait
+// for a row another transaction holds (a transactional execute() whose work is under way, which
+// may take minutes): Busy, nothing done, rather than a command or the console waiting that long.
+template <typename F> AdminResult withinLockTimeout(PgConnection& c, Millis timeout, F&& f)
 {
-    checkId(id);
-    const PgResultPtr r = call([&](PgConnection& c) {
-        return c.execPrepared(
-        "idem_force_fail", {PgParam::text(std::string(id)),
-                            reason.empty() ? PgParam::null() : PgParam::text(std::string(reason)),
-                            PgParam::text(terminal ? "true" : "false"), PgParam::text(std::string(who)),
-                            PgParam::text(pgInterval(m_options.failureRetention))});
-    });
+    c.exec("BEGIN");
+    if (timeout.count() > 0)
+        c.exec("SELECT set_config('lock_timeout', '" + std::to_string(timeout.count()) + "', true)");
     AdminResult a;
-    a.status = adminStatus(pgcell::text(r.get(), 0, 0));
-    a.previousState = pgcell::text(r.get(), 0, 1);
-    if (a.status == AdminStatus::Refused)
-        a.reason = "a COMPLETED record keeps its result (purge it to run the id again)";
+    try {
+        a = f();
+    } catch (const PgError& e) {
+        if (!e.rowHeld())
+            throw; // the connection, left in its transaction, is not reused (healthy() is false)
+        c.exec("ROLLBACK");
+        a = AdminResult{};
+        a.status = AdminStatus::Busy;
+        a.reason = "a running transaction holds the row (its lock was not granted within " +
+                   formatDuration(timeout) + "); nothing done";
+        return a;
+    }
+    const PgResultPtr done = c.exec("COMMIT");
+    if (std::string_view(PQcmdStatus(done.get())) != "COMMIT")
+        throw ClosedError("PostgreSQL rolled the operator's action back at COMMIT");
     return a;
 }
 
-namespace {
-
-// what a guarded purge compares: what an owner's acquire, renew, complete or fail, a takeover or
-// an operator's force-fail would have changed
-bool sameRow(const Record& now, const Record& seen)
+AdminResult adminFrom(const PGresult* r)
 {
-    return now.rawStatus == seen.rawStatus && now.owner == seen.owner && now.fence == seen.fence &&
-           now.attempt == seen.attempt && now.leaseUntilMs == seen.leaseUntilMs;
+    AdminResult a;
+    a.status = adminStatus(pgcell::text(r, 0, 0));
+    a.previousState = pgcell::text(r, 0, 1);
+    return a;
 }
 
 } // namespace
 
-AdminResult PgStore::purge(std::string_view id, std::string_view who, std::string_view reason, const Record* seen)
+AdminResult PgStore::forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who)
 {
     checkId(id);
     return call([&](PgConnection& c) {
-        const auto purgeNow = [&] {
-            return c.execPrepared("idem_purge", {PgParam::text(std::string(id)), PgParam::text(std::string(who)),
-                                                 reason.empty() ? PgParam::null() : PgParam::text(std::string(reason))});
-        };
-        AdminResult a;
-        if (!seen) {
-            const PgResultPtr r = purgeNow();
-            a.status = adminStatus(pgcell::text(r.get(), 0, 0));
-            a.previousState = pgcell::text(r.get(), 0, 1);
+        return withinLockTimeout(c, m_options.operatorLockTimeout, [&] {
+            const PgResultPtr r = c.execPrepared(
+                "idem_force_fail", {PgParam::text(std::string(id)),
+                                    reason.empty() ? PgParam::null() : PgParam::text(std::string(reason)),
+                                    PgParam::text(terminal ? "true" : "false"), PgParam::text(std::string(who)),
+                                    PgParam::text(pgInterval(m_options.failureRetention))});
+            AdminResult a = adminFrom(r.get());
+            if (a.status == AdminStatus::Refused)
+                a.reason = "a COMPLETED record keeps its result (purge it to run the id again)";
             return a;
-        }
-        // BEGIN, the row locked, compared, deleted, COMMIT: nothing can change it in between. A
-        // connection left inside the transaction by an error is not reused (healthy() is false).
-        c.exec("BEGIN");
-        const PgResultPtr now = c.execPrepared("idem_inspect_locked", {PgParam::text(std::string(id))});
-        if (PQntuples(now.get()) == 0) {
-            c.exec("ROLLBACK");
-            a.status = AdminStatus::NotFound;
-            return a;
-        }
-        // an expired row read as expired goes (idem.purge answers not_found for it); one taken
-        // over since has a new owner, attempt and lease, and stays
-        const Record current = recordFrom(now.get(), 0);
-        if (!sameRow(current, *seen)) {
-            c.exec("ROLLBACK");
+        });
+    });
+}
+
+AdminResult PgStore::purge(std::string_view id, std::string_view who, std::string_view reason, const Record* seen)
+{
+    checkId(id);
+    const PgParam why = reason.empty() ? PgParam::null() : PgParam::text(std::string(reason));
+    return call([&](PgConnection& c) {
+        return withinLockTimeout(c, m_options.operatorLockTimeout, [&] {
+            if (!seen)
+                return adminFrom(
+                    c.execPrepared("idem_purge", {PgParam::text(std::string(id)), PgParam::text(std::string(who)), why})
+                        .get());
+            // locked, compared and deleted in one statement (schema v5; an older one says pg init):
+            // an expired row read as expired goes (answered not_found), one taken over since stays
+            const PgResultPtr r = c.execParams(
+                "SELECT outcome, previous_state, current_attempt::bigint FROM idem.purge_seen(id => $1, "
+                "seen_state => $2, seen_token => $3, seen_fence => $4::bigint, seen_attempt => $5::integer, "
+                "seen_lease_until_ms => $6::bigint, who => $7, reason => $8)",
+                {PgParam::text(std::string(id)), PgParam::text(seen->rawStatus), PgParam::text(seen->owner),
+                 PgParam::text(std::to_string(seen->fence)), PgParam::text(std::to_string(seen->attempt)),
+                 seen->leaseUntilMs ? PgParam::text(std::to_string(*seen->leaseUntilMs)) : PgParam::null(),
+                 PgParam::text(std::string(who)), why});
+            if (pgcell::text(r.get(), 0, 0) != "changed")
+                return adminFrom(r.get());
+            AdminResult a;
             a.status = AdminStatus::Refused;
-            a.reason = "it changed since it was read (now " + current.rawStatus + ", attempt " +
-                       std::to_string(current.attempt) + ")";
+            a.reason = "it changed since it was read (now " + pgcell::text(r.get(), 0, 1) + ", attempt " +
+                       std::to_string(pgcell::int8(r.get(), 0, 2)) + ")";
             return a;
-        }
-        const PgResultPtr r = purgeNow();
-        a.status = adminStatus(pgcell::text(r.get(), 0, 0));
-        a.previousState = pgcell::text(r.get(), 0, 1);
-        const PgResultPtr done = c.exec("COMMIT");
-        if (std::string_view(PQcmdStatus(done.get())) != "COMMIT")
-            throw ClosedError("PostgreSQL rolled the purge back at COMMIT");
-        return a;
+        });
     });
 }
 

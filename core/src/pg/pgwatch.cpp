@@ -28,7 +28,11 @@ PgWatch::PgWatch(const std::string& conninfo, int connectTimeoutSeconds)
     char name[64];
     std::snprintf(name, sizeof name, "watch-%ld-%08x%08x", static_cast<long>(::getpid()), random(), random());
     m_name = name;
-    m_conn->exec("DELETE FROM idem.watchers WHERE seen_at < now() - interval '1 hour'"); // ones that died
+    // v5: through idem.watch and idem.unwatch (a read-only role may run them); v4 writes the table
+    const PgResultPtr v5 = m_conn->exec("SELECT to_regprocedure('idem.watch(text)') IS NOT NULL");
+    m_viaFunctions = std::string_view(PQgetvalue(v5.get(), 0, 0)) == "t";
+    if (!m_viaFunctions)
+        m_conn->exec("DELETE FROM idem.watchers WHERE seen_at < now() - interval '1 hour'"); // ones that died
     renew();
 }
 
@@ -39,7 +43,8 @@ PgWatch::~PgWatch()
     if (m_name.empty() || !m_conn->healthy())
         return;
     try {
-        m_conn->exec("DELETE FROM idem.watchers WHERE name = '" + m_name + "'");
+        m_conn->exec(m_viaFunctions ? "SELECT idem.unwatch('" + m_name + "')"
+                                    : "DELETE FROM idem.watchers WHERE name = '" + m_name + "'");
     } catch (const Error&) {
         // its row ages out in 30 s
     }
@@ -47,8 +52,10 @@ PgWatch::~PgWatch()
 
 void PgWatch::renew()
 {
-    m_conn->exec("INSERT INTO idem.watchers (name, seen_at) VALUES ('" + m_name +
-                 "', now()) ON CONFLICT (name) DO UPDATE SET seen_at = now()");
+    // (the name is this process's own: digits, letters and '-', nothing to quote)
+    m_conn->exec(m_viaFunctions ? "SELECT idem.watch('" + m_name + "')"
+                                : "INSERT INTO idem.watchers (name, seen_at) VALUES ('" + m_name +
+                                      "', now()) ON CONFLICT (name) DO UPDATE SET seen_at = now()");
     m_renewedAt = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -86,12 +93,13 @@ std::vector<PgWatch::Operation> PgWatch::operations(int limit)
 {
     const PgResultPtr r = m_conn->exec(
         "SELECT (extract(epoch FROM at) * 1000)::int8, op, id, coalesce(previous_state, ''), coalesce(by, ''), "
-        "coalesce(reason, '') FROM idem.operations ORDER BY at DESC LIMIT " + std::to_string(std::max(1, limit)));
+        "coalesce(reason, ''), coalesce(to_jsonb(o) ->> 'session_role', '') FROM idem.operations AS o "
+        "ORDER BY at DESC LIMIT " + std::to_string(std::max(1, limit)));
     std::vector<Operation> out;
     for (int row = 0; row < PQntuples(r.get()); ++row)
         out.push_back({std::stoll(PQgetvalue(r.get(), row, 0)), PQgetvalue(r.get(), row, 1),
                        PQgetvalue(r.get(), row, 2), PQgetvalue(r.get(), row, 3), PQgetvalue(r.get(), row, 4),
-                       PQgetvalue(r.get(), row, 5)});
+                       PQgetvalue(r.get(), row, 5), PQgetvalue(r.get(), row, 6)});
     return out;
 }
 

@@ -99,11 +99,13 @@ struct OwnerResult {
     std::int64_t serverNowMs = 0;
 };
 
-enum class AdminStatus { Ok, NotFound, Refused };
+// Busy (PostgreSQL): a running transaction holds the row and did not let go within the store's
+// operator lock timeout; nothing was done (try again once that work ends).
+enum class AdminStatus { Ok, NotFound, Refused, Busy };
 struct AdminResult {
     AdminStatus status = AdminStatus::NotFound;
     std::string previousState; // Ok
-    std::string reason;        // Refused
+    std::string reason;        // Refused, Busy
 };
 
 // One operator action, as the audit stream keeps it.

@@ -39,6 +39,10 @@ struct PgStoreOptions {
     // No answer to a pipelined call for this long: the connection is taken for hung and closed,
     // and its calls under way fail with TimeoutError (the next call connects again).
     Millis pipelineCallTimeout{30'000};
+    // forceFail() and purge() wait at most this long for a row another transaction holds (the
+    // transactional mode's work under way): then they answer AdminStatus::Busy, nothing done.
+    // 0: no bound (the session's lock_timeout).
+    Millis operatorLockTimeout{5'000};
 };
 
 // What the pipelined calls (submit()) sent so far: statements, batches among them (acquires or
@@ -124,7 +128,9 @@ public:
     AdminResult forceFail(std::string_view id, std::string_view reason, bool terminal, std::string_view who);
     // Deletes the row (idem.purge: the operation logged in idem.operations). With `seen`, only if
     // the row is still what was read (state, owner, fence, attempt and lease; compared under the
-    // row's lock in the purge's transaction): otherwise Refused, "it changed since it was read".
+    // row's lock by idem.purge_seen, schema v5): otherwise Refused, "it changed since it was read".
+    // forceFail and purge answer Busy when another transaction holds the row for longer than
+    // PgStoreOptions::operatorLockTimeout.
     AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {},
                       const Record* seen = nullptr);
     // The row as it is now (state Expired when its expiry has passed); nullopt when absent. The

@@ -14,7 +14,8 @@ class PgConnection;
 // notify it with the ids each statement changed), whose socket the caller polls in its own event
 // loop, and the server's clock. The triggers notify only while a watcher's row in idem.watchers
 // is younger than 30 s (NOTIFY serialises commits): it is written on connecting, renewed by
-// renewIfDue() (call it every few seconds; it writes every 10 s) and deleted on destruction.
+// renewIfDue() (call it every few seconds; it writes every 10 s) and deleted on destruction,
+// through idem.watch and idem.unwatch from schema v5 (what a monitor role may run).
 // Not thread-safe: one thread owns it.
 class PgWatch {
 public:
@@ -40,6 +41,7 @@ public:
     struct Operation {
         std::int64_t atMs = 0;
         std::string op, id, previousState, by, reason;
+        std::string sessionRole; // v5: the database role that acted (by is what it said); "" before
     };
     std::vector<Operation> operations(int limit);
 
@@ -53,6 +55,7 @@ public:
 private:
     std::unique_ptr<PgConnection> m_conn;
     bool m_notifies = false;
+    bool m_viaFunctions = false; // schema v5: idem.watch / idem.unwatch
     std::string m_name; // this watcher's row in idem.watchers
     std::int64_t m_renewedAt = 0; // steady clock, ms
     void renew();

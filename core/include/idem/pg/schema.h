@@ -3,11 +3,12 @@
 #include "idem/errors.h"
 
 #include <string>
+#include <vector>
 
 namespace idem {
 
 // The newest version of schema idem this library knows (sql/v<N>.sql).
-inline constexpr int kPgSchemaVersion = 4;
+inline constexpr int kPgSchemaVersion = 5;
 
 // The database's schema idem is newer than this library: it must not write to it (functions may
 // have changed meaning). Nothing was changed.
@@ -33,5 +34,17 @@ struct PgSchemaChange {
 PgSchemaChange installPgSchema(const std::string& conninfo, int version = kPgSchemaVersion);
 // The installed version, 0 when none.
 int pgSchemaVersion(const std::string& conninfo);
+
+// The roles of schema idem (v5: the functions run as the schema's owner, PUBLIC may run none):
+//   service   acquire, complete, fail, renew, checkpoint and sweep through the functions (also
+//             inside its own transaction, the transactional mode); no right on the tables
+//   monitor   reads the records, the operations and the schema version; watches (idem.watch)
+//   operator  the monitor's rights, force_fail, purge, purge_seen and sweep; and INSERT into
+//             idem.operations (not its session_role) for the purges of a table idem did not make
+// pgRoleGrants: the SQL that gives `user` (an existing role) exactly those rights in schema idem,
+// one statement a line: first what it had there is revoked, then what the role needs is granted.
+// For the schema's owner (or a superuser) to run; idempotent. Throws UsageError for another role.
+const std::vector<std::string>& pgRoleNames();
+std::vector<std::string> pgRoleGrants(const std::string& role, const std::string& user);
 
 } // namespace idem
