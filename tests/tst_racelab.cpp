@@ -3,11 +3,15 @@
 #include "idem/engine/scripts.h"
 #include "idem/errors.h"
 #include "idem/lab/racelab.h"
+#include "idem/redis/reply.h"
 #include "testsupport.h"
 
+#include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <mutex>
 #include <thread>
@@ -302,6 +306,37 @@ private slots:
                                     QStringLiteral("lua")}));
         auto bad = idemtest::runIdemctl({QStringLiteral("race"), QStringLiteral("--strategy"), QStringLiteral("magic")});
         QCOMPARE(bad.exitCode, 64);
+    }
+
+    // IDEM_URL names the operator's server: demo, race and replay write to a private one instead
+    void labsNeverWriteToIdemUrl()
+    {
+        idem::LocalServer watched;
+        QTemporaryDir dir;
+        const QString events = dir.filePath(QStringLiteral("events.jsonl"));
+        QFile f(events);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{\"id\":\"e1\",\"payload\":\"a\",\"at_ms\":0}\n{\"id\":\"e2\",\"payload\":\"b\",\"at_ms\":1}\n");
+        f.close();
+        const QList<QStringList> commands = {
+            {QStringLiteral("race"), QStringLiteral("--events"), QStringLiteral("5"), QStringLiteral("--workers"),
+             QStringLiteral("2"), QStringLiteral("--strategy"), QStringLiteral("lua")},
+            {QStringLiteral("demo"), QStringLiteral("--ids"), QStringLiteral("2"), QStringLiteral("--duplicates"),
+             QStringLiteral("2")},
+            {QStringLiteral("replay"), events, QStringLiteral("--speed"), QStringLiteral("0")}};
+        for (const QStringList& args : commands) {
+            QProcess p;
+            auto env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("IDEM_URL"), QString::fromStdString(watched.url()));
+            p.setProcessEnvironment(env);
+            p.start(idemtest::idemctlPath(), args);
+            QVERIFY(p.waitForFinished(60000));
+            const QByteArray err = p.readAllStandardError();
+            QVERIFY2(p.exitCode() == 0, err.constData());
+            QVERIFY2(err.contains("IDEM_URL is not written to"), err.constData());
+            idem::Connection c(watched.connectionOptions());
+            QCOMPARE(idem::reply::integer(c.checked({"DBSIZE"}).get()), std::int64_t(0));
+        }
     }
 };
 

@@ -87,6 +87,7 @@ Global globalFrom(const Args& args)
     } else if (const char* env = std::getenv("IDEM_URL"); env && *env) {
         g.url = env;
         g.urlGiven = true;
+        g.urlFromEnvironment = true;
     } else {
         g.url = "redis://127.0.0.1:6379/0";
     }
@@ -142,9 +143,18 @@ Global redisGlobalFrom(const Args& args)
     return g;
 }
 
-idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server)
+bool writesToGivenServer(const Global& g, const char* command)
 {
-    if (g.urlGiven)
+    if (g.urlFromEnvironment) // the operator's server, exported for the operator's commands
+        std::fprintf(stderr, "idemctl %s: IDEM_URL is not written to: a private redis-server instead (--url names a "
+                             "server to write to)\n", command);
+    return g.urlGiven && !g.urlFromEnvironment;
+}
+
+idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server,
+                                        const char* command)
+{
+    if (writesToGivenServer(g, command))
         return g.connection;
     server = std::make_unique<idem::LocalServer>();
     return server->connectionOptions();

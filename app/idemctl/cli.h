@@ -8,11 +8,13 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace idem {
@@ -65,6 +67,7 @@ struct Global {
     std::string keyNamespace = "idempotency";
     std::string url;
     bool urlGiven = false;
+    bool urlFromEnvironment = false; // IDEM_URL, not --url: demo, race and replay never write there
     std::optional<idem::RecordFormat> format; // --format: read every key as this library's
 };
 
@@ -81,6 +84,18 @@ bool looksLikePostgres(const std::string& url);
 // --url (or $IDEM_URL) names a PostgreSQL database
 bool postgresGiven(const Args& args);
 
+// A bound as a person writes it: 0 and 1, not 0.000000 and 1.000000
+template <typename T> std::string shown(T v)
+{
+    if constexpr (std::is_floating_point_v<T>) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%g", v);
+        return b;
+    } else {
+        return std::to_string(v);
+    }
+}
+
 // A number option within [lo, hi]; anything else is a usage failure naming the option.
 template <typename T> T number(const std::optional<std::string>& v, T fallback, T lo, T hi, const char* name)
 {
@@ -89,13 +104,16 @@ template <typename T> T number(const std::optional<std::string>& v, T fallback, 
     T n{};
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (ec != std::errc() || p != v->data() + v->size() || n < lo || n > hi)
-        throw UsageFailure{std::string(name) + " must be a number from " + std::to_string(lo) + " to " +
-                           std::to_string(hi)};
+        throw UsageFailure{std::string(name) + " must be a number from " + shown(lo) + " to " + shown(hi)};
     return n;
 }
 
-// The server --url / IDEM_URL names, or else a private redis-server kept in `server`.
-idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server);
+// Whether demo, race and replay write to the server given: only one --url names. IDEM_URL names the
+// operator's server; they say so on stderr and start a private one instead.
+bool writesToGivenServer(const Global& g, const char* command);
+// The server --url names, or else a private redis-server kept in `server`.
+idem::ConnectionOptions serverOrPrivate(const Global& g, std::unique_ptr<idem::LocalServer>& server,
+                                        const char* command);
 std::string whoAmI();
 // Who an operator action is recorded as: --by, or else user@host (idemctl). An empty or blank
 // --by, or one with control characters, is a usage error: the audit trail must name someone.

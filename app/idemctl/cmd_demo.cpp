@@ -41,7 +41,7 @@ int cmdDemo(const std::vector<std::string>& argv, const std::string& self)
     Args args(argv, {"--ids", "--duplicates"}, {});
     if (args.flag("--help")) {
         std::puts("usage: idemctl demo [--ids N] [--duplicates D] [--url URL]\n\nStarts a private "
-                  "redis-server (unless --url or IDEM_URL names one), then delivers each of N\norders D "
+                  "redis-server (unless --url names one; never IDEM_URL's), then delivers each of N\norders D "
                   "times at once, every delivery a separate `idemctl run` process whose command\n"
                   "'charges' the order. Prints who ran and who replayed, and counts the charges.");
         return Ok;
@@ -53,7 +53,7 @@ int cmdDemo(const std::vector<std::string>& argv, const std::string& self)
     std::unique_ptr<idem::LocalServer> server;
     std::string url = g.url;
     std::string work;
-    if (!g.urlGiven) {
+    if (!writesToGivenServer(g, "demo")) {
         server = std::make_unique<idem::LocalServer>();
         url = server->url();
         work = server->dir();
@@ -68,9 +68,9 @@ int cmdDemo(const std::vector<std::string>& argv, const std::string& self)
     }
     const std::string ns = "idem-demo-" + idem::newToken().substr(0, 8);
     const std::string ledger = work + "/charges.log";
-    std::printf("firing %d orders x %d duplicate deliveries = %d concurrent `idemctl run` processes "
+    std::printf("firing %d order%s x %d duplicate deliveries = %d concurrent `idemctl run` processes "
                 "(namespace %s)\n\n",
-                ids, dups, ids * dups, ns.c_str());
+                ids, ids == 1 ? "" : "s", dups, ids * dups, ns.c_str());
 
     // The business effect: append to a ledger, take a moment, print a receipt.
     const std::string script = "echo \"$1\" >> \"$2\"; sleep 0.3; echo \"charged $1 (delivery $IDEM_DEMO_DELIVERY)\"";

@@ -20,7 +20,7 @@ const char* kRaceHelp = R"(usage: idemctl race [--strategy naive|setnx|watch|lua
                    [--forced-interleaving] [--json] [--trace]
 
 Fires N synthetic events, each delivered D times, at W concurrent workers through each strategy,
-on a real Redis (a private redis-server unless --url or IDEM_URL names one), and counts what
+on a real Redis (a private redis-server unless --url names one; never IDEM_URL's), and counts what
 happened from an independent ledger: executions, double executions, fenced effects, lost events.
   naive   GET then SET            setnx  SET NX PX only, no states
   watch   WATCH/GET/MULTI/EXEC    lua    idem's state machine with fencing numbers
@@ -68,11 +68,11 @@ int cmdRace(const std::vector<std::string>& argv)
 
     Global g = redisGlobalFrom(args);
     std::unique_ptr<idem::LocalServer> server;
-    const idem::ConnectionOptions conn = serverOrPrivate(g, server);
+    const idem::ConnectionOptions conn = serverOrPrivate(g, server, "race");
     w.keyNamespace = g.keyNamespace == "idempotency" ? "racelab" : g.keyNamespace;
 
     idem::Connection(conn).connect(); // a clear error before any output
-    if (g.urlGiven) // said before anything is written there (the demo says it too)
+    if (server == nullptr) // said before anything is written there (the demo says it too)
         std::fprintf(stderr, "idemctl race: writing to %s, under %s: (each key expires within 10 minutes)\n",
                      conn.describe().c_str(), w.keyNamespace.c_str());
     const bool json = args.flag("--json");

@@ -50,9 +50,9 @@ int cmdReplay(const std::vector<std::string>& argv)
 
     Global g = redisGlobalFrom(args);
     std::unique_ptr<idem::LocalServer> server;
-    const idem::ConnectionOptions conn = serverOrPrivate(g, server);
+    const idem::ConnectionOptions conn = serverOrPrivate(g, server, "replay");
     o.keyNamespace = g.keyNamespace == "idempotency" ? "replay" : g.keyNamespace;
-    if (g.urlGiven) // said before anything is written there
+    if (server == nullptr) // said before anything is written there
         std::fprintf(stderr, "idemctl replay: writing to %s, under %s:\n", conn.describe().c_str(),
                      o.keyNamespace.c_str());
     const auto r = idem::replay(conn, events, o);

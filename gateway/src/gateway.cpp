@@ -421,8 +421,9 @@ void Gateway::drain(Millis timeout)
 {
     if (std::exchange(m_draining, true))
         return;
-    qCInfo(lcGateway) << "draining:" << m_inFlight << "requests under way," << (m_server ? m_server->connections() : 0)
-                      << "connections";
+    const std::size_t open = m_server ? m_server->connections() : 0;
+    qCInfo(lcGateway) << "draining:" << m_inFlight << (m_inFlight == 1 ? "request under way," : "requests under way,")
+                      << open << (open == 1 ? "connection" : "connections");
     if (m_server) {
         m_server->closed = [this] { checkDrained(); };
         m_server->drain();
