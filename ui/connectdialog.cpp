@@ -294,6 +294,12 @@ void ConnectDialog::dropFilledPassword()
     m_keepTickedByFill = false;
 }
 
+ConnectDialog::~ConnectDialog()
+{
+    for (QObject* child : findChildren<QObject*>())
+        QObject::disconnect(child, nullptr, this, nullptr);
+}
+
 ConnectionSettings ConnectDialog::settings() const
 {
     ConnectionSettings s;

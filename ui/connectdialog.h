@@ -27,6 +27,9 @@ class ConnectDialog : public QDialog {
     Q_OBJECT
 public:
     ConnectDialog(CredentialStore* credentials, QWidget* parent = nullptr);
+    // QDialog's destructor hides the dialog, and the URL field losing focus then says
+    // editingFinished: no field's signal reaches this half-destroyed dialog's slots
+    ~ConnectDialog() override;
     ConnectionSettings settings() const;
     bool rememberPassword() const;
     // The settings in use (the password too: the one that was refused, or none).
