@@ -146,6 +146,19 @@ private slots:
         QVERIFY(!single.needsTypedCount());
         QTest::keyClicks(single.findChild<QLineEdit*>(u"reason"_s), u"cleanup"_s);
         QVERIFY(single.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->isEnabled());
+
+        // force-fail of another library's lock: no failure is kept for it, so "Terminal" is not offered
+        request.kind = ConfirmDialog::Kind::ForceFail;
+        request.byState = {{u"STARTED"_s, 1}};
+        request.byFormat = {{u"powertools"_s, 1}};
+        ConfirmDialog foreign(request);
+        QVERIFY(!foreign.findChild<QCheckBox*>(u"terminal"_s)->isEnabled());
+        QVERIFY2(foreign.summary().contains(u"another library's record, released"_s), qPrintable(foreign.summary()));
+        QVERIFY(!foreign.summary().contains(u"becomes FAILED"_s));
+        request.byFormat = {{u"idem"_s, 1}};
+        ConfirmDialog own(request);
+        QVERIFY(own.findChild<QCheckBox*>(u"terminal"_s)->isEnabled());
+        QVERIFY(!own.summary().contains(u"Another library"_s));
     }
 
     // Another library's records beside idem's: read as that library means them, named in the

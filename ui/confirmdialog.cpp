@@ -47,16 +47,22 @@ ConfirmDialog::ConfirmDialog(const Request& request, QWidget* parent) : QDialog(
         sample += tr(" … and %1 more").arg(request.keys - request.sample.size());
     add(tr("Keys: %1").arg(sample), u"sample"_s);
     add(tr("By state: %1.\nWritten by: %2.").arg(counts(request.byState), counts(request.byFormat)), u"counts"_s);
-    if (forceFail)
+    const bool idemRecords = request.byFormat.contains(u"idem"_s);
+    const bool foreignFormats =
+        request.byFormat.size() > 1 || (request.byFormat.size() == 1 && !idemRecords);
+    const QString released = tr("released: deleted if unchanged, as that library does when its handler fails, so "
+                                "its next call runs.");
+    if (forceFail && !foreignFormats)
+        add(tr("Each record becomes FAILED; its owner's late completion will be refused."), u"effect"_s);
+    else if (forceFail && !idemRecords)
+        add(tr("Each is another library's record, ") + released, u"effect"_s);
+    else if (forceFail)
         add(tr("Each of idem's records becomes FAILED; its owner's late completion will be refused. Another "
-               "library's record is released instead: deleted if unchanged, as that library does when its handler "
-               "fails, so its next call runs."),
+               "library's record is ") + released,
             u"effect"_s);
     else
         add(tr("Each is deleted with UNLINK, but only if it is unchanged since it was read; its id can run again."),
             u"effect"_s);
-    const bool foreignFormats =
-        request.byFormat.size() > 1 || (request.byFormat.size() == 1 && !request.byFormat.contains(u"idem"_s));
     if (foreignFormats)
         add(tr("idem never writes its own fields into another library's record."), u"foreignFormats"_s);
     if (request.leftOut > 0)
@@ -86,6 +92,14 @@ ConfirmDialog::ConfirmDialog(const Request& request, QWidget* parent) : QDialog(
     if (forceFail) {
         m_terminal = new QCheckBox(tr("Terminal: duplicates get the failure back instead of running again"), this);
         m_terminal->setObjectName(u"terminal"_s);
+        // only idem's records keep a failure: another library's would be left as it is
+        if (!idemRecords) {
+            m_terminal->setEnabled(false);
+            m_terminal->setToolTip(tr("No idem record is selected: another library's record keeps no failure, it "
+                                      "is released"));
+        } else if (foreignFormats) {
+            m_terminal->setToolTip(tr("For idem's records; with it, other libraries' records are left as they are"));
+        }
         form->addRow(QString(), m_terminal);
     }
     if (request.keys > 1) { // a bulk action: its size typed, not just clicked through

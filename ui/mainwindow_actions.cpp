@@ -67,7 +67,7 @@ void MainWindow::updateActions()
     m_readOnlyAction->setText(lock.isEmpty() ? tr("&Read-only") : tr("&Read-only (locked)"));
     m_readOnlyAction->setToolTip(lock.isEmpty() ? tr("Switch force-fail and purge off for this session")
                                                 : tr("Read-only: %1").arg(lock));
-    m_modeLabel->setText(readOnly ? u"🔒 "_s + why : QString());
+    m_modeLabel->setText(readOnly ? why : QString()); // (no emoji: a desktop without such a font shows a box)
     const int r = m_inspector->key().isEmpty() ? -1 : m_model->rowOfKey(m_inspector->key());
     const bool failable = r >= 0 && (m_model->row(r).state == idem::RecordState::Started ||
                                      m_model->row(r).state == idem::RecordState::Failed);

@@ -97,7 +97,7 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
     const QCommandLineOption pattern(u"pattern"_s, u"SCAN MATCH pattern (default: NAMESPACE:*)"_s, u"GLOB"_s);
     const QCommandLineOption format(u"format"_s,
                                     u"Read every key as this library's records: idem, powertools, powertools-python, "
-                                    "node-idempotency, express-idempotency, idempotent-request, camel, json, plain "
+                                    "powertools-java, node-idempotency, express-idempotency, idempotent-request, camel, json, plain "
                                     "(default: each key's own)"_s,
                                     u"NAME"_s);
     const QCommandLineOption table(u"table"_s,
@@ -135,8 +135,8 @@ int parseCommandLine(const QCoreApplication& app, CommandLine& cl)
     options.connection.format = parser.value(format);
     if (const auto f = idem::formatFromString(options.connection.format.toStdString());
         parser.isSet(format) && (!f || !idem::isRedisFormat(*f))) {
-        std::fprintf(stderr, "idem-console: --format must be idem, powertools, powertools-python, node-idempotency, "
-                             "express-idempotency, idempotent-request, camel, json or plain\n");
+        std::fprintf(stderr, "idem-console: --format must be idem, powertools, powertools-python, powertools-java, "
+                             "node-idempotency, express-idempotency, idempotent-request, camel, json or plain\n");
         return 64;
     }
     options.connection.table = parser.value(table).trimmed();

@@ -284,7 +284,9 @@ void ListTable::add(const idem::Record& r)
     row.ttl = redis && r.ttlMs == -1 ? "none!"
               : !redis && r.ttlMs < 0 ? "-"
                                       : idem::formatDuration(idem::Millis(r.ttlMs));
-    row.note = printable(r.stale ? r.staleWhy : r.reason, 60);
+    // the last column: cut to fit a terminal, whole into a pipe or a file
+    static const std::size_t noteWidth = ::isatty(STDOUT_FILENO) ? 60 : std::string::npos;
+    row.note = printable(r.stale ? r.staleWhy : r.reason, noteWidth);
     if (m_measured)
         return print(row);
     m_held.push_back(std::move(row));

@@ -151,8 +151,10 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
     opt("lease_until_ms", r.leaseUntilMs);
     opt("finished_ms", r.finishedMs);
     j["owner"] = r.owner;
-    j["fence"] = r.fence;
-    j["attempt"] = r.attempt;
+    // idem's own counters; another library's record has neither (null, not a fence 0)
+    const bool idemRecord = r.format == idem::RecordFormat::Native;
+    j["fence"] = idemRecord ? json(r.fence) : json(nullptr);
+    j["attempt"] = idemRecord ? json(r.attempt) : json(nullptr);
     j["fingerprint"] = r.fingerprint;
     j["response"] = r.response ? json(*r.response) : json(nullptr);
     if (r.response)
@@ -289,7 +291,7 @@ int cmdForceFail(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--reason", "--by", "--key", "--key-base64", "--table", "--lock-timeout"}, {"--terminal", "--live"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--by WHO]\n"
+        std::puts("usage: idemctl force-fail ID [--reason R] [--terminal] [--live] [--by WHO]\n"
                   "       idemctl force-fail --key KEY | --key-base64 B64 [--reason R] [--terminal] [--live] [--by WHO]\n\nMarks a "
                   "STARTED or FAILED record FAILED without its owner's token: the owner's\nlate complete gets "
                   "'lease lost'. Retryable (default): the next delivery runs again;\n--terminal: "
@@ -480,7 +482,12 @@ int cmdPurge(const std::vector<std::string>& argv)
         std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", t.key.c_str(), r.reason.c_str());
         return Refused;
     }
-    std::printf("purged %s (was %s)\n", t.key.c_str(), r.previousState.c_str());
+    // what was read, as read ("COMPLETED powertools"), rather than the key's type ("string")
+    if (seen && seen->format != idem::RecordFormat::Native)
+        std::printf("purged %s (was %s %s)\n", t.key.c_str(), std::string(idem::nameOf(seen->format)).c_str(),
+                    std::string(idem::nameOf(seen->state)).c_str());
+    else
+        std::printf("purged %s (was %s)\n", t.key.c_str(), r.previousState.c_str());
     return Ok;
 }
 

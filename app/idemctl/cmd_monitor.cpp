@@ -14,6 +14,14 @@ namespace idemctl {
 
 namespace {
 
+// Nothing under the namespace: another library's keys are elsewhere, and read only when named
+void hintPattern(const Global& g)
+{
+    std::fprintf(stderr, "(only %s:{ID} keys are read; other libraries' keys, such as Powertools' or "
+                         "node-idempotency's: --pattern GLOB, e.g. --pattern '*')\n",
+                 g.keyNamespace.c_str());
+}
+
 struct Scan {
     Global g;
     idem::Scanner scanner;
@@ -148,6 +156,8 @@ int cmdList(const std::vector<std::string>& argv)
         table->flush();
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
+    if (n == 0 && !args.value("--pattern"))
+        hintPattern(globalFrom(args));
     return Ok;
 }
 
@@ -155,10 +165,11 @@ int cmdStats(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from", "--table"}, {"--json"});
     if (args.flag("--help")) {
-        std::puts("usage: idemctl stats [--pattern GLOB] [--read-from primary|replica] [--json]\n\nCounts the records by state: total, "
+        std::puts("usage: idemctl stats [--pattern GLOB] [--stale-after DUR] [--writer-ttl DUR] [--read-from primary|replica]\n"
+                  "                    [--json]\n\nCounts the records by state: total, "
                   "started (stale and no-lease ones included), stale,\nblocked (no lease: only the TTL ends "
                   "them), completed, failed, expired, malformed, foreign,\nunknown, and no_ttl (keys that "
-                  "never expire).");
+                  "never expire). --stale-after and --writer-ttl as for list.");
         return Ok;
     }
     if (!args.positional().empty())
@@ -180,6 +191,8 @@ int cmdStats(const std::vector<std::string>& argv)
                             {"unknown", s.unknown}, {"no_ttl", s.noTtl}};
         std::printf("%s\n", j.dump().c_str());
     } else {
+        if (s.total == 0 && !args.value("--pattern"))
+            hintPattern(globalFrom(args));
         std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
                     "expired    %zu\nmalformed  %zu\nforeign    %zu\nunknown    %zu\nno TTL     %zu\n",
                     s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired, s.malformed, s.foreign,
@@ -289,7 +302,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     }, [](int) {}); // a key read twice is unlinked once: the guard finds it gone
     flush();
     if (!json && act && shown > 10)
-        std::printf("(the first 10 keys are shown; %zu more)\n", shown - 10);
+        std::printf("(the first 10 keys are shown; %zu more: `idemctl audit --since 10m` lists every one, or "
+                    "--json)\n", shown - 10);
     std::string kept;
     if (keptLive)
         kept += ", kept " + std::to_string(keptLive) + " live lock(s)";
@@ -300,6 +314,10 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     std::string formats;
     for (const auto& [name, n] : byFormat)
         formats += (formats.empty() ? "" : ", ") + name + " " + std::to_string(n);
+    if (!act && matched == 0) {
+        std::fprintf(stderr, "no key matches%s; nothing to purge\n", kept.c_str());
+        return Ok;
+    }
     if (!act) {
         std::fprintf(stderr, "%zu key(s) match (%s; formats: %s)%s; nothing removed%s\n", matched,
                      byState.summary().c_str(), formats.empty() ? "none" : formats.c_str(), kept.c_str(),

@@ -25,7 +25,9 @@ int cmdReplay(const std::vector<std::string>& argv)
                   "at X times the logged pace (0: as fast as possible), each event delivered D times, shifted\n"
                   "by up to DUR, consumers dying after acquiring at rate R. --via-stream publishes to a Redis\n"
                   "Stream read by a consumer group; what a dead consumer left pending is taken over with\n"
-                  "XAUTOCLAIM. Prints how many events executed, how many twice, how many were lost.");
+                  "XAUTOCLAIM. Prints how many events executed, how many twice, how many were lost; its\n"
+                  "deliveries count every attempt, so a delivery that found its event in progress and came\n"
+                  "back later, or one a dead consumer left, counts again (more than events x D).");
         return Ok;
     }
     if (args.positional().size() != 1)

@@ -71,8 +71,8 @@ global options:
   --sentinel-password PW  the sentinels' own password
   --namespace NAME   key namespace (default: idempotency); records live at NAME:{ID}
   --format NAME      read every key as this library's records (default: each key's own):
-                     idem, powertools, powertools-python, node-idempotency, express-idempotency,
-                     idempotent-request, camel, json, plain
+                     idem, powertools, powertools-python, powertools-java, node-idempotency,
+                     express-idempotency, idempotent-request, camel, json, plain
   --help             help for idemctl or for a command
 
 exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;
