@@ -157,7 +157,7 @@ int cmdList(const std::vector<std::string>& argv)
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
     if (n == 0 && !args.value("--pattern"))
-        hintPattern(globalFrom(args));
+        hintPattern(scan.g);
     return Ok;
 }
 
@@ -192,7 +192,7 @@ int cmdStats(const std::vector<std::string>& argv)
         std::printf("%s\n", j.dump().c_str());
     } else {
         if (s.total == 0 && !args.value("--pattern"))
-            hintPattern(globalFrom(args));
+            hintPattern(scan.g);
         std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
                     "expired    %zu\nmalformed  %zu\nforeign    %zu\nunknown    %zu\nno TTL     %zu\n",
                     s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired, s.malformed, s.foreign,
