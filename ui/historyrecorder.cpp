@@ -62,9 +62,7 @@ void HistoryRecorder::open(const QString& directory, const QString& keyNamespace
 {
     close();
     m_namespace = keyNamespace;
-    m_index = idem::HistoryIndex(m_limits);
-    m_seenIn.clear();
-    m_cursor = {};
+    forget();
     m_failed = false;
     try {
         m_log = std::make_unique<idem::HistoryLog>(QDir::toNativeSeparators(directory).toStdString(), m_limits);
@@ -91,10 +89,15 @@ void HistoryRecorder::close()
 void HistoryRecorder::closeAndForget()
 {
     close();
+    forget();
+    Q_EMIT extentChanged(0, 0, 0);
+}
+
+void HistoryRecorder::forget()
+{
     m_index = idem::HistoryIndex(m_limits);
     m_seenIn.clear();
     m_cursor = {};
-    Q_EMIT extentChanged(0, 0, 0);
 }
 
 void HistoryRecorder::record(idem::Transition t)

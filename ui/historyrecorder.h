@@ -81,6 +81,7 @@ Q_SIGNALS:
     void failed(const QString& error); // writing stopped (disk full, permissions): said once
 
 private:
+    void forget(); // the index, what each key was last seen in, where the rewound table stands
     void record(idem::Transition t);
 
     idem::HistoryLimits m_limits;
