@@ -422,6 +422,54 @@ private slots:
         QVERIFY(idem::fieldDoc(RecordFormat::Powertools, "expiration"));
         QCOMPARE(idem::fieldDoc(RecordFormat::Powertools, "expiration")->time, idem::FieldTime::Seconds);
     }
+
+    // Outside idem's key shape a status word is no signature: job trackers, caches and Celery keep
+    // one. A COMPLETED or FAILED there is another program's value (unknown, its word shown), never
+    // a record for a purge by state; an in-progress word is read as a lock, which protects it.
+    void aStatusWordAloneIsNoSignature()
+    {
+        auto r = read("jobs:42", "{\"status\":\"FAILED\",\"error\":\"timeout\"}");
+        QCOMPARE(r.state, RecordState::Unknown);
+        QCOMPARE(r.format, RecordFormat::Unknown);
+        QCOMPARE(r.rawStatus, std::string("FAILED"));
+        QVERIFY2(r.reason.find("--format json") != std::string::npos, r.reason.c_str());
+        QVERIFY(!idem::mayBeLiveLock(r));
+        r = read("jobs:43", "{\"status\":\"completed\",\"response\":\"ok\"}");
+        QCOMPARE(r.state, RecordState::Unknown);
+        r = read("jobs:44", "FAILED\n");
+        QCOMPARE(r.state, RecordState::Unknown);
+        QCOMPARE(r.rawStatus, std::string("FAILED"));
+        QVERIFY2(r.reason.find("--format plain") != std::string::npos, r.reason.c_str());
+        // in progress: a lock, whoever wrote it
+        r = read("jobs:45", "{\"status\":\"PROCESSING\"}");
+        QCOMPARE(r.state, RecordState::Started);
+        QCOMPARE(r.format, RecordFormat::StatusJson);
+        QVERIFY(idem::mayBeLiveLock(r));
+        r = read("jobs:46", "PROCESSING");
+        QCOMPARE(r.state, RecordState::Started);
+        QCOMPARE(r.format, RecordFormat::Plain);
+        // words no profile has, which still say someone is at work: unknown, and a live lock
+        for (const char* v : {"{\"status\":\"RUNNING\"}", "{\"state\":\"working\"}", "BUSY", " held "}) {
+            r = read("jobs:47", v);
+            QCOMPARE(r.state, RecordState::Unknown);
+            QVERIFY2(idem::mayBeLiveLock(r), v);
+        }
+        r = read("session:9", "opaque"); // a word that is no status is not shown as one
+        QVERIFY(r.rawStatus.empty());
+        QVERIFY(!idem::mayBeLiveLock(r));
+        // at idem's key shape, or when the operator says so, they are hand-written records
+        r = read("idempotency:{42}", "{\"status\":\"FAILED\"}");
+        QCOMPARE(r.state, RecordState::Failed);
+        QCOMPARE(r.format, RecordFormat::StatusJson);
+        idem::DecodeOptions o;
+        o.format = RecordFormat::StatusJson;
+        r = read("jobs:42", "{\"status\":\"FAILED\"}", 30'000, o);
+        QCOMPARE(r.state, RecordState::Failed);
+        o.format = RecordFormat::Plain;
+        r = read("jobs:44", "FAILED", 30'000, o);
+        QCOMPARE(r.state, RecordState::Failed);
+        QCOMPARE(r.format, RecordFormat::Plain);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestFormats)

@@ -323,6 +323,54 @@ private slots:
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", rq + "f1", rq + "s1"}).get()), 1);
     }
 
+    // The same for strings: a job tracker's JSON or a cache's status word outside idem's key shape
+    // is unknown with its word, never FAILED to a bulk purge; one that says in progress is a lock
+    void otherProgramsStatusStrings()
+    {
+        const std::string ns = idemtest::uniqueNamespace("guardjs");
+        const std::string job = ns + "-jobs:";
+        idem::Connection c(idemtest::sharedRedis());
+        c.checked({"SET", job + "f1", R"({"status":"FAILED","error":"smtp timeout","attempts":3})"});
+        c.checked({"SET", job + "d1", R"({"status":"COMPLETED","result":42})"});
+        c.checked({"SET", job + "w1", "FAILED"});
+        c.checked({"SET", job + "r1", R"({"status":"RUNNING","worker":"w-2"})"});
+        c.checked({"SET", ns + ":{hw}", R"({"status":"FAILED","error":"card declined"})"}); // hand-written
+        const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                               QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        const auto run = [&](const QStringList& args) { return idemtest::runIdemctl(g + args); };
+        const QString all = QString::fromStdString(ns + "*"), jobs = QString::fromStdString(job + "*");
+        const auto states = [&](const QStringList& args) {
+            std::map<std::string, QString> out;
+            for (const QByteArray& line : run(args).out.split('\n'))
+                if (const auto o = QJsonDocument::fromJson(line).object(); !o.isEmpty())
+                    out[o.value(QStringLiteral("key")).toString().toStdString()] =
+                        o.value(QStringLiteral("state")).toString() + u' ' +
+                        o.value(QStringLiteral("status_as_written")).toString();
+            return out;
+        };
+        const auto listed = states({QStringLiteral("list"), QStringLiteral("--pattern"), all, QStringLiteral("--json")});
+        QCOMPARE(listed, (std::map<std::string, QString>{{job + "f1", QStringLiteral("UNKNOWN FAILED")},
+                                                         {job + "d1", QStringLiteral("UNKNOWN COMPLETED")},
+                                                         {job + "w1", QStringLiteral("UNKNOWN FAILED")},
+                                                         {job + "r1", QStringLiteral("UNKNOWN RUNNING")},
+                                                         {ns + ":{hw}", QStringLiteral("FAILED ")}}));
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--yes"), QStringLiteral("--state"), QStringLiteral("failed"),
+                      QStringLiteral("--pattern"), all})
+                     .exitCode,
+                 0);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", job + "f1", job + "d1", job + "w1", job + "r1"}).get()), 4);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{hw}"}).get()), 0);
+        // an operator who says they are hand-written records reads them so
+        const auto asJson = states({QStringLiteral("--format"), QStringLiteral("json"), QStringLiteral("list"),
+                                    QStringLiteral("--state"), QStringLiteral("failed"), QStringLiteral("--pattern"), jobs,
+                                    QStringLiteral("--json")});
+        QVERIFY(asJson.count(job + "f1"));
+        // by key: the failed job goes, the running one is a live lock
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(job + "f1")}).exitCode, 0);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(job + "r1")}).exitCode, 1);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", job + "f1", job + "r1"}).get()), 1);
+    }
+
     // A purge by id of a record that was not there takes nothing: a lock acquired between the read
     // and the purge (here: held back by CLIENT PAUSE WRITE, which lets reads through) stays
     void purgeOfAnAbsentRecordTakesNothing()

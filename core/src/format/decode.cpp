@@ -5,6 +5,7 @@
 #include "idem/hash.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace idem {
 
@@ -143,6 +144,48 @@ using namespace format;
 
 namespace {
 
+bool terminalWord(std::string_view word)
+{
+    std::string upper(word);
+    for (char& c : upper)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return upper == "COMPLETED" || upper == "FAILED";
+}
+
+// A string no profile reads. A status it says is its writer's word, as a hash's is: shown, and an
+// in-progress one protects it from a purge without --live (mayBeLiveLock); a FAILED one is no
+// FAILED record. Outside idem's key shape a COMPLETED or FAILED status is such a word too, and
+// the note says how to read it as a hand-written record.
+Record unknownString(const Input& x)
+{
+    Record r = make(RecordFormat::Unknown, RecordState::Unknown);
+    const json::Object* j = x.object;
+    std::string_view word;
+    if (j && !j->error.empty()) {
+        r.reason = j->error;
+        return r;
+    }
+    if (j) {
+        const std::string* status = j->string("status");
+        status = status ? status : j->string("state");
+        word = status ? std::string_view(*status) : std::string_view();
+        r.reason = "a JSON object no known library writes" + (status ? ", status " + quoted(*status) : std::string());
+    } else {
+        word = x.in.value;
+        while (!word.empty() && std::isspace(static_cast<unsigned char>(word.back())))
+            word.remove_suffix(1);
+        while (!word.empty() && std::isspace(static_cast<unsigned char>(word.front())))
+            word.remove_prefix(1);
+        r.reason = "a string no known library writes: " + quoted(x.in.value);
+    }
+    if (inProgressWord(word) || terminalWord(word))
+        r.rawStatus = std::string(word);
+    if (terminalWord(word))
+        r.reason += j ? " (a hand-written idempotency record? --format json reads it as one)"
+                      : " (a hand-written status word? --format plain reads it as one)";
+    return r;
+}
+
 bool startsJsonObject(std::string_view v)
 {
     std::size_t i = 0;
@@ -229,13 +272,7 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         r.reason = "a hash no known library writes" + (hashStatus.empty() ? "" : ", status " + quoted(hashStatus));
         r.rawStatus = hashStatus;
     } else if (in.type == "string") {
-        r = make(RecordFormat::Unknown, RecordState::Unknown);
-        if (x.object && !x.object->error.empty())
-            r.reason = x.object->error;
-        else if (x.object)
-            r.reason = "a JSON object no known library writes";
-        else
-            r.reason = "a string no known library writes: " + quoted(in.value);
+        r = unknownString(x);
     } else {
         r = foreign(RecordFormat::Unknown, "a " + in.type + ": not a record of any known library");
     }

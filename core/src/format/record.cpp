@@ -70,9 +70,9 @@ bool inProgressWord(std::string_view word)
     for (char c : word)
         if (c != '_' && c != '-' && c != ' ')
             w += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    static constexpr std::array<std::string_view, 13> words = {
-        "STARTED", "STARTING", "INPROGRESS", "PENDING", "PROCESSING", "RUNNING", "LOCKED",
-        "ACQUIRED", "RESERVED", "EXECUTING", "INFLIGHT", "ACTIVE", "CLAIMED"};
+    static constexpr std::array<std::string_view, 18> words = {
+        "STARTED", "STARTING", "INPROGRESS", "PENDING",  "PROCESSING", "RUNNING", "LOCKED", "ACQUIRED", "RESERVED",
+        "EXECUTING", "INFLIGHT", "ACTIVE",   "CLAIMED", "WORKING",    "BUSY",    "HELD",   "LEASED",   "ONGOING"};
     return std::find(words.begin(), words.end(), w) != words.end();
 }
 

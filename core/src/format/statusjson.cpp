@@ -2,7 +2,10 @@
 // a "status" of STARTED / PENDING / PROCESSING / IN_PROGRESS, COMPLETED or FAILED, and optionally
 // started_at, lock_expiry (the lease), completed_at, response or response_body, error, owner:
 // epoch seconds, milliseconds or ISO 8601. And plain status words ("PROCESSING"). Both are read at
-// idem's own <namespace>:{<id>} keys, and a JSON string elsewhere when the value says so.
+// idem's own <namespace>:{<id>} keys and under --format json. Elsewhere a status word is no
+// signature (job trackers, caches and Celery's results keep one too): a value there is read as
+// such a record only while it says in progress, which protects it as a lock; a COMPLETED or FAILED
+// one is another program's value (unknown), never a record for a purge by state to take.
 #include "format/profile.h"
 
 #include <algorithm>
@@ -107,7 +110,7 @@ std::optional<Record> decodeJson(const Input& x, bool claimed)
         return claimed ? std::optional(malformed(f, j.error)) : std::nullopt;
     const std::string* status = j.string("status");
     const auto st = status ? stateOf(*status) : std::nullopt;
-    if (!st && !claimed)
+    if (!claimed && st != RecordState::Started)
         return std::nullopt;
     Record r = make(f, st.value_or(RecordState::Malformed));
     addMembers(r, x);
@@ -177,7 +180,8 @@ std::optional<Record> decodePlain(const Input& x, bool claimed)
         word.remove_prefix(1);
     while (!word.empty() && std::isspace(static_cast<unsigned char>(word.back())))
         word.remove_suffix(1);
-    if (const auto st = word.size() <= 16 ? stateOf(word) : std::nullopt) {
+    const auto st = word.size() <= 16 ? stateOf(word) : std::nullopt;
+    if (st && (claimed || *st == RecordState::Started)) {
         Record r = make(RecordFormat::Plain, *st);
         r.rawStatus = std::string(word);
         if (*st == RecordState::Started)
