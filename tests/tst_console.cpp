@@ -211,6 +211,70 @@ private slots:
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{not-a-record}"}).get()), std::int64_t(1));
     }
 
+    // Powertools for Java's hashes, whose field names carry their key: a row keeps only the guard's
+    // digest of what the scan read, and the purge compares those same fields. A record renewed
+    // after it was read stays.
+    void powertoolsJavaRecordsPurged()
+    {
+        idem::Connection c(idemtest::sharedRedis());
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        const std::string expires = std::to_string(now / 1000 + 3600);
+        const auto write = [&](const char* id, std::string_view status, qint64 inProgressUntil) {
+            // as RedisPersistenceStore writes it: HSET of the key-named fields, then EXPIREAT
+            const std::string key = "{" + ns + ":id:orders.Handler#" + id + "}";
+            const std::string until = std::to_string(inProgressUntil);
+            c.checked({"HSET", key, key + ":status", status, key + ":expiration", expires, key + ":validation",
+                       "9e107d9d"});
+            if (status == "COMPLETED")
+                c.checked({"HSET", key, key + ":data", "{\"orderId\":7}"});
+            else
+                c.checked({"HSET", key, key + ":in-progress-expiration", until});
+            c.checked({"EXPIREAT", key, expires});
+            return key;
+        };
+        const std::string done = write("done", "COMPLETED", 0);
+        const std::string stale = write("stale", "INPROGRESS", now - 60'000);
+        const std::string renewed = write("renewed", "INPROGRESS", now - 60'000);
+        MainWindow::Options o = options();
+        o.connection.pattern = QString::fromStdString("{" + ns + ":id:*");
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(w.model()->rowCount(), 3);
+        for (const std::string& key : {done, stale, renewed})
+            QCOMPARE(w.model()->row(w.model()->rowOfKey(QString::fromStdString(key))).format,
+                     idem::RecordFormat::PowertoolsJava);
+        QCOMPARE(w.model()->row(w.model()->rowOfKey(QString::fromStdString(done))).state, idem::RecordState::Completed);
+
+        // its owner renews the lock after the console read it: what the operator saw is gone
+        const KeyRow seen = w.model()->row(w.model()->rowOfKey(QString::fromStdString(renewed)));
+        c.checked({"HSET", renewed, renewed + ":in-progress-expiration", std::to_string(now + 600'000)});
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Monitor monitor(c, mo);
+        QVERIFY(!monitor.unlinkIfUnchanged(seen.toGuardRecord(), idem::Actor{"tester", "renewed meanwhile"}));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", renewed}).get()), std::int64_t(1));
+
+        // the completed record and the stale lock, purged through the confirmation
+        w.table()->clearSelection();
+        for (const std::string& key : {done, stale}) {
+            const int row = w.model()->rowOfKey(QString::fromStdString(key));
+            const QModelIndex i = w.proxy()->mapFromSource(w.model()->index(row, 0));
+            w.table()->selectionModel()->select(i, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        }
+        QString summary;
+        answerConfirmation(&summary, u"its lambda was redeployed"_s);
+        w.purgeSelected();
+        QVERIFY2(summary.contains(u"2 keys"_s), qPrintable(summary));
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 2);
+        QVERIFY2(w.actionNote().contains(u"purge: 2 of 2 key(s) changed"_s), qPrintable(w.actionNote()));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", done, stale}).get()), std::int64_t(0));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", renewed}).get()), std::int64_t(1));
+    }
+
     // Another program's hash with a status word of its own (an RQ job that failed) is no FAILED
     // record: unknown, with its word, in the table and the counters alike, and "Purge all filtered"
     // leaves it whichever filter shows it
