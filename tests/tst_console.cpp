@@ -404,14 +404,20 @@ private slots:
     // The inspector is read again after each action, and cleared when the filter hides its row
     void inspectorFollowsActionsAndTheFilter()
     {
+        idem::Connection(idemtest::sharedRedis()).checked({"SET", ns + ":{plain-lock}", "PROCESSING", "EX", "600"});
         MainWindow w(options());
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
         QSignalSpy actions(&w, &MainWindow::actionCompleted);
         QSignalSpy inspected(&w, &MainWindow::inspected);
         w.show();
         QVERIFY(scans.wait(10000));
+        // a status word alone has no fields: no header over nothing
+        selectKey(w, recordKey("plain-lock"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(u"PROCESSING"_s), 5000);
+        QVERIFY2(!w.inspector()->toPlainText().contains(u"all fields"_s), qPrintable(w.inspector()->toPlainText()));
         selectKey(w, recordKey("stuck-1"));
         QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(u"stale"_s), 5000);
+        QVERIFY(w.inspector()->toPlainText().contains(u"all fields"_s));
         QVERIFY(w.inspectorPanel()->forceFailButton()->isEnabled());
 
         // force-fail from the inspector's own button: one key, a reason is enough
