@@ -355,9 +355,9 @@ private slots:
             w.setReadOnly(false);          // even called directly: refused
             QVERIFY(w.isReadOnly());
             QVERIFY(w.readOnlyAction()->isChecked());
+            w.table()->selectAll(); // (with nothing selected, purge is off whatever else holds)
             for (QAction* a : {w.purgeAction(), w.forceFailAction(), w.purgeAllAction(), w.forceFailAllAction()})
                 QVERIFY(!a->isEnabled());
-            w.table()->selectAll();
             w.purgeSelected(); // refused, no dialog
             QVERIFY(!QApplication::activeModalWidget());
             QCOMPARE(w.model()->rowCount(), 7);
@@ -372,6 +372,8 @@ private slots:
             QVERIFY(scans.wait(10000));
             QVERIFY(!w.isReadOnly());
             QVERIFY(w.readOnlyAction()->isEnabled());
+            w.table()->selectAll();
+            QVERIFY(w.purgeAction()->isEnabled());
             w.readOnlyAction()->trigger(); // switched on by hand
             QVERIFY(w.isReadOnly());
             QVERIFY(!w.purgeAction()->isEnabled());
@@ -381,7 +383,30 @@ private slots:
         w.show();
         QVERIFY(scans.wait(10000));
         QVERIFY(!w.isReadOnly()); // not kept from the last session
+        w.table()->selectAll();
         QVERIFY(w.purgeAction()->isEnabled());
+    }
+
+    // "Purge selected" is off while nothing is selected, and says why; on again with a selection
+    void purgeSelectedWantsASelection()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QVERIFY(w.purgeAllAction()->isEnabled()); // connected and writable
+        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY2(w.purgeAction()->toolTip().contains(u"Select"_s), qPrintable(w.purgeAction()->toolTip()));
+        selectKey(w, recordKey("done-1"));
+        QVERIFY(w.purgeAction()->isEnabled());
+        w.table()->clearSelection();
+        QVERIFY(!w.purgeAction()->isEnabled());
+        // a filter that hides the selected row leaves nothing selected
+        selectKey(w, recordKey("done-1"));
+        QVERIFY(w.purgeAction()->isEnabled());
+        QTest::keyClicks(w.filterEdit(), u"stuck"_s);
+        QCOMPARE(w.proxy()->rowCount(), 3);
+        QVERIFY(!w.purgeAction()->isEnabled());
     }
 
     void cancelChangesNothing()
