@@ -211,6 +211,70 @@ private slots:
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{not-a-record}"}).get()), std::int64_t(1));
     }
 
+    // Powertools for Java's hashes, whose field names carry their key: a row keeps only the guard's
+    // digest of what the scan read, and the purge compares those same fields. A record renewed
+    // after it was read stays.
+    void powertoolsJavaRecordsPurged()
+    {
+        idem::Connection c(idemtest::sharedRedis());
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        const std::string expires = std::to_string(now / 1000 + 3600);
+        const auto write = [&](const char* id, std::string_view status, qint64 inProgressUntil) {
+            // as RedisPersistenceStore writes it: HSET of the key-named fields, then EXPIREAT
+            const std::string key = "{" + ns + ":id:orders.Handler#" + id + "}";
+            const std::string until = std::to_string(inProgressUntil);
+            c.checked({"HSET", key, key + ":status", status, key + ":expiration", expires, key + ":validation",
+                       "9e107d9d"});
+            if (status == "COMPLETED")
+                c.checked({"HSET", key, key + ":data", "{\"orderId\":7}"});
+            else
+                c.checked({"HSET", key, key + ":in-progress-expiration", until});
+            c.checked({"EXPIREAT", key, expires});
+            return key;
+        };
+        const std::string done = write("done", "COMPLETED", 0);
+        const std::string stale = write("stale", "INPROGRESS", now - 60'000);
+        const std::string renewed = write("renewed", "INPROGRESS", now - 60'000);
+        MainWindow::Options o = options();
+        o.connection.pattern = QString::fromStdString("{" + ns + ":id:*");
+        MainWindow w(o);
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        QSignalSpy actions(&w, &MainWindow::actionCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(w.model()->rowCount(), 3);
+        for (const std::string& key : {done, stale, renewed})
+            QCOMPARE(w.model()->row(w.model()->rowOfKey(QString::fromStdString(key))).format,
+                     idem::RecordFormat::PowertoolsJava);
+        QCOMPARE(w.model()->row(w.model()->rowOfKey(QString::fromStdString(done))).state, idem::RecordState::Completed);
+
+        // its owner renews the lock after the console read it: what the operator saw is gone
+        const KeyRow seen = w.model()->row(w.model()->rowOfKey(QString::fromStdString(renewed)));
+        c.checked({"HSET", renewed, renewed + ":in-progress-expiration", std::to_string(now + 600'000)});
+        idem::MonitorOptions mo;
+        mo.keyNamespace = ns;
+        idem::Monitor monitor(c, mo);
+        QVERIFY(!monitor.unlinkIfUnchanged(seen.toGuardRecord(), idem::Actor{"tester", "renewed meanwhile"}));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", renewed}).get()), std::int64_t(1));
+
+        // the completed record and the stale lock, purged through the confirmation
+        w.table()->clearSelection();
+        for (const std::string& key : {done, stale}) {
+            const int row = w.model()->rowOfKey(QString::fromStdString(key));
+            const QModelIndex i = w.proxy()->mapFromSource(w.model()->index(row, 0));
+            w.table()->selectionModel()->select(i, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        }
+        QString summary;
+        answerConfirmation(&summary, u"its lambda was redeployed"_s);
+        w.purgeSelected();
+        QVERIFY2(summary.contains(u"2 keys"_s), qPrintable(summary));
+        QVERIFY(actions.wait(10000));
+        QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 2);
+        QVERIFY2(w.actionNote().contains(u"purge: 2 of 2 key(s) changed"_s), qPrintable(w.actionNote()));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", done, stale}).get()), std::int64_t(0));
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", renewed}).get()), std::int64_t(1));
+    }
+
     // Another program's hash with a status word of its own (an RQ job that failed) is no FAILED
     // record: unknown, with its word, in the table and the counters alike, and "Purge all filtered"
     // leaves it whichever filter shows it
@@ -291,9 +355,9 @@ private slots:
             w.setReadOnly(false);          // even called directly: refused
             QVERIFY(w.isReadOnly());
             QVERIFY(w.readOnlyAction()->isChecked());
+            w.table()->selectAll(); // (with nothing selected, purge is off whatever else holds)
             for (QAction* a : {w.purgeAction(), w.forceFailAction(), w.purgeAllAction(), w.forceFailAllAction()})
                 QVERIFY(!a->isEnabled());
-            w.table()->selectAll();
             w.purgeSelected(); // refused, no dialog
             QVERIFY(!QApplication::activeModalWidget());
             QCOMPARE(w.model()->rowCount(), 7);
@@ -308,6 +372,8 @@ private slots:
             QVERIFY(scans.wait(10000));
             QVERIFY(!w.isReadOnly());
             QVERIFY(w.readOnlyAction()->isEnabled());
+            w.table()->selectAll();
+            QVERIFY(w.purgeAction()->isEnabled());
             w.readOnlyAction()->trigger(); // switched on by hand
             QVERIFY(w.isReadOnly());
             QVERIFY(!w.purgeAction()->isEnabled());
@@ -317,7 +383,30 @@ private slots:
         w.show();
         QVERIFY(scans.wait(10000));
         QVERIFY(!w.isReadOnly()); // not kept from the last session
+        w.table()->selectAll();
         QVERIFY(w.purgeAction()->isEnabled());
+    }
+
+    // "Purge selected" is off while nothing is selected, and says why; on again with a selection
+    void purgeSelectedWantsASelection()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QVERIFY(w.purgeAllAction()->isEnabled()); // connected and writable
+        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY2(w.purgeAction()->toolTip().contains(u"Select"_s), qPrintable(w.purgeAction()->toolTip()));
+        selectKey(w, recordKey("done-1"));
+        QVERIFY(w.purgeAction()->isEnabled());
+        w.table()->clearSelection();
+        QVERIFY(!w.purgeAction()->isEnabled());
+        // a filter that hides the selected row leaves nothing selected
+        selectKey(w, recordKey("done-1"));
+        QVERIFY(w.purgeAction()->isEnabled());
+        QTest::keyClicks(w.filterEdit(), u"stuck"_s);
+        QCOMPARE(w.proxy()->rowCount(), 3);
+        QVERIFY(!w.purgeAction()->isEnabled());
     }
 
     void cancelChangesNothing()
@@ -340,14 +429,20 @@ private slots:
     // The inspector is read again after each action, and cleared when the filter hides its row
     void inspectorFollowsActionsAndTheFilter()
     {
+        idem::Connection(idemtest::sharedRedis()).checked({"SET", ns + ":{plain-lock}", "PROCESSING", "EX", "600"});
         MainWindow w(options());
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
         QSignalSpy actions(&w, &MainWindow::actionCompleted);
         QSignalSpy inspected(&w, &MainWindow::inspected);
         w.show();
         QVERIFY(scans.wait(10000));
+        // a status word alone has no fields: no header over nothing
+        selectKey(w, recordKey("plain-lock"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(u"PROCESSING"_s), 5000);
+        QVERIFY2(!w.inspector()->toPlainText().contains(u"all fields"_s), qPrintable(w.inspector()->toPlainText()));
         selectKey(w, recordKey("stuck-1"));
         QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->toPlainText().contains(u"stale"_s), 5000);
+        QVERIFY(w.inspector()->toPlainText().contains(u"all fields"_s));
         QVERIFY(w.inspectorPanel()->forceFailButton()->isEnabled());
 
         // force-fail from the inspector's own button: one key, a reason is enough

@@ -129,6 +129,7 @@ private slots:
         QVERIFY(w.isReadOnly() || !w.readOnlyLock().isEmpty());
         QVERIFY(!w.readOnlyAction()->isEnabled());
         QVERIFY(w.readOnlyAction()->isChecked());
+        w.table()->selectAll(); // (with nothing selected, purge is off whatever else holds)
         QVERIFY(!w.purgeAction()->isEnabled());
         QVERIFY(w.readOnlyAction()->toolTip().contains(u"viewer"_s));
     }
@@ -163,6 +164,7 @@ private slots:
         QVERIFY(w.banner()->isVisible());
         QVERIFY2(w.bannerText().contains(u"lost at"_s) && w.bannerText().contains(u"as of"_s),
                  qPrintable(w.bannerText()));
+        QVERIFY(w.table()->selectionModel()->hasSelection()); // (off with nothing selected, whatever else holds)
         for (QAction* a : {w.purgeAction(), w.forceFailAction(), w.purgeAllAction(), w.forceFailAllAction()})
             QVERIFY(!a->isEnabled());
         QVERIFY(!w.inspectorPanel()->forceFailButton()->isEnabled());
@@ -212,7 +214,7 @@ private slots:
         for (int i = 0; i < 11; ++i)
             QVERIFY2(w.counter(i)->text().endsWith(u"—"_s), qPrintable(w.counter(i)->text()));
         QVERIFY2(w.bannerText().contains(u"Cannot reach"_s), qPrintable(w.bannerText()));
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(!w.purgeAllAction()->isEnabled()); // (no row to select: "purge selected" is off anyway)
         QTest::qWait(2100);
         QCOMPARE(w.chart()->sampleCount(), 0); // no line at zero
         QVERIFY(w.findChild<QWidget*>(u"bannerConnect"_s)->isVisible());
@@ -260,7 +262,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(linkText(w).contains(u"failing over"_s), 5000);
         QVERIFY2(linkText(w).contains(primary(promoted) + u" lost"_s), qPrintable(linkText(w)));
         QVERIFY2(w.bannerText().contains(u"failing over"_s), qPrintable(w.bannerText()));
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(!w.purgeAllAction()->isEnabled()); // (no row to select: "purge selected" is off anyway)
         const int third = set.waitForNewPrimary(promoted);
         QTRY_VERIFY2_WITH_TIMEOUT(linkText(w).contains(primary(third)), qPrintable(linkText(w)), 20000);
         QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);

@@ -200,6 +200,11 @@ private slots:
         const auto a = hash({{"status", "INPROGRESS"}, {"in-progress-expiration", "1795431449000"}});
         const auto b = hash({{"status", "INPROGRESS"}, {"in-progress-expiration", "1795431449001"}});
         QVERIFY(!a.guardSha1.empty() && a.guardSha1 != b.guardSha1);
+        // ...named from the key, there or not: a reader that kept only the digest names the same
+        const auto names = idem::guardFieldNames(key, {});
+        QCOMPARE(names.size(), idem::hashFieldsToRead().size() + 4);
+        QCOMPARE(idem::guardFieldNames(key, a.fields), names);
+        QCOMPARE(idem::hashGuardSha1(key, a.fields), a.guardSha1);
     }
 
     void powertoolsShapes()

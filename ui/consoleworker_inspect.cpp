@@ -173,7 +173,7 @@ QString recordHtml(const idem::Record& rec, std::int64_t now, const QString& las
     out += u"</table>"_s;
     if (rec.response)
         out += storedResponseHtml(*rec.response);
-    out += u"<h4>all fields</h4><table cellspacing='0' cellpadding='1'>"_s;
+    QString fields; // (a plain string record has none: no header over nothing)
     for (const auto& [k, v] : rec.fields) {
         if (k == "response")
             continue;
@@ -196,9 +196,11 @@ QString recordHtml(const idem::Record& rec, std::int64_t now, const QString& las
             if (t)
                 value += u" = "_s + when(*t, now);
         }
-        out += u"<tr><td valign='top'><tt>%1</tt>&nbsp;</td><td><tt>%2</tt>%3</td></tr>"_s.arg(html(k), value, meaning);
+        fields += u"<tr><td valign='top'><tt>%1</tt>&nbsp;</td><td><tt>%2</tt>%3</td></tr>"_s.arg(html(k), value,
+                                                                                                  meaning);
     }
-    out += u"</table>"_s;
+    if (!fields.isEmpty())
+        out += u"<h4>all fields</h4><table cellspacing='0' cellpadding='1'>"_s + fields + u"</table>"_s;
     return out;
 }
 

@@ -164,19 +164,22 @@ idem::Record KeyRow::toGuardRecord() const
     if (type == Type::Other) // the type name leads the note
         r.keyType = note.section(u':', 0, 0).toStdString();
     if (type == Type::Hash) {
-        // the state as written: idem's own, a foreign status (kept in the note), or for a
-        // malformed hash "*" (any: its token and lease still have to match)
+        // the state as written: idem's own `state`, a foreign `status` (kept in the note), else
+        // "*" (any): a malformed hash, or a library's word under a name of its own (Powertools
+        // for Java's "<key>:status"), which the digest compares. Its token and lease still match.
         std::string st = "*";
         if (flags & ForeignStatus)
             st = note.toStdString();
-        else if (state == idem::RecordState::Started || state == idem::RecordState::Completed ||
-                 state == idem::RecordState::Failed)
+        else if (format == idem::RecordFormat::Native &&
+                 (state == idem::RecordState::Started || state == idem::RecordState::Completed ||
+                  state == idem::RecordState::Failed))
             st = std::string(idem::nameOf(state));
         r.fields.emplace_back("state", st);
         if (guard.size() > kDigestBytes)
             r.fields.emplace_back("token", guard.mid(kDigestBytes).toStdString());
         if (flags & LeaseField)
             r.fields.emplace_back("lease_until_ms", std::to_string(leaseUntilMs));
+        // (the fields it covers are named from the key, as the scan that computed it named them)
         r.guardSha1 = digestHex(QByteArrayView(guard).first(std::min(guard.size(), kDigestBytes)));
     } else if (type == Type::Row) { // a PostgreSQL row: PgStore::purge compares these
         if (state == idem::RecordState::Started || state == idem::RecordState::Completed ||

@@ -52,6 +52,10 @@ void MainWindow::updateActions()
         a->setEnabled(can);
         a->setToolTip(can ? a->text().remove(u'&') : why);
     }
+    if (can && !m_table->selectionModel()->hasSelection()) { // (its Delete key would only say so)
+        m_purge->setEnabled(false);
+        m_purge->setToolTip(tr("Select the keys to purge first"));
+    }
     // another program's table: the word it writes for a failure is its own, so idem writes none
     const QString table = isPostgresUrl(m_options.connection.url) ? m_options.connection.table : QString();
     const QString noForceFail =

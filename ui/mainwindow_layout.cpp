@@ -207,6 +207,7 @@ void MainWindow::buildUi()
     m_table->setWordWrap(false);
     sizeColumns();
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::currentRowChanged);
+    connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::updateActions);
 
     m_inspector = new InspectorPanel(central);
     connect(m_inspector, &InspectorPanel::forceFailRequested, this, [this](const QString& key) { actOnKey(true, key); });

@@ -81,10 +81,10 @@ void writePurge(resp::Writer& w, std::string_view key, std::string_view meta, st
     std::vector<std::string_view> args = {a.who,      a.why,  from, keep, type, expect, token, lease,
                                           guardBytes, length, meta.empty() ? "0" : "1", maxLen, ttl,
                                           tailBytes,  fieldsSha1};
-    if (!fieldsSha1.empty()) {
-        const std::vector<std::string_view> names = guardFieldNames(seen->fields);
-        args.insert(args.end(), names.begin(), names.end());
-    }
+    // (named from the key and what was read: a row that kept only the digest names the same)
+    const std::vector<std::string> names =
+        fieldsSha1.empty() ? std::vector<std::string>() : guardFieldNames(key, seen->fields);
+    args.insert(args.end(), names.begin(), names.end());
     resp::evalsha(w, scripts::purge(), keys, args);
 }
 

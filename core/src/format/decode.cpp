@@ -294,25 +294,29 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         // the guard compares what the record keeps of what was read (purge.lua is sent the same names)
         if (r.fields.empty())
             r.fields = in.fields;
-        r.guardSha1 = hashGuardSha1(r.fields);
+        r.guardSha1 = hashGuardSha1(in.key, r.fields);
     }
     return r;
 }
 
-std::vector<std::string_view> guardFieldNames(const std::vector<std::pair<std::string, std::string>>& fields)
+std::vector<std::string> guardFieldNames(std::string_view key,
+                                         const std::vector<std::pair<std::string, std::string>>& fields)
 {
-    const auto& fixed = hashFieldsToRead();
-    std::vector<std::string_view> names(fixed.begin(), fixed.end());
+    // what every monitor reads of this key, present or not, whatever was found; then the rest read
+    std::vector<std::string> names(hashFieldsToRead().begin(), hashFieldsToRead().end());
+    for (std::string& extra : extraHashFieldsToRead(key))
+        names.push_back(std::move(extra));
+    const auto read = static_cast<std::ptrdiff_t>(names.size());
     for (const auto& [k, v] : fields)
-        if (std::find(fixed.begin(), fixed.end(), k) == fixed.end())
+        if (std::find(names.begin(), names.begin() + read, k) == names.begin() + read)
             names.push_back(k);
     return names;
 }
 
-std::string hashGuardSha1(const std::vector<std::pair<std::string, std::string>>& fields)
+std::string hashGuardSha1(std::string_view key, const std::vector<std::pair<std::string, std::string>>& fields)
 {
     std::string s;
-    for (std::string_view name : guardFieldNames(fields)) {
+    for (const std::string& name : guardFieldNames(key, fields)) {
         const auto f = std::find_if(fields.begin(), fields.end(), [&](const auto& kv) { return kv.first == name; });
         if (f == fields.end())
             s += '-';

@@ -198,15 +198,20 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             cmds.push_back({"ASKING"});
         cmds.push_back(std::move(cmd));
     };
-    // per key: PTTL, HMGET (a hash's small fields; WRONGTYPE otherwise), GETRANGE (a string's
-    // first bytes, all of it when shorter; WRONGTYPE otherwise)
+    // per key: PTTL, HMGET (a hash's small fields, and those named after its key, which the purge
+    // guard compares whether there or not; WRONGTYPE otherwise), GETRANGE (a string's first bytes,
+    // all of it when shorter; WRONGTYPE otherwise)
     std::vector<std::vector<std::string_view>> cmds;
     cmds.reserve(1 + keys.size() * 3 * step);
     cmds.push_back({"TIME"});
-    for (const auto& k : keys) {
+    std::vector<std::vector<std::string>> extra(keys.size()); // Powertools for Java: "<key>:status", ...
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const std::string& k = keys[i];
         add(cmds, {"PTTL", k});
         std::vector<std::string_view> hm = {"HMGET", k};
         hm.insert(hm.end(), hashFields.begin(), hashFields.end());
+        extra[i] = extraHashFieldsToRead(k);
+        hm.insert(hm.end(), extra[i].begin(), extra[i].end());
         add(cmds, std::move(hm));
         add(cmds, {"GETRANGE", k, "0", lastByte});
     }
@@ -218,10 +223,9 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
 
     std::vector<std::optional<KeyRead>> reads(keys.size());
     // the second round trip: TYPE of other types, the length and tail of large strings, companion keys
-    enum class More { Type, Length, Tail, Companion, Extra };
+    enum class More { Type, Length, Tail, Companion };
     std::vector<std::pair<std::size_t, More>> second;
     std::vector<std::string> companions(keys.size());
-    std::vector<std::vector<std::string>> extra(keys.size()); // a hash's fields named after its key
     const std::string tailFrom = "-" + std::to_string(m_options.prefixBytes);
     for (std::size_t i = 0; i < keys.size(); ++i) {
         const redisReply* pttl = at(1 + 3 * i);
@@ -249,8 +253,9 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             for (std::size_t f = 0; f < hashFields.size(); ++f)
                 if (const redisReply* v = reply::element(hm, f); !reply::isNil(v))
                     in.fields.emplace_back(std::string(hashFields[f]), reply::str(v));
-            if (in.fields.empty() && !(extra[i] = extraHashFieldsToRead(keys[i])).empty())
-                second.emplace_back(i, More::Extra);
+            for (std::size_t f = 0; f < extra[i].size(); ++f)
+                if (const redisReply* v = reply::element(hm, hashFields.size() + f); !reply::isNil(v))
+                    in.fields.emplace_back(extra[i][f], reply::str(v));
         } else if (!reply::isError(head)) {
             in.type = "string";
             in.value = reply::str(head);
@@ -272,18 +277,11 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     }
     if (!second.empty()) {
         std::vector<std::vector<std::string_view>> c2;
-        for (const auto& [i, what] : second) {
-            if (what == More::Extra) {
-                std::vector<std::string_view> hm = {"HMGET", keys[i]};
-                hm.insert(hm.end(), extra[i].begin(), extra[i].end());
-                add(c2, std::move(hm));
-                continue;
-            }
+        for (const auto& [i, what] : second)
             add(c2, what == More::Type     ? std::vector<std::string_view>{"TYPE", keys[i]}
                     : what == More::Length ? std::vector<std::string_view>{"STRLEN", keys[i]}
                     : what == More::Tail   ? std::vector<std::string_view>{"GETRANGE", keys[i], tailFrom, "-1"}
                                            : std::vector<std::string_view>{"EXISTS", companions[i]});
-        }
         const auto more = m_connection.pipeline(c2);
         for (std::size_t m = 0; m < second.size(); ++m) {
             auto& in = reads[second[m].first];
@@ -317,11 +315,6 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
                                : reply::str(r);
                 break;
             case More::Companion: in->companionExists = !reply::isError(r) && reply::integer(r) == 1; break;
-            case More::Extra:
-                for (std::size_t f = 0; !reply::isError(r) && f < extra[second[m].first].size(); ++f)
-                    if (const redisReply* v = reply::element(r, f); !reply::isNil(v))
-                        in->fields.emplace_back(extra[second[m].first][f], reply::str(v));
-                break;
             }
         }
     }

@@ -79,7 +79,7 @@ struct Record {
     // What a guarded purge (lua/purge.lua) compares, without reading a large value again. Strings:
     // the value's length and the SHA1 (hex) of its first `guardBytes` bytes and, when it was read
     // in part, of its last `guardTailBytes` too (where a verdict may come from). Hashes: the SHA1
-    // of every field hashFieldsToRead() names, as read (hashGuardSha1): a renewed lease under any
+    // of every field guardFieldNames() names, as read (hashGuardSha1): a renewed lease under any
     // name a profile reads (lock_expiry, expiration, ...) makes the key "changed".
     std::int64_t valueBytes = -1;
     std::size_t guardBytes = 0;
@@ -133,11 +133,14 @@ const std::vector<std::string_view>& hashFieldsToRead();
 // The fields of this key a reader asks for too: a library whose field names carry the key
 // (Powertools for Java: "<key>:status", ...); none for other keys.
 std::vector<std::string> extraHashFieldsToRead(std::string_view key);
-// What a guarded purge compares of a hash: hashFieldsToRead(), then every other field read.
-std::vector<std::string_view> guardFieldNames(const std::vector<std::pair<std::string, std::string>>& fields);
+// What a guarded purge compares of a hash: hashFieldsToRead(), the key's own fields
+// (extraHashFieldsToRead), then every other field read. The names a monitor reads follow from the
+// key alone, so a reader that keeps only the digest (the console's row) names the same ones.
+std::vector<std::string> guardFieldNames(std::string_view key,
+                                         const std::vector<std::pair<std::string, std::string>>& fields);
 // The SHA1 (hex) of those fields as `fields` holds them (absent when not there), as lua/purge.lua
 // computes it from the hash: for each name in order, "+<length>:<value>" or "-".
-std::string hashGuardSha1(const std::vector<std::pair<std::string, std::string>>& fields);
+std::string hashGuardSha1(std::string_view key, const std::vector<std::pair<std::string, std::string>>& fields);
 // A key whose existence changes what `key` means (idempotent-request's lock beside its record),
 // or empty. Readers fetch EXISTS of it and pass KeyRead::companionExists.
 std::string companionKey(std::string_view key);
