@@ -131,7 +131,7 @@ bool Gateway::start(QString* error)
     http::ServerOptions so;
     so.limits.maxBody = m_policy.largestBody();
     if (!m_policy.routes.empty())
-        so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.path).maxBody; };
+        so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.route).maxBody; };
     so.idleTimeout = m_options.idleTimeout;
     so.headerTimeout = m_options.headerTimeout;
     so.bodyTimeout = m_options.bodyTimeout;
@@ -192,7 +192,7 @@ void Gateway::handle(http::Request r, http::Responder out)
     x->out = std::move(out);
     x->clock.start();
     const http::Request& req = x->request;
-    x->policy = &m_policy.of(req.method, req.path);
+    x->policy = &m_policy.of(req.method, req.route);
     // the policy's methods are uppercase; the upstream gets the method as it came
     if (!x->policy->methods.count(http::upperMethod(req.method)))
         return pass(x, Outcome::Bypassed);
