@@ -186,8 +186,9 @@ struct Reply {
 
 class Client : public QObject {
 public:
-    // tls: over TLS to "localhost", the server's certificate verified against the tests' CA
-    explicit Client(quint16 port, bool tls = false)
+    // tls: over TLS to "localhost", the server's certificate verified against the tests' CA; else
+    // plain TCP to `host`
+    explicit Client(quint16 port, bool tls = false, const QHostAddress& host = QHostAddress(QHostAddress::LocalHost))
     {
         connect(&m_socket, &QTcpSocket::readyRead, this, [this] {
             m_buf += m_socket.readAll();
@@ -210,7 +211,7 @@ public:
             });
             connect(&m_socket, &QTcpSocket::disconnected, this, [this] { closed = true; });
         } else {
-            m_socket.connectToHost(QHostAddress::LocalHost, port);
+            m_socket.connectToHost(host, port);
             m_socket.waitForConnected(5000);
         }
     }

@@ -74,4 +74,9 @@ Ctl idemctl(const QStringList& args)
     return finishIdemctl(startIdemctl(args, &owner));
 }
 
+Ctl idemctlAt(const QString& url, const QStringList& args)
+{
+    return idemctl(QStringList{QStringLiteral("--url"), url} + args);
+}
+
 } // namespace idemtest

@@ -40,5 +40,7 @@ struct Ctl {
 QProcess* startIdemctl(const QStringList& args, QObject* parent);
 Ctl finishIdemctl(QProcess* p); // waits up to 60 s, then fails the test process
 Ctl idemctl(const QStringList& args);
+// idemctl --url URL ARGS...: idemctl on that server (a postgresql:// URI or key=value pairs)
+Ctl idemctlAt(const QString& url, const QStringList& args);
 
 } // namespace idemtest

@@ -304,6 +304,41 @@ private slots:
         }
     }
 
+    // A role PostgreSQL lets in and schema idem granted nothing (SQLSTATE 42501): the user is
+    // usually right and lacks a grant, so the words say which grant and what prints it; the user
+    // field is named (another user is the other way out), and nothing is retried
+    void roleWithoutGrantIsToldTheGrant()
+    {
+        idemtest::pgSql(pg->url(), "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ungranted') THEN "
+                                   "CREATE ROLE ungranted LOGIN; END IF; END $$; "
+                                   "CREATE TABLE IF NOT EXISTS ungranted_keys (key text PRIMARY KEY, status text NOT NULL, "
+                                   "response bytea, locked_at timestamptz)");
+        for (const QString& table : {QString(), u"ungranted_keys"_s}) {
+            MainWindow::Options o = options(100);
+            o.connection.url = u"postgresql://ungranted@127.0.0.1:%1/postgres"_s.arg(pg->port());
+            o.connection.table = table;
+            MainWindow w(o);
+            QSignalSpy links(&w, &MainWindow::linkStateChanged);
+            w.show();
+            QTRY_VERIFY_WITH_TIMEOUT(lastLink(links) == ConsoleWorker::Link::Refused, 10000);
+            const QString banner = w.bannerText();
+            QVERIFY2(banner.contains(u"role 'ungranted'"_s) && banner.contains(u"connect as another user"_s) &&
+                         !banner.contains(u"correct the user"_s),
+                     qPrintable(banner));
+            QVERIFY2(banner.contains(u"grant the role what it lacks (`idemctl --url postgresql://ungranted@"_s) &&
+                         banner.contains(u"acl monitor --user ungranted` prints schema idem's GRANTs"_s),
+                     qPrintable(banner));
+            // another program's table has grants of its own
+            QCOMPARE(banner.contains(u"on ungranted_keys: SELECT, and DELETE to purge"_s), !table.isEmpty());
+            QTRY_VERIFY_WITH_TIMEOUT(w.connectDialog(), 3000);
+            QVERIFY(w.connectDialog()->fieldWidget(u"user"_s)->property("needsFix").toBool());
+            const qsizetype changes = links.size();
+            QTest::qWait(1000); // no retries
+            QCOMPARE(links.size(), changes);
+        }
+        idemtest::pgSql(pg->url(), "DROP TABLE ungranted_keys");
+    }
+
     // Closing the console while PostgreSQL hangs (its backends stopped) and the worker waits on
     // it: libpq has no timeout of its own, so before the sockets were shut down this waited for ever.
     void closesAtOnceWhenPostgresHangs()

@@ -8,6 +8,7 @@
 #include "idem/redis/localserver.h"
 
 #include <QJsonArray>
+#include <QNetworkInterface>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSslKey>
@@ -27,6 +28,7 @@ private slots:
     void failOpenForwardsUnprotected();
     void minReplicasHoldsTheUpstreamBack();
     void adminEndpoints();
+    void policyLinkOnlyForLocalClients();
     void killedGatewayIsTakenOver();
     void perRoutePolicies();
     void tlsListenerKeepsAliveAndReplays();
@@ -138,6 +140,48 @@ void TestGatewayOps::adminEndpoints()
     const Reply health = call(g->adminPort(), request("GET", "/healthz"));
     QCOMPARE(health.status, 200);
     QCOMPARE(call(g->adminPort(), request("GET", "/nothing")).status, 404);
+}
+
+// A 400's Link names the admin listener's /policy to a client on this machine only: one elsewhere
+// seldom reaches the admin listener, and need not learn where it is. It gets the draft, as does a
+// proxy on this machine forwarding another's request; --policy-link is for everyone.
+void TestGatewayOps::policyLinkOnlyForLocalClients()
+{
+    QHostAddress elsewhere; // an address of this machine's but loopback: its client is not on loopback
+    for (const QHostAddress& a : QNetworkInterface::allAddresses())
+        if (a.protocol() == QAbstractSocket::IPv4Protocol && !a.isLoopback() && !a.isLinkLocal())
+            elsewhere = a;
+    const auto linkOf = [](quint16 port, const QList<QByteArray>& extra, const QHostAddress& from) {
+        Client c(port, false, from);
+        c.send(request("POST", "/l", {}, "{}", extra));
+        return c.wait(1) ? c.replies.front().header("Link") : QByteArray("(no answer)");
+    };
+    const QHostAddress local(QHostAddress::LocalHost);
+    const QByteArray draft =
+        "<https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/>; rel=\"describedby\"";
+    auto g = start([](gateway::GatewayOptions& o) {
+        o.listenHost = QHostAddress::Any;
+        o.requireKey = true;
+    });
+    QVERIFY(g);
+    QCOMPARE(linkOf(g->port(), {}, local),
+             "<http://127.0.0.1:" + QByteArray::number(g->adminPort()) + "/policy>; rel=\"describedby\"");
+    QCOMPARE(linkOf(g->port(), {"X-Forwarded-For: 203.0.113.7"}, local), draft);
+    QCOMPARE(linkOf(g->port(), {"Forwarded: for=203.0.113.7"}, local), draft);
+    if (!elsewhere.isNull())
+        QCOMPARE(linkOf(g->port(), {}, elsewhere), draft);
+
+    auto given = start([](gateway::GatewayOptions& o) {
+        o.listenHost = QHostAddress::Any;
+        o.requireKey = true;
+        o.policyLink = u"https://api.example/idempotency"_s;
+    });
+    QVERIFY(given);
+    const QByteArray published = "<https://api.example/idempotency>; rel=\"describedby\"";
+    QCOMPARE(linkOf(given->port(), {}, local), published);
+    if (elsewhere.isNull())
+        QSKIP("this machine has no address but loopback: a client elsewhere was not tried");
+    QCOMPARE(linkOf(given->port(), {}, elsewhere), published);
 }
 
 // A gateway SIGKILLed while the upstream works leaves its lease: duplicates get 409 while it

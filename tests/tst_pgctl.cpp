@@ -23,6 +23,7 @@
 
 using idem::AcquireStatus;
 using idemtest::Ctl;
+using idemtest::idemctlAt;
 using idemtest::finishIdemctl;
 using idemtest::pgSql;
 using idemtest::startIdemctl;
@@ -39,13 +40,6 @@ class TestPgCtl : public QObject {
     std::unique_ptr<idem::LocalPostgres> pg;
     QString url;    // postgresql://idem@127.0.0.1:<port>/postgres
     QString socket; // host=<dir> port=<port> user=idem dbname=postgres
-
-    Ctl idemctl(QStringList args, const QString& on = {})
-    {
-        args.prepend(on.isEmpty() ? url : on);
-        args.prepend(QStringLiteral("--url"));
-        return idemtest::idemctl(args);
-    }
 
 private slots:
     void initTestCase()
@@ -101,50 +95,53 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("{\"amount\":10}");
         f.close();
-        const Ctl first = idemctl({QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--payload-file"),
-                                   payload, QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("once")});
+        const Ctl first =
+            idemctlAt(url, {QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--payload-file"),
+                            payload, QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("once")});
         QCOMPARE(first.exit, 0);
         QCOMPARE(first.out, QStringLiteral("once\n"));
         QFile other(dir.filePath(QStringLiteral("q.json")));
         QVERIFY(other.open(QIODevice::WriteOnly));
         other.write("{\"amount\":11}");
         other.close();
-        QCOMPARE(idemctl({QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--payload-file"),
-                          other.fileName(), QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("twice")})
-                     .exit,
-                 65);
+        QCOMPARE(
+            idemctlAt(url, {QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--payload-file"),
+                            other.fileName(), QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("twice")})
+                .exit,
+            65);
         // in progress elsewhere: 75
         const std::string held = uniqueId("held").toStdString();
         QCOMPARE(idem::PgStore(pg->url()).acquire(held).status, AcquireStatus::Acquired);
-        const Ctl busy = idemctl({QStringLiteral("run"), QStringLiteral("--key"), QString::fromStdString(held),
-                                  QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("no")});
+        const Ctl busy = idemctlAt(url, {QStringLiteral("run"), QStringLiteral("--key"), QString::fromStdString(held),
+                                         QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("no")});
         QCOMPARE(busy.exit, 75);
         QVERIFY(busy.out.isEmpty());
         // a terminal failure stored: 79 for the duplicates
         const QString term = uniqueId("term");
-        QCOMPARE(idemctl({QStringLiteral("run"), QStringLiteral("--key"), term, QStringLiteral("--on-failure"),
-                          QStringLiteral("terminal"), QStringLiteral("--"), QStringLiteral("false")})
+        QCOMPARE(idemctlAt(url, {QStringLiteral("run"), QStringLiteral("--key"), term, QStringLiteral("--on-failure"),
+                                 QStringLiteral("terminal"), QStringLiteral("--"), QStringLiteral("false")})
                      .exit,
                  1);
-        QCOMPARE(idemctl({QStringLiteral("run"), QStringLiteral("--key"), term, QStringLiteral("--"),
-                          QStringLiteral("true")})
+        QCOMPARE(idemctlAt(url, {QStringLiteral("run"), QStringLiteral("--key"), term, QStringLiteral("--"),
+                                 QStringLiteral("true")})
                      .exit,
                  79);
         // Redis-only options are refused with one line
-        const Ctl replicas = idemctl({QStringLiteral("run"), QStringLiteral("--key"), key,
-                                      QStringLiteral("--min-replicas"), QStringLiteral("1"), QStringLiteral("--"),
-                                      QStringLiteral("true")});
+        const Ctl replicas =
+            idemctlAt(url, {QStringLiteral("run"), QStringLiteral("--key"), key, QStringLiteral("--min-replicas"),
+                            QStringLiteral("1"), QStringLiteral("--"), QStringLiteral("true")});
         QCOMPARE(replicas.exit, 64);
         QCOMPARE(replicas.err.count(QLatin1Char('\n')), 1);
-        const Ctl ns = idemctl({QStringLiteral("--namespace"), QStringLiteral("x"), QStringLiteral("list")});
+        const Ctl ns = idemctlAt(url, {QStringLiteral("--namespace"), QStringLiteral("x"), QStringLiteral("list")});
         QCOMPARE(ns.exit, 64);
         QVERIFY2(ns.err.contains(QStringLiteral("--namespace is for Redis")), qPrintable(ns.err));
-        QCOMPARE(idemctl({QStringLiteral("audit")}).exit, 64);
-        const Ctl acl = idemctl({QStringLiteral("acl"), QStringLiteral("monitor"), QStringLiteral("--user"),
-                                 QStringLiteral("mon"), QStringLiteral("--nopass")});
+        QCOMPARE(idemctlAt(url, {QStringLiteral("audit")}).exit, 64);
+        const Ctl acl = idemctlAt(url, {QStringLiteral("acl"), QStringLiteral("monitor"), QStringLiteral("--user"),
+                                        QStringLiteral("mon"), QStringLiteral("--nopass")});
         QVERIFY2(acl.exit == 64 && acl.err.contains(QStringLiteral("Redis")) && acl.err.count(QLatin1Char('\n')) == 1,
                  qPrintable(acl.err));
-        QCOMPARE(idemctl({QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exit, 64);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exit,
+                 64);
     }
 
     void inspectForceFailPurge()
@@ -154,20 +151,20 @@ private slots:
         const auto a = store.acquire(key.toStdString());
         QCOMPARE(store.checkpoint(a.ticket, "reserved", "r").status, idem::OwnerStatus::Ok);
 
-        const Ctl shown = idemctl({QStringLiteral("inspect"), key});
+        const Ctl shown = idemctlAt(url, {QStringLiteral("inspect"), key});
         QVERIFY2(shown.exit == 0, qPrintable(shown.err));
         QVERIFY2(shown.out.contains(QStringLiteral("started")), qPrintable(shown.out));
         QVERIFY2(shown.out.contains(QStringLiteral("phase      reserved")), qPrintable(shown.out));
         QVERIFY2(shown.out.contains(QStringLiteral("fence      %1").arg(a.ticket.fence)), qPrintable(shown.out));
-        const Ctl json = idemctl({QStringLiteral("inspect"), key, QStringLiteral("--json")}, socket);
+        const Ctl json = idemctlAt(socket, {QStringLiteral("inspect"), key, QStringLiteral("--json")});
         QCOMPARE(json.exit, 0);
         const QJsonObject o = QJsonDocument::fromJson(json.out.toUtf8()).object();
         QCOMPARE(o.value(QStringLiteral("state")).toString(), QStringLiteral("STARTED"));
         QCOMPARE(o.value(QStringLiteral("phase")).toString(), QStringLiteral("reserved"));
         QCOMPARE(o.value(QStringLiteral("fence")).toInteger(), a.ticket.fence);
 
-        const Ctl ff = idemctl({QStringLiteral("force-fail"), key, QStringLiteral("--reason"), QStringLiteral("stuck"),
-                                QStringLiteral("--by"), QStringLiteral("ops")});
+        const Ctl ff = idemctlAt(url, {QStringLiteral("force-fail"), key, QStringLiteral("--reason"),
+                                       QStringLiteral("stuck"), QStringLiteral("--by"), QStringLiteral("ops")});
         QVERIFY2(ff.exit == 0, qPrintable(ff.err));
         QVERIFY2(ff.out.contains(QStringLiteral("was STARTED, now FAILED retryable")), qPrintable(ff.out));
         QCOMPARE(store.complete(a.ticket, "late").status, idem::OwnerStatus::LeaseLost);
@@ -175,19 +172,20 @@ private slots:
                                     "' AND op = 'force_fail'"),
                  std::string("ops:stuck"));
 
-        const Ctl purged = idemctl({QStringLiteral("purge"), key, QStringLiteral("--reason"), QStringLiteral("rerun")});
+        const Ctl purged =
+            idemctlAt(url, {QStringLiteral("purge"), key, QStringLiteral("--reason"), QStringLiteral("rerun")});
         QVERIFY2(purged.exit == 0, qPrintable(purged.err));
         QVERIFY2(purged.out.contains(QStringLiteral("was FAILED")), qPrintable(purged.out));
-        QCOMPARE(idemctl({QStringLiteral("inspect"), key}).exit, 66);
-        QCOMPARE(idemctl({QStringLiteral("purge"), key}).exit, 66);
-        QCOMPARE(idemctl({QStringLiteral("force-fail"), key}).exit, 66);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("inspect"), key}).exit, 66);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), key}).exit, 66);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("force-fail"), key}).exit, 66);
 
         // COMPLETED is refused by force-fail (1)
         const std::string done = uniqueId("done").toStdString();
         const auto d = store.acquire(done);
         QCOMPARE(store.complete(d.ticket, "ok").status, idem::OwnerStatus::Ok);
-        QCOMPARE(idemctl({QStringLiteral("force-fail"), QString::fromStdString(done)}).exit, 1);
-        QCOMPARE(idemctl({QStringLiteral("inspect"), QStringLiteral("--key"), QStringLiteral("k")}).exit, 64);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("force-fail"), QString::fromStdString(done)}).exit, 1);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("inspect"), QStringLiteral("--key"), QStringLiteral("k")}).exit, 64);
     }
 
     // purge as on Redis: a live lock is refused unless --live, and what changed between the read
@@ -198,12 +196,12 @@ private slots:
         const QString live = uniqueId("live");
         const auto a = store.acquire(live.toStdString(), "", idem::Millis(300000));
         QCOMPARE(a.status, idem::AcquireStatus::Acquired);
-        const Ctl refused = idemctl({QStringLiteral("purge"), live});
+        const Ctl refused = idemctlAt(url, {QStringLiteral("purge"), live});
         QCOMPARE(refused.exit, 1);
         QVERIFY2(refused.err.contains(QStringLiteral("live lock")) && refused.err.contains(QStringLiteral("--live")),
                  qPrintable(refused.err));
         QCOMPARE(store.inspect(live.toStdString())->state, idem::RecordState::Started);
-        const Ctl forced = idemctl({QStringLiteral("purge"), live, QStringLiteral("--live")});
+        const Ctl forced = idemctlAt(url, {QStringLiteral("purge"), live, QStringLiteral("--live")});
         QVERIFY2(forced.exit == 0 && forced.out.contains(QStringLiteral("was STARTED")), qPrintable(forced.err));
         QVERIFY(!store.inspect(live.toStdString()));
 
@@ -265,7 +263,7 @@ private slots:
         QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.operations WHERE id = '" + id + "'"), std::string("0"));
 
         // an absent row: said so, nothing done (as for a missing Redis key)
-        const Ctl absent = idemctl({QStringLiteral("purge"), uniqueId("absent")});
+        const Ctl absent = idemctlAt(url, {QStringLiteral("purge"), uniqueId("absent")});
         QCOMPARE(absent.exit, 66);
         QVERIFY2(absent.err.contains(QStringLiteral("no record")), qPrintable(absent.err));
     }
@@ -293,7 +291,7 @@ private slots:
         for (const QStringList& command : commands) {
             QElapsedTimer took;
             took.start();
-            const Ctl busy = idemctl(command);
+            const Ctl busy = idemctlAt(url, command);
             QVERIFY2(busy.exit == 75, qPrintable(command.join(u' ') + u' ' + QString::number(busy.exit) + busy.err));
             QCOMPARE(busy.err.count(QLatin1Char('\n')), 1);
             QVERIFY2(busy.err.contains(QStringLiteral("a running transaction holds the row")) &&
@@ -307,14 +305,16 @@ private slots:
         QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.operations WHERE id IN ('" + live + "', '" + done + "')"),
                  std::string("0"));
         // bad input, and Redis (whose scripts never wait): 64
-        QCOMPARE(idemctl({QStringLiteral("purge"), QString::fromStdString(done), QStringLiteral("--lock-timeout"),
-                          QStringLiteral("soon")}).exit,
+        QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), QString::fromStdString(done),
+                                 QStringLiteral("--lock-timeout"), QStringLiteral("soon")})
+                     .exit,
                  64);
-        QCOMPARE(idemtest::idemctl({QStringLiteral("--url"), QStringLiteral("redis://127.0.0.1:1/0"),
-                                    QStringLiteral("purge"), QStringLiteral("x"), QStringLiteral("--lock-timeout"),
-                                    QStringLiteral("1s")}).exit,
+        QCOMPARE(idemctlAt(QStringLiteral("redis://127.0.0.1:1/0"),
+                           {QStringLiteral("purge"), QStringLiteral("x"), QStringLiteral("--lock-timeout"),
+                            QStringLiteral("1s")})
+                     .exit,
                  64);
-        const Ctl purged = idemctl({QStringLiteral("purge"), QString::fromStdString(done)}); // free again
+        const Ctl purged = idemctlAt(url, {QStringLiteral("purge"), QString::fromStdString(done)}); // free again
         QVERIFY2(purged.exit == 0, qPrintable(purged.err));
     }
 
@@ -330,16 +330,16 @@ private slots:
                   "VALUES ('r1', 'RESERVED', gen_random_uuid(), nextval('idem.fence'), now() - interval '1 s', "
                   "now() + interval '1 h', now(), now())");
         const QString dbUrl = QString::fromStdString(db);
-        const Ctl shown = idemctl({QStringLiteral("inspect"), QStringLiteral("r1"), QStringLiteral("--json")}, dbUrl);
+        const Ctl shown = idemctlAt(dbUrl, {QStringLiteral("inspect"), QStringLiteral("r1"), QStringLiteral("--json")});
         QVERIFY2(shown.exit == 0, qPrintable(shown.err));
         QCOMPARE(QJsonDocument::fromJson(shown.out.toUtf8()).object().value(QStringLiteral("state")).toString(),
                  QStringLiteral("MALFORMED"));
-        const Ctl refused = idemctl({QStringLiteral("purge"), QStringLiteral("r1")}, dbUrl);
+        const Ctl refused = idemctlAt(dbUrl, {QStringLiteral("purge"), QStringLiteral("r1")});
         QCOMPARE(refused.exit, 1);
         QVERIFY2(refused.err.contains(QStringLiteral("RESERVED")) && refused.err.contains(QStringLiteral("--live")),
                  qPrintable(refused.err));
         QCOMPARE(pgSql(db, "SELECT state FROM idem.records WHERE id = 'r1'"), std::string("RESERVED"));
-        const Ctl forced = idemctl({QStringLiteral("purge"), QStringLiteral("r1"), QStringLiteral("--live")}, dbUrl);
+        const Ctl forced = idemctlAt(dbUrl, {QStringLiteral("purge"), QStringLiteral("r1"), QStringLiteral("--live")});
         QVERIFY2(forced.exit == 0, qPrintable(forced.err));
 
         const int later = idem::kPgSchemaVersion + 1;
@@ -349,7 +349,7 @@ private slots:
                                            QStringList{QStringLiteral("purge"), QStringLiteral("r2"), QStringLiteral("--live")},
                                            QStringList{QStringLiteral("run"), QStringLiteral("--key"), QStringLiteral("r3"),
                                                        QStringLiteral("--"), QStringLiteral("true")}}) {
-            const Ctl c = idemctl(command, dbUrl);
+            const Ctl c = idemctlAt(dbUrl, command);
             QVERIFY2(c.exit == 69 && c.err.count(QLatin1Char('\n')) == 1 &&
                          c.err.contains(QStringLiteral("newer than this idem knows")),
                      qPrintable(command.join(QLatin1Char(' ')) + QStringLiteral(": ") + c.err));
@@ -375,20 +375,22 @@ private slots:
                 "('x-expired', 'COMPLETED', NULL, nextval('idem.fence'), NULL, now() - interval '1 s', now(), now())");
         const QString dbUrl = QString::fromStdString(db);
 
-        const Ctl all = idemctl({QStringLiteral("list")}, dbUrl);
+        const Ctl all = idemctlAt(dbUrl, {QStringLiteral("list")});
         QVERIFY2(all.exit == 0, qPrintable(all.err));
         QCOMPARE(all.out.count(QLatin1Char('\n')), 1 + 2503);
         QVERIFY2(all.err.contains(QStringLiteral("2503 record(s)")), qPrintable(all.err));
-        const Ctl stale = idemctl({QStringLiteral("list"), QStringLiteral("--stale"), QStringLiteral("--json")}, dbUrl);
+        const Ctl stale =
+            idemctlAt(dbUrl, {QStringLiteral("list"), QStringLiteral("--stale"), QStringLiteral("--json")});
         QCOMPARE(stale.exit, 0);
         QCOMPARE(stale.out.count(QLatin1Char('\n')), 1);
         QCOMPARE(QJsonDocument::fromJson(stale.out.toUtf8()).object().value(QStringLiteral("id")).toString(),
                  QStringLiteral("s-stale"));
-        const Ctl started = idemctl({QStringLiteral("list"), QStringLiteral("--state"), QStringLiteral("started")}, dbUrl);
+        const Ctl started =
+            idemctlAt(dbUrl, {QStringLiteral("list"), QStringLiteral("--state"), QStringLiteral("started")});
         QVERIFY2(started.out.contains(QStringLiteral("s-live")) && started.out.contains(QStringLiteral("s-stale")),
                  qPrintable(started.out));
 
-        const Ctl stats = idemctl({QStringLiteral("stats"), QStringLiteral("--json")}, dbUrl);
+        const Ctl stats = idemctlAt(dbUrl, {QStringLiteral("stats"), QStringLiteral("--json")});
         QVERIFY2(stats.exit == 0, qPrintable(stats.err));
         const QJsonObject s = QJsonDocument::fromJson(stats.out.toUtf8()).object();
         QCOMPARE(s.value(QStringLiteral("total")).toInt(), 2503);
@@ -396,7 +398,8 @@ private slots:
         QCOMPARE(s.value(QStringLiteral("started")).toInt(), 2);
         QCOMPARE(s.value(QStringLiteral("stale")).toInt(), 1);
         QCOMPARE(s.value(QStringLiteral("expired")).toInt(), 1);
-        QCOMPARE(idemctl({QStringLiteral("list"), QStringLiteral("--pattern"), QStringLiteral("c-*")}, dbUrl).exit, 64);
+        QCOMPARE(idemctlAt(dbUrl, {QStringLiteral("list"), QStringLiteral("--pattern"), QStringLiteral("c-*")}).exit,
+                 64);
     }
 
     // pg sweep: expired rows go in batches of --batch, live ones (and a held row) stay
@@ -413,9 +416,8 @@ private slots:
         const QString dbUrl = QString::fromStdString(db);
         const QStringList sweep = {QStringLiteral("pg"), QStringLiteral("sweep")};
 
-        const Ctl one = idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10"),
-                                                    QStringLiteral("--max-batches"), QStringLiteral("1")},
-                                dbUrl);
+        const Ctl one = idemctlAt(dbUrl, sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10"),
+                                                             QStringLiteral("--max-batches"), QStringLiteral("1")});
         QVERIFY2(one.exit == 0, qPrintable(one.err));
         QVERIFY2(one.out.contains(QStringLiteral("swept 10 expired row(s) in 1 batch(es) of up to 10; more remain")),
                  qPrintable(one.out));
@@ -423,10 +425,10 @@ private slots:
         QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records WHERE id IN ('old-25', 'old-16')"), std::string("0"));
         QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records WHERE id = 'old-15'"), std::string("1"));
 
-        const Ctl rest = idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10")}, dbUrl);
+        const Ctl rest = idemctlAt(dbUrl, sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("10")});
         QVERIFY2(rest.out.contains(QStringLiteral("swept 15 expired row(s) in 2 batch(es)")), qPrintable(rest.out));
         QCOMPARE(pgSql(db, "SELECT string_agg(id, ',') FROM idem.records"), std::string("live"));
-        const Ctl none = idemctl(sweep, dbUrl);
+        const Ctl none = idemctlAt(dbUrl, sweep);
         QVERIFY2(none.out.contains(QStringLiteral("swept 0 expired row(s) in 1 batch(es) of up to 1000")),
                  qPrintable(none.out));
 
@@ -435,18 +437,18 @@ private slots:
         std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(db.c_str()), &PQfinish);
         PQclear(PQexec(holder.get(), "BEGIN"));
         PQclear(PQexec(holder.get(), "SELECT * FROM idem.records WHERE id = 'live' FOR UPDATE"));
-        const Ctl skipped = idemctl(sweep, dbUrl);
+        const Ctl skipped = idemctlAt(dbUrl, sweep);
         QVERIFY2(skipped.out.contains(QStringLiteral("swept 0 expired")), qPrintable(skipped.out));
         PQclear(PQexec(holder.get(), "ROLLBACK"));
-        QVERIFY(idemctl(sweep, dbUrl).out.contains(QStringLiteral("swept 1 expired")));
+        QVERIFY(idemctlAt(dbUrl, sweep).out.contains(QStringLiteral("swept 1 expired")));
 
-        QCOMPARE(idemctl(sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("0")}, dbUrl).exit, 64);
-        QCOMPARE(idemctl({QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--batch"), QStringLiteral("5")},
-                         dbUrl)
+        QCOMPARE(idemctlAt(dbUrl, sweep + QStringList{QStringLiteral("--batch"), QStringLiteral("0")}).exit, 64);
+        QCOMPARE(idemctlAt(dbUrl, {QStringLiteral("pg"), QStringLiteral("init"), QStringLiteral("--batch"),
+                                   QStringLiteral("5")})
                      .exit,
                  64);
         pg->stop();
-        const Ctl away = idemctl(sweep, dbUrl);
+        const Ctl away = idemctlAt(dbUrl, sweep);
         pg->start();
         QCOMPARE(away.exit, 69);
         QCOMPARE(away.err.count(QLatin1Char('\n')), 1);

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 using idemtest::Ctl;
+using idemtest::idemctlAt;
 using idemtest::pgSql;
 
 namespace {
@@ -37,13 +38,6 @@ class TestPgTableCtl : public QObject {
 
     std::unique_ptr<idem::LocalPostgres> pg;
     QString url; // postgresql://idem@127.0.0.1:<port>/postgres
-
-    Ctl idemctl(QStringList args, const QString& on = {})
-    {
-        args.prepend(on.isEmpty() ? url : on);
-        args.prepend(QStringLiteral("--url"));
-        return idemtest::idemctl(args);
-    }
 
 private slots:
     void initTestCase()
@@ -72,7 +66,8 @@ private slots:
                  "'r' FROM generate_series(1, 1500) AS n");
         const QString t = QString::fromStdString(seed);
 
-        const Ctl list = idemctl({QStringLiteral("list"), QStringLiteral("--table"), t, QStringLiteral("--json")});
+        const Ctl list =
+            idemctlAt(url, {QStringLiteral("list"), QStringLiteral("--table"), t, QStringLiteral("--json")});
         QVERIFY2(list.exit == 0, qPrintable(list.err));
         QMap<QString, QJsonObject> rows;
         for (const QString& line : list.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
@@ -89,8 +84,9 @@ private slots:
         QCOMPARE(rows[QStringLiteral("c-done")].value(QStringLiteral("format")).toString(), QStringLiteral("sql-table"));
 
         // --stale-after moves the window; stats counts what list shows
-        const Ctl stats = idemctl({QStringLiteral("stats"), QStringLiteral("--table"), t, QStringLiteral("--stale-after"),
-                                   QStringLiteral("3h"), QStringLiteral("--json")});
+        const Ctl stats =
+            idemctlAt(url, {QStringLiteral("stats"), QStringLiteral("--table"), t, QStringLiteral("--stale-after"),
+                            QStringLiteral("3h"), QStringLiteral("--json")});
         QVERIFY2(stats.exit == 0, qPrintable(stats.err));
         const QJsonObject st = QJsonDocument::fromJson(stats.out.toUtf8()).object();
         QCOMPARE(st.value(QStringLiteral("total")).toInt(), 1505);
@@ -99,22 +95,24 @@ private slots:
         QCOMPARE(st.value(QStringLiteral("malformed")).toInt(), 1);
 
         // the stored bytes come back as they are; a binary response is not mangled
-        const Ctl one = idemctl({QStringLiteral("inspect"), QStringLiteral("c-done"), QStringLiteral("--table"), t,
-                                 QStringLiteral("--json")});
+        const Ctl one = idemctlAt(url, {QStringLiteral("inspect"), QStringLiteral("c-done"), QStringLiteral("--table"),
+                                        t, QStringLiteral("--json")});
         QVERIFY2(one.exit == 0, qPrintable(one.err));
         const QJsonArray found = QJsonDocument::fromJson(one.out.toUtf8()).array();
         QCOMPARE(found.size(), 1);
         QCOMPARE(found[0].toObject().value(QStringLiteral("table")).toString(), t);
-        const Ctl text = idemctl({QStringLiteral("inspect"), QStringLiteral("b-old"), QStringLiteral("--table"), t});
+        const Ctl text =
+            idemctlAt(url, {QStringLiteral("inspect"), QStringLiteral("b-old"), QStringLiteral("--table"), t});
         QVERIFY2(text.exit == 0 && text.out.contains(QStringLiteral("read-only")) && text.out.contains(QStringLiteral("STALE")),
                  qPrintable(text.out));
-        QCOMPARE(idemctl({QStringLiteral("inspect"), QStringLiteral("nope"), QStringLiteral("--table"), t}).exit, 66);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("inspect"), QStringLiteral("nope"), QStringLiteral("--table"), t}).exit,
+                 66);
 
         // written only as asked, guarded: purge deletes a row whose work is over and keeps a live
         // lock, a status word it does not know and a row a transaction holds; force-fail refuses
         const auto purge = [&](const char* key) {
-            return idemctl({QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"), t,
-                            QStringLiteral("--reason"), QStringLiteral("test")});
+            return idemctlAt(url, {QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"), t,
+                                   QStringLiteral("--reason"), QStringLiteral("test")});
         };
         const auto present = [&](const char* key) {
             return pgSql(u, "SELECT count(*) FROM " + seed + " WHERE key = '" + key + "'") == "1";
@@ -124,7 +122,8 @@ private slots:
         QVERIFY2(live.exit == 1 && live.err.contains(QStringLiteral("live lock")), qPrintable(live.err));
         const Ctl odd = purge("e-odd");
         QVERIFY2(odd.exit == 1 && odd.err.contains(QStringLiteral("ON_HOLD")), qPrintable(odd.err));
-        const Ctl ff = idemctl({QStringLiteral("force-fail"), QStringLiteral("b-old"), QStringLiteral("--table"), t});
+        const Ctl ff =
+            idemctlAt(url, {QStringLiteral("force-fail"), QStringLiteral("b-old"), QStringLiteral("--table"), t});
         QVERIFY2(ff.exit == 64 && ff.err.contains(QStringLiteral("failure word")), qPrintable(ff.err));
         QVERIFY(present("a-live") && present("e-odd"));
         QCOMPARE(pgSql(u, "SELECT status FROM " + seed + " WHERE key = 'b-old'"), std::string("PROCESSING"));
@@ -162,8 +161,8 @@ private slots:
                  "response_body) VALUES ('k1', 'started', 7, now(), NULL, NULL), ('k1', 'ride_created', 8, NULL, NULL, "
                  "NULL), ('k2', 'finished', 7, NULL, 201, '{\"id\": 1}')");
         const QString b = QString::fromStdString(brandur);
-        const Ctl k1 = idemctl({QStringLiteral("inspect"), QStringLiteral("k1"), QStringLiteral("--table"), b,
-                                QStringLiteral("--json")});
+        const Ctl k1 = idemctlAt(url, {QStringLiteral("inspect"), QStringLiteral("k1"), QStringLiteral("--table"), b,
+                                       QStringLiteral("--json")});
         QVERIFY2(k1.exit == 0, qPrintable(k1.err));
         const QJsonArray users = QJsonDocument::fromJson(k1.out.toUtf8()).array();
         QCOMPARE(users.size(), 2); // one per user
@@ -171,10 +170,13 @@ private slots:
         QCOMPARE(users[0].toObject().value(QStringLiteral("stale")).toBool(), false);
         QCOMPARE(users[1].toObject().value(QStringLiteral("stale")).toBool(), true); // unlocked: a retry resumes it
         // a row of such a table is named with its user; the key alone names none
-        QCOMPARE(idemctl({QStringLiteral("purge"), QStringLiteral("k1"), QStringLiteral("--table"), b}).exit, 64);
-        const Ctl resumed = idemctl({QStringLiteral("purge"), QStringLiteral("user_id=7 k1"), QStringLiteral("--table"), b});
+        QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), QStringLiteral("k1"), QStringLiteral("--table"), b}).exit,
+                 64);
+        const Ctl resumed =
+            idemctlAt(url, {QStringLiteral("purge"), QStringLiteral("user_id=7 k1"), QStringLiteral("--table"), b});
         QVERIFY2(resumed.exit == 1 && resumed.err.contains(QStringLiteral("live lock")), qPrintable(resumed.err));
-        const Ctl bl = idemctl({QStringLiteral("stats"), QStringLiteral("--table"), b, QStringLiteral("--json")});
+        const Ctl bl =
+            idemctlAt(url, {QStringLiteral("stats"), QStringLiteral("--table"), b, QStringLiteral("--json")});
         const QJsonObject bs = QJsonDocument::fromJson(bl.out.toUtf8()).object();
         QCOMPARE(bs.value(QStringLiteral("completed")).toInt(), 1);
         QCOMPARE(bs.value(QStringLiteral("started")).toInt(), 2);
@@ -182,13 +184,14 @@ private slots:
         // what is not a table of idempotency keys, or not there, is said in one line
         pgSql(u, "CREATE TABLE IF NOT EXISTS plain_things (key text PRIMARY KEY, colour text)");
         for (const char* missing : {"plain_things", "no_such_table"}) {
-            const Ctl bad = idemctl({QStringLiteral("list"), QStringLiteral("--table"), QString::fromLatin1(missing)});
+            const Ctl bad =
+                idemctlAt(url, {QStringLiteral("list"), QStringLiteral("--table"), QString::fromLatin1(missing)});
             QVERIFY2(bad.exit != 0 && !bad.err.trimmed().contains(QLatin1Char('\n')) &&
                          bad.err.contains(QString::fromLatin1(missing)),
                      qPrintable(bad.err));
         }
-        const Ctl redis = idemtest::idemctl({QStringLiteral("--url"), QStringLiteral("redis://127.0.0.1:1"),
-                                             QStringLiteral("list"), QStringLiteral("--table"), t});
+        const Ctl redis =
+            idemctlAt(QStringLiteral("redis://127.0.0.1:1"), {QStringLiteral("list"), QStringLiteral("--table"), t});
         QVERIFY2(redis.exit == 64 && redis.err.contains(QStringLiteral("postgresql://")), qPrintable(redis.err));
     }
 
@@ -202,8 +205,8 @@ private slots:
                  "NOT NULL, status text NOT NULL, response text, locked_at timestamptz, UNIQUE (org_id, "
                  "idempotency_key)); INSERT INTO " + table + " (org_id, idempotency_key, status, response) VALUES "
                  "(1, 'k', 'COMPLETED', 'a'), (2, 'k', 'COMPLETED', 'b'), (3, 'k', 'COMPLETED', 'c')");
-        const Ctl shared = idemctl({QStringLiteral("purge"), QStringLiteral("k"), QStringLiteral("--table"),
-                                    QString::fromStdString(table)});
+        const Ctl shared = idemctlAt(url, {QStringLiteral("purge"), QStringLiteral("k"), QStringLiteral("--table"),
+                                           QString::fromStdString(table)});
         QCOMPARE(shared.exit, 1);
         QVERIFY2(shared.err.count(QLatin1Char('\n')) == 1 && shared.err.contains(QStringLiteral("3 rows")) &&
                      shared.err.contains(QStringLiteral("cannot tell them apart")),
@@ -222,8 +225,8 @@ private slots:
                  "SET TimeZone = 'America/New_York'; INSERT INTO " + naive + " VALUES ('ny', 'STARTED', now()); "
                  "SET TimeZone = 'UTC'; INSERT INTO " + naive + " VALUES ('old', 'STARTED', now() - interval '13 hours')");
         const auto purge = [&](const std::string& table, const char* key) {
-            return idemctl({QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"),
-                            QString::fromStdString(table)});
+            return idemctlAt(url, {QStringLiteral("purge"), QString::fromLatin1(key), QStringLiteral("--table"),
+                                   QString::fromStdString(table)});
         };
         const Ctl ny = purge(naive, "ny");
         QVERIFY2(ny.exit == 1 && ny.err.contains(QStringLiteral("live lock")), qPrintable(ny.err));
@@ -246,8 +249,9 @@ private slots:
         const Ctl none = purge(text, "none"); // NULL: nobody holds it, the next request takes it over
         QVERIFY2(none.exit == 0, qPrintable(none.err));
         QCOMPARE(pgSql(u, "SELECT string_agg(key, ',' ORDER BY key) FROM " + text), std::string("ny,odd,utc"));
-        const Ctl shown = idemctl({QStringLiteral("list"), QStringLiteral("--table"), QString::fromStdString(text),
-                                   QStringLiteral("--state"), QStringLiteral("malformed"), QStringLiteral("--json")});
+        const Ctl shown =
+            idemctlAt(url, {QStringLiteral("list"), QStringLiteral("--table"), QString::fromStdString(text),
+                            QStringLiteral("--state"), QStringLiteral("malformed"), QStringLiteral("--json")});
         QVERIFY2(shown.exit == 0 && shown.out.contains(QStringLiteral("MALFORMED")), qPrintable(shown.err + shown.out));
     }
 };

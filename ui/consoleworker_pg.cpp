@@ -123,6 +123,20 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
         lost(what);
         return;
     }
+    if (const auto* denied = dynamic_cast<const idem::PermissionError*>(&e)) {
+        // the user is usually right and lacks a grant: say which, and who prints it
+        const QString role = qs(denied->role()), table = m_settings.table.trimmed();
+        QString url = postgresShown(m_settings.url);
+        if (url.contains(u' '))
+            url = u'\'' + url + u'\'';
+        // (with --table, the other program's table needs its own grants; "Why" names what was denied)
+        const QString onTable = table.isEmpty() ? QString() : u"; on %1: SELECT, and DELETE to purge"_s.arg(table);
+        refuse(field, u"%1 refused role '%2'. Retrying will not change that: grant the role what it lacks "
+                      u"(`idemctl --url %3 acl monitor --user %2` prints schema idem's GRANTs for its owner to run%4), "
+                      u"or connect as another user in Connect (Ctrl+O). Why: %5"_s
+                          .arg(postgresShown(m_settings.url), role, url, onTable, what.simplified()));
+        return;
+    }
     refuse(field, u"%1 refused the connection settings. Retrying will not change that: correct the %2 in Connect "
                   u"(Ctrl+O). Why: %3"_s
                       .arg(postgresShown(m_settings.url), field == u"url"_s ? u"URL"_s : field, what.simplified()));

@@ -146,7 +146,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                           u"DUR"_s);
     const QCommandLineOption policyLink(u"policy-link"_s,
                                         u"URL of the published policy, linked from 400 answers (default: the admin "
-                                        "listener's /policy)"_s,
+                                        "listener's /policy for clients on this machine, else the draft)"_s,
                                         u"URL"_s);
     const QCommandLineOption config(u"config"_s,
                                     u"Per-route policies (JSON: method(s) + path prefix -> methods, key required, "

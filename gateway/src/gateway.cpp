@@ -131,7 +131,7 @@ bool Gateway::start(QString* error)
     http::ServerOptions so;
     so.limits.maxBody = m_policy.largestBody();
     if (!m_policy.routes.empty())
-        so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.path).maxBody; };
+        so.bodyLimit = [this](const http::Request& head) { return m_policy.of(head.method, head.route).maxBody; };
     so.idleTimeout = m_options.idleTimeout;
     so.headerTimeout = m_options.headerTimeout;
     so.bodyTimeout = m_options.bodyTimeout;
@@ -167,11 +167,17 @@ bool Gateway::start(QString* error)
 quint16 Gateway::port() const { return m_server ? m_server->port() : 0; }
 quint16 Gateway::adminPort() const { return m_admin ? m_admin->port() : 0; }
 
-http::Response Gateway::keyProblem(std::string_view detail) const
+// The Link names the published policy: --policy-link; else the admin listener's /policy, but only
+// to a client on this machine, the one client sure to reach it (clients elsewhere seldom can, and
+// need not learn where the operator's /metrics are): a loopback peer that forwards no one else's
+// request (a proxy on this machine says Forwarded or X-Forwarded-For); else the draft.
+http::Response Gateway::keyProblem(const Exchange& x, std::string_view detail) const
 {
     http::Response r = http::problem(400, "Idempotency-Key is missing or invalid", detail);
     QString link = m_options.policyLink;
-    if (link.isEmpty() && m_admin) {
+    const bool local = x.out.peer().isLoopback() && !x.request.header("Forwarded") &&
+                       !x.request.header("X-Forwarded-For");
+    if (link.isEmpty() && m_admin && local) {
         const QHostAddress h = m_options.adminHost == QHostAddress::Any ? QHostAddress(QHostAddress::LocalHost)
                                                                         : m_options.adminHost;
         link = u"http://%1:%2/policy"_s.arg(h.protocol() == QAbstractSocket::IPv6Protocol ? u'[' + h.toString() + u']'
@@ -192,24 +198,24 @@ void Gateway::handle(http::Request r, http::Responder out)
     x->out = std::move(out);
     x->clock.start();
     const http::Request& req = x->request;
-    x->policy = &m_policy.of(req.method, req.path);
+    x->policy = &m_policy.of(req.method, req.route);
     // the policy's methods are uppercase; the upstream gets the method as it came
     if (!x->policy->methods.count(http::upperMethod(req.method)))
         return pass(x, Outcome::Bypassed);
     const std::size_t keys = req.headerCount("Idempotency-Key");
     if (keys == 0) {
         if (x->policy->requireKey)
-            return finish(x, keyProblem("a " + req.method + " request needs an Idempotency-Key header"), Outcome::Rejected);
+            return finish(x, keyProblem(*x, "a " + req.method + " request needs an Idempotency-Key header"), Outcome::Rejected);
         return pass(x, Outcome::Bypassed);
     }
     if (keys > 1)
-        return finish(x, keyProblem("one Idempotency-Key header, not several"), Outcome::Rejected);
+        return finish(x, keyProblem(*x, "one Idempotency-Key header, not several"), Outcome::Rejected);
     if (const auto why = ambiguousScope(req, m_options.scope))
         return finish(x, http::problem(400, "Whose key this is cannot be told", *why), Outcome::Rejected);
     std::string why;
     const auto key = parseKey(*req.header("Idempotency-Key"), &why);
     if (!key)
-        return finish(x, keyProblem(why), Outcome::Rejected);
+        return finish(x, keyProblem(*x, why), Outcome::Rejected);
     x->id = recordId(req, m_options.scope, *key);
     x->fingerprint = requestFingerprint(req);
     acquire(x);

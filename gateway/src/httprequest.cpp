@@ -423,13 +423,14 @@ bool RequestParser::requestLine(std::string_view l)
         return fail(400, "the request target is not a path (origin-form) or an http URL (absolute-form)");
     m_current.method = method;
     if (origin == "*") {
-        m_current.target = m_current.path = "*";
+        m_current.target = m_current.path = m_current.route = "*";
     } else {
         const auto q = origin.find('?');
         const char* why = nullptr;
         m_current.path = normalizedPath(origin.substr(0, q), &why);
         if (m_current.path.empty())
             return fail(400, why);
+        m_current.route = routePath(m_current.path);
         m_current.query = q == std::string_view::npos ? std::string_view() : origin.substr(q + 1);
         m_current.target = m_current.path;
         if (q != std::string_view::npos)

@@ -105,7 +105,7 @@ std::string recordId(const http::Request& r, const KeyScope& scope, std::string_
     // "/" (Express routes "/orders/" to /orders): a retry that spells the path another way finds
     // this record (and, its fingerprint differing, gets 422), never a record of its own and a
     // second execution upstream
-    std::string routed = http::routePath(r.path);
+    std::string routed = r.route;
     if (routed.size() > 1 && routed.back() == '/')
         routed.pop_back();
     const std::string path = routed.size() > 512 ? "sha256:" + digest(routed, 32) : routed;

@@ -199,16 +199,14 @@ std::vector<std::string> defaultReplayed() {
     return {kReplayedHeaders.begin(), kReplayedHeaders.end()};
 }
 
-const RoutePolicy& Policy::of(std::string_view requestMethod, std::string_view requestPath) const {
+const RoutePolicy& Policy::of(std::string_view requestMethod, std::string_view route) const {
     // "post" is POST to upstreams that fold the case of methods (Werkzeug): it is protected as POST
     const std::string method = http::upperMethod(requestMethod);
-    // as many servers route it: "//" as "/", ";params" dropped ("/pay;v=1/refunds" is /pay/refunds)
-    const std::string path = http::routePath(requestPath);
     const RoutePolicy* best = &defaults;
     bool bestNamed = false;
     std::size_t bestLength = 0;
     for (const RoutePolicy& r : routes) {
-        if (!r.matches(method, path))
+        if (!r.matches(method, route))
             continue;
         const std::size_t length = r.prefix == "/" ? 0 : r.prefix.size();
         const bool named = !r.on.empty();

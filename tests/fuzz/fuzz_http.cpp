@@ -104,6 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(!r.method.empty() && !r.target.empty());
         FUZZ_CHECK(r.target.front() == '/' || (r.target == "*" && r.method == "OPTIONS"), r.target);
         FUZZ_CHECK(r.path + (r.target.find('?') == std::string::npos ? "" : "?" + r.query) == r.target, r.target);
+        FUZZ_CHECK(r.route == routePath(r.path), r.path);
         FUZZ_CHECK(r.body.size() <= limits.maxBody);
         FUZZ_CHECK(r.headers.size() <= limits.maxHeaders);
         FUZZ_CHECK(r.minorVersion == 0 || r.minorVersion == 1);
@@ -117,8 +118,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         again.feed(rewritten(r));
         auto back = again.take();
         FUZZ_CHECK(back.has_value() && !again.failed(), again.error().reason);
-        FUZZ_CHECK(back->method == r.method && back->target == r.target && back->body == r.body &&
-                       back->keepAlive == r.keepAlive && back->expectContinue == r.expectContinue,
+        FUZZ_CHECK(back->method == r.method && back->target == r.target && back->route == r.route &&
+                       back->body == r.body && back->keepAlive == r.keepAlive && back->expectContinue == r.expectContinue,
                    rewritten(r));
     }
     return 0;

@@ -67,7 +67,7 @@ private:
     void acquired(std::shared_ptr<Exchange> x);
     void answered(std::shared_ptr<Exchange> x);
     void finish(const std::shared_ptr<Exchange>& x, http::Response r, Outcome o);
-    http::Response keyProblem(std::string_view detail) const;
+    http::Response keyProblem(const Exchange& x, std::string_view detail) const;
     void storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why);
     // The store's acquires and completions of one turn of this thread's event loop go out together
     // when the turn ends (AsyncStore::hold): a few script calls of many ids, not one call each.

@@ -41,7 +41,8 @@ struct Request {
     std::string method;
     std::string target;       // origin-form "/path?query" (from an absolute-form one too) or "*" (OPTIONS)
     std::string path;         // before '?', normalized: escapes of unreserved bytes decoded, "//",
-                              // "." and ".." segments gone (what routes, record ids and the upstream see)
+                              // "." and ".." segments gone (what the upstream sees)
+    std::string route;        // routePath(path), worked out once: what routes and record ids read
     std::string query;        // after '?', without it
     int minorVersion = 1;     // HTTP/1.<minor>
     std::vector<Header> headers; // in order; trailers of a chunked body are not kept

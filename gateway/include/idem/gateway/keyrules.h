@@ -30,7 +30,7 @@ std::optional<KeyScope> parseKeyScope(std::string_view text);
 // The record's id: a digest of the credential (never the credential itself), the method, the
 // route and the key - never the raw key alone, so one client cannot replay another's answer.
 // "<credential digest | anonymous> <METHOD> <path> <key>"; a path over 512 bytes is replaced by
-// its digest, so that the id stays within a record id's 1024 bytes.
+// its digest, so that the id stays within a record id's 1024 bytes. The path is r.route.
 std::string recordId(const http::Request& r, const KeyScope& scope, std::string_view key);
 
 // Why a request's record cannot be told (nullopt: it can): the scope header given more than once

@@ -47,7 +47,8 @@ struct GatewayOptions {
     std::size_t maxConnections = 0; // clients at once, beyond which accepting pauses; 0: from RLIMIT_NOFILE
     Millis drainTimeout{20'000}; // SIGTERM: how long requests under way may take to end (below a 30 s kill)
     Millis waitInProgress{0}; // a duplicate in flight waits this long for the first's answer; 0: 409 at once
-    QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy
+    QString policyLink; // the Link rel="describedby" of a 400; empty: the admin listener's /policy to
+                        // a client on this machine, the draft to others
     std::vector<RoutePolicy> routes; // --config: routes whose policy differs from the flags' (the default)
 };
 

@@ -42,7 +42,8 @@ struct Policy {
     RoutePolicy defaults;
     std::vector<RoutePolicy> routes;
 
-    const RoutePolicy& of(std::string_view method, std::string_view path) const;
+    // route: the request's path as routes read it (http::Request::route, http::routePath)
+    const RoutePolicy& of(std::string_view method, std::string_view route) const;
     Millis longestLease() const;
     std::size_t largestBody() const;
 };
