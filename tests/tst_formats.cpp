@@ -274,6 +274,11 @@ private slots:
         QCOMPARE(r.state, RecordState::Unknown);
         const std::string done = req.substr(0, req.size() - 1) + ",\"response\":{\"statusCode\":201,\"body\":\"ok\"}}";
         r = read("key-1", done, 30'000, {}, 8192);
+        QCOMPARE(r.state, RecordState::Unknown); // by its value alone: never a record to purge
+        QVERIFY2(r.reason.find("--format express-idempotency") != std::string::npos, r.reason.c_str());
+        idem::DecodeOptions express;
+        express.format = RecordFormat::ExpressIdempotency;
+        r = read("key-1", done, 30'000, express, 8192);
         QCOMPARE(r.state, RecordState::Completed);
     }
 
@@ -426,6 +431,42 @@ private slots:
                 QVERIFY(!d.meaning.empty());
         QVERIFY(idem::fieldDoc(RecordFormat::Powertools, "expiration"));
         QCOMPARE(idem::fieldDoc(RecordFormat::Powertools, "expiration")->time, idem::FieldTime::Seconds);
+    }
+
+    // A value's signature at a key without its library's shape is a guess (an API log looks like
+    // express-idempotency's record, an export job like Powertools'): at most a lock, which protects
+    // the key, never a COMPLETED, FAILED or EXPIRED record or a stale lock for a bulk purge to take
+    void aValueAloneIsAtMostALock()
+    {
+        const std::string later = std::to_string(kNow / 1000 + 86'400), past = std::to_string(kNow / 1000 - 100);
+        for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+                 {"apilog:1", R"({"request":{"method":"GET","url":"/users/7"},"response":{"statusCode":200,"body":"{}"}})"},
+                 {"export:job:9", "{\"status\":\"COMPLETED\",\"expiration\":" + later + ",\"file\":\"s3://b/x.csv\"}"},
+                 {"coupon:77", "{\"status\":\"COMPLETED\",\"expiration\":" + past + "}"},
+                 {"order:status:5", R"({"status":"COMPLETE","response":{"body":{"ok":true}}})"}}) {
+            const auto r = read(key, value);
+            QVERIFY2(r.state == RecordState::Unknown, key.c_str());
+            QVERIFY2(r.reason.find("by its value alone") != std::string::npos, r.reason.c_str());
+        }
+        // the same values at their libraries' keys are their records
+        QCOMPARE(read("fn#HXoPuS989n9jdP6e7H2ySg==", "{\"status\":\"COMPLETED\",\"expiration\":" + later + "}").state,
+                 RecordState::Completed);
+        QCOMPARE(read("node-idempotency:POST:/o:k", R"({"status":"COMPLETE","response":{"body":{"ok":true}}})").state,
+                 RecordState::Completed);
+        // a lock by its value alone stays a lock, and one whose deadline passed is not stale there
+        const std::string expired = "{\"status\":\"INPROGRESS\",\"expiration\":" + later +
+                                    ",\"in_progress_expiration\":" + std::to_string(kNow - 60'000) + "}";
+        auto r = read("jobs:lock:9", expired);
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(!r.stale);
+        QVERIFY(idem::mayBeLiveLock(r));
+        QVERIFY(read("fn#HXoPuS989n9jdP6e7H2ySg==", expired).stale); // at its shape: stale
+        // the operator who names the format reads them as that library's
+        idem::DecodeOptions o;
+        o.format = RecordFormat::Powertools;
+        QCOMPARE(read("export:job:9", "{\"status\":\"COMPLETED\",\"expiration\":" + later + "}", 30'000, o).state,
+                 RecordState::Completed);
+        QVERIFY(read("jobs:lock:9", expired, 30'000, o).stale);
     }
 
     // Outside idem's key shape a status word is no signature: job trackers, caches and Celery keep

@@ -334,6 +334,8 @@ private slots:
         c.checked({"SET", job + "d1", R"({"status":"COMPLETED","result":42})"});
         c.checked({"SET", job + "w1", "FAILED"});
         c.checked({"SET", job + "r1", R"({"status":"RUNNING","worker":"w-2"})"});
+        // an API log that looks like express-idempotency's completed record, at a key of its own
+        c.checked({"SET", job + "log1", R"({"request":{"method":"GET","url":"/u/7"},"response":{"statusCode":200}})"});
         c.checked({"SET", ns + ":{hw}", R"({"status":"FAILED","error":"card declined"})"}); // hand-written
         const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
                                QStringLiteral("--namespace"), QString::fromStdString(ns)};
@@ -353,12 +355,19 @@ private slots:
                                                          {job + "d1", QStringLiteral("UNKNOWN COMPLETED")},
                                                          {job + "w1", QStringLiteral("UNKNOWN FAILED")},
                                                          {job + "r1", QStringLiteral("UNKNOWN RUNNING")},
+                                                         {job + "log1", QStringLiteral("UNKNOWN ")},
                                                          {ns + ":{hw}", QStringLiteral("FAILED ")}}));
         QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--yes"), QStringLiteral("--state"), QStringLiteral("failed"),
                       QStringLiteral("--pattern"), all})
                      .exitCode,
                  0);
-        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", job + "f1", job + "d1", job + "w1", job + "r1"}).get()), 4);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--yes"), QStringLiteral("--state"),
+                      QStringLiteral("completed"), QStringLiteral("--pattern"), all})
+                     .exitCode,
+                 0);
+        QCOMPARE(idem::reply::integer(
+                     c.checked({"EXISTS", job + "f1", job + "d1", job + "w1", job + "r1", job + "log1"}).get()),
+                 5);
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", ns + ":{hw}"}).get()), 0);
         // an operator who says they are hand-written records reads them so
         const auto asJson = states({QStringLiteral("--format"), QStringLiteral("json"), QStringLiteral("list"),

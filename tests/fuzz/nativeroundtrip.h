@@ -94,7 +94,7 @@ inline void nativeRoundTrip(Input& f)
     }
 
     KeyRead in;
-    in.key = "idempotency:{" + token + "}";
+    in.key = "idempotency:{" + (token.empty() ? std::string("_") : token) + "}"; // (ids are never empty)
     in.type = "hash";
     in.ttlMs = ttlMs;
     in.fields = h;

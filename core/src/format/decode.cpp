@@ -181,9 +181,41 @@ Record unknownString(const Input& x)
     if (inProgressWord(word) || terminalWord(word))
         r.rawStatus = std::string(word);
     if (terminalWord(word))
-        r.reason += j ? " (a hand-written idempotency record? --format json reads it as one)"
-                      : " (a hand-written status word? --format plain reads it as one)";
+        r.reason += j ? " (hand-written idempotency records? --format json with a --pattern of only them reads them so)"
+                      : " (hand-written status words? --format plain with a --pattern of only them reads them so)";
     return r;
+}
+
+// A record read by its value alone, at a key without its library's shape. A value's signature is
+// a guess there: an API log's {"request":…,"response":…}, an export job's {"status":"COMPLETED",
+// "expiration":…} look like express-idempotency's and Powertools' records. The guess may make a key
+// a lock (which protects it), never a record a bulk purge takes: a COMPLETED, FAILED or EXPIRED
+// reading is unknown, and a lock whose lease ran out is not stale. --format (or, for idem's own
+// records, --namespace) reads such keys as the library's records.
+Record byValueAlone(Record r)
+{
+    const bool native = r.format == RecordFormat::Native;
+    // (a format applies to every key a pattern covers: it is said with a pattern of only such keys)
+    const std::string how = native ? "--namespace NAME (its records live at NAME:{id})"
+                                   : "--format " + std::string(nameOf(r.format)) + " with a --pattern of only its keys";
+    const std::string reading = "reads as " + std::string(libraryOf(r.format)) + "'s ";
+    if (r.state == RecordState::Started) {
+        if (r.stale) {
+            r.reason = reading + "lock by its value alone, and its lease ran out (" + r.staleWhy +
+                       "); at a key without that library's shape it is not taken for stale: " + how +
+                       " reads it so";
+            r.stale = false;
+            r.staleWhy.clear();
+        }
+        return r;
+    }
+    if (r.state != RecordState::Completed && r.state != RecordState::Failed && r.state != RecordState::Expired)
+        return r;
+    Record u = make(RecordFormat::Unknown, RecordState::Unknown);
+    u.rawStatus = r.rawStatus;
+    u.reason = reading + std::string(nameOf(r.state)) + " record by its value alone, at a key without that " +
+               "library's shape: another program's data is not taken for one; " + how + " reads it so";
+    return u;
 }
 
 bool startsJsonObject(std::string_view v)
@@ -215,7 +247,7 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
             for (const Profile* p : profiles())
                 if (p->format != f && (!claimed || p->ownsKey(in.key, o)))
                     if (std::optional<Record> r = p->decode(x, claimed); r && r->state != RecordState::Malformed)
-                        return r;
+                        return claimed ? r : std::optional(byValueAlone(std::move(*r)));
         return std::optional<Record>();
     };
     std::optional<Record> got;
@@ -248,7 +280,8 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
             if (std::optional<Record> other = otherThan(got->format); other && other->state == RecordState::Started)
                 got = std::move(other);
         for (auto it = profiles().begin(); !got && it != profiles().end(); ++it)
-            got = (*it)->decode(x, false);
+            if ((got = (*it)->decode(x, false)))
+                got = byValueAlone(std::move(*got));
     }
     // No profile took it: another type is a valid key of something else (a queue, a set of
     // message ids); a string or a hash is unknown
