@@ -355,7 +355,7 @@ private slots:
             w.setReadOnly(false);          // even called directly: refused
             QVERIFY(w.isReadOnly());
             QVERIFY(w.readOnlyAction()->isChecked());
-            w.table()->selectAll(); // (with nothing selected, purge is off whatever else holds)
+            w.table()->selectAll(); // (with nothing selected, purge and force-fail are off whatever else holds)
             for (QAction* a : {w.purgeAction(), w.forceFailAction(), w.purgeAllAction(), w.forceFailAllAction()})
                 QVERIFY(!a->isEnabled());
             w.purgeSelected(); // refused, no dialog
@@ -374,9 +374,11 @@ private slots:
             QVERIFY(w.readOnlyAction()->isEnabled());
             w.table()->selectAll();
             QVERIFY(w.purgeAction()->isEnabled());
+            QVERIFY(w.forceFailAction()->isEnabled());
             w.readOnlyAction()->trigger(); // switched on by hand
             QVERIFY(w.isReadOnly());
             QVERIFY(!w.purgeAction()->isEnabled());
+            QVERIFY(!w.forceFailAction()->isEnabled());
         }
         MainWindow w(options());
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
@@ -385,28 +387,44 @@ private slots:
         QVERIFY(!w.isReadOnly()); // not kept from the last session
         w.table()->selectAll();
         QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(w.forceFailAction()->isEnabled());
     }
 
-    // "Purge selected" is off while nothing is selected, and says why; on again with a selection
-    void purgeSelectedWantsASelection()
+    // "Purge selected" and "Force-fail selected" are off while nothing is selected, and say why;
+    // on again with a selection
+    void selectedActionsWantASelection()
     {
         MainWindow w(options());
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
         w.show();
         QVERIFY(scans.wait(10000));
         QVERIFY(w.purgeAllAction()->isEnabled()); // connected and writable
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(w.forceFailAllAction()->isEnabled());
+        const auto enabled = [&w](bool on) {
+            for (QAction* a : {w.purgeAction(), w.forceFailAction()})
+                if (a->isEnabled() != on)
+                    return false;
+            return true;
+        };
+        QVERIFY(enabled(false));
         QVERIFY2(w.purgeAction()->toolTip().contains(u"Select"_s), qPrintable(w.purgeAction()->toolTip()));
+        QVERIFY2(w.forceFailAction()->toolTip().contains(u"Select the keys to force-fail"_s),
+                 qPrintable(w.forceFailAction()->toolTip()));
         selectKey(w, recordKey("done-1"));
-        QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(enabled(true));
         w.table()->clearSelection();
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(enabled(false));
         // a filter that hides the selected row leaves nothing selected
         selectKey(w, recordKey("done-1"));
-        QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(enabled(true));
         QTest::keyClicks(w.filterEdit(), u"stuck"_s);
         QCOMPARE(w.proxy()->rowCount(), 3);
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(enabled(false));
+        // its shortcut does nothing either: no dialog, no note
+        const QString note = w.actionNote();
+        QTest::keyClick(w.table(), Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+        QVERIFY(!QApplication::activeModalWidget());
+        QCOMPARE(w.actionNote(), note);
     }
 
     void cancelChangesNothing()
