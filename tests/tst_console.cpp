@@ -595,6 +595,38 @@ private slots:
         QCOMPARE(w.chart()->lastValue(CountsChart::Stale), 3.0);
     }
 
+    // The chart's legend says what the counters say, at every moment: samples are drawn every
+    // other second, the counters change every second and as data arrives
+    void chartLegendSaysWhatTheCountersSay()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.chart()->sampleCount() >= 1, 5000);
+        const auto counter = [&w](const QString& name) {
+            return w.findChild<QToolButton*>(u"counter-"_s + name)->text().section(u'\n', 1);
+        };
+        const auto legend = [&w](CountsChart::Series s) { return w.chart()->legend().at(s).section(u' ', -1); };
+        QCOMPARE(legend(CountsChart::Completed), u"2"_s);
+        QCOMPARE(legend(CountsChart::Stale), u"3"_s);
+        // a completed record every 300 ms for 5 s, seen through keyspace notifications
+        QElapsedTimer t;
+        t.start();
+        int n = 0;
+        while (t.elapsed() < 5000) {
+            if (t.elapsed() >= n * 300) {
+                auto a = store->acquire("legend-" + std::to_string(n++), "");
+                store->complete(a.ticket, "done");
+            }
+            QTest::qWait(20);
+            QCOMPARE(legend(CountsChart::Completed), counter(u"completed"_s));
+            QCOMPARE(legend(CountsChart::Stale), counter(u"stale"_s));
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(counter(u"completed"_s), QString::number(2 + n), 3000);
+        QCOMPARE(legend(CountsChart::Completed), counter(u"completed"_s));
+    }
+
     void chartTicksAreRound()
     {
         QCOMPARE(CountsChart::niceTicks(11, 4), (QVector<double>{0, 5, 10, 15}));
