@@ -139,7 +139,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(w.readOnlyLock().contains(u"operator role"_s), 5000);
         QVERIFY2(w.readOnlyLock().contains(q(user)), qPrintable(w.readOnlyLock()));
         QVERIFY(!w.readOnlyAction()->isEnabled());
-        w.table()->selectAll(); // (with nothing selected, purge is off whatever else holds)
+        w.table()->selectAll(); // (with nothing selected, purge and force-fail are off whatever else holds)
         QVERIFY(!w.purgeAction()->isEnabled());
         QVERIFY(!w.forceFailAction()->isEnabled());
     }

@@ -355,7 +355,7 @@ private slots:
             w.setReadOnly(false);          // even called directly: refused
             QVERIFY(w.isReadOnly());
             QVERIFY(w.readOnlyAction()->isChecked());
-            w.table()->selectAll(); // (with nothing selected, purge is off whatever else holds)
+            w.table()->selectAll(); // (with nothing selected, purge and force-fail are off whatever else holds)
             for (QAction* a : {w.purgeAction(), w.forceFailAction(), w.purgeAllAction(), w.forceFailAllAction()})
                 QVERIFY(!a->isEnabled());
             w.purgeSelected(); // refused, no dialog
@@ -374,9 +374,11 @@ private slots:
             QVERIFY(w.readOnlyAction()->isEnabled());
             w.table()->selectAll();
             QVERIFY(w.purgeAction()->isEnabled());
+            QVERIFY(w.forceFailAction()->isEnabled());
             w.readOnlyAction()->trigger(); // switched on by hand
             QVERIFY(w.isReadOnly());
             QVERIFY(!w.purgeAction()->isEnabled());
+            QVERIFY(!w.forceFailAction()->isEnabled());
         }
         MainWindow w(options());
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
@@ -385,28 +387,44 @@ private slots:
         QVERIFY(!w.isReadOnly()); // not kept from the last session
         w.table()->selectAll();
         QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(w.forceFailAction()->isEnabled());
     }
 
-    // "Purge selected" is off while nothing is selected, and says why; on again with a selection
-    void purgeSelectedWantsASelection()
+    // "Purge selected" and "Force-fail selected" are off while nothing is selected, and say why;
+    // on again with a selection
+    void selectedActionsWantASelection()
     {
         MainWindow w(options());
         QSignalSpy scans(&w, &MainWindow::scanCompleted);
         w.show();
         QVERIFY(scans.wait(10000));
         QVERIFY(w.purgeAllAction()->isEnabled()); // connected and writable
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(w.forceFailAllAction()->isEnabled());
+        const auto enabled = [&w](bool on) {
+            for (QAction* a : {w.purgeAction(), w.forceFailAction()})
+                if (a->isEnabled() != on)
+                    return false;
+            return true;
+        };
+        QVERIFY(enabled(false));
         QVERIFY2(w.purgeAction()->toolTip().contains(u"Select"_s), qPrintable(w.purgeAction()->toolTip()));
+        QVERIFY2(w.forceFailAction()->toolTip().contains(u"Select the keys to force-fail"_s),
+                 qPrintable(w.forceFailAction()->toolTip()));
         selectKey(w, recordKey("done-1"));
-        QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(enabled(true));
         w.table()->clearSelection();
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(enabled(false));
         // a filter that hides the selected row leaves nothing selected
         selectKey(w, recordKey("done-1"));
-        QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(enabled(true));
         QTest::keyClicks(w.filterEdit(), u"stuck"_s);
         QCOMPARE(w.proxy()->rowCount(), 3);
-        QVERIFY(!w.purgeAction()->isEnabled());
+        QVERIFY(enabled(false));
+        // its shortcut does nothing either: no dialog, no note
+        const QString note = w.actionNote();
+        QTest::keyClick(w.table(), Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+        QVERIFY(!QApplication::activeModalWidget());
+        QCOMPARE(w.actionNote(), note);
     }
 
     void cancelChangesNothing()
@@ -575,6 +593,38 @@ private slots:
         QCOMPARE(w.server(), first);
         QVERIFY(w.chart()->sampleCount() >= 1); // its own history, kept
         QCOMPARE(w.chart()->lastValue(CountsChart::Stale), 3.0);
+    }
+
+    // The chart's legend says what the counters say, at every moment: samples are drawn every
+    // other second, the counters change every second and as data arrives
+    void chartLegendSaysWhatTheCountersSay()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.chart()->sampleCount() >= 1, 5000);
+        const auto counter = [&w](const QString& name) {
+            return w.findChild<QToolButton*>(u"counter-"_s + name)->text().section(u'\n', 1);
+        };
+        const auto legend = [&w](CountsChart::Series s) { return w.chart()->legend().at(s).section(u' ', -1); };
+        QCOMPARE(legend(CountsChart::Completed), u"2"_s);
+        QCOMPARE(legend(CountsChart::Stale), u"3"_s);
+        // a completed record every 300 ms for 5 s, seen through keyspace notifications
+        QElapsedTimer t;
+        t.start();
+        int n = 0;
+        while (t.elapsed() < 5000) {
+            if (t.elapsed() >= n * 300) {
+                auto a = store->acquire("legend-" + std::to_string(n++), "");
+                store->complete(a.ticket, "done");
+            }
+            QTest::qWait(20);
+            QCOMPARE(legend(CountsChart::Completed), counter(u"completed"_s));
+            QCOMPARE(legend(CountsChart::Stale), counter(u"stale"_s));
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(counter(u"completed"_s), QString::number(2 + n), 3000);
+        QCOMPARE(legend(CountsChart::Completed), counter(u"completed"_s));
     }
 
     void chartTicksAreRound()

@@ -214,7 +214,7 @@ private slots:
         for (int i = 0; i < 11; ++i)
             QVERIFY2(w.counter(i)->text().endsWith(u"—"_s), qPrintable(w.counter(i)->text()));
         QVERIFY2(w.bannerText().contains(u"Cannot reach"_s), qPrintable(w.bannerText()));
-        QVERIFY(!w.purgeAllAction()->isEnabled()); // (no row to select: "purge selected" is off anyway)
+        QVERIFY(!w.purgeAllAction()->isEnabled()); // (no row to select: the "selected" actions are off anyway)
         QTest::qWait(2100);
         QCOMPARE(w.chart()->sampleCount(), 0); // no line at zero
         QVERIFY(w.findChild<QWidget*>(u"bannerConnect"_s)->isVisible());
@@ -262,7 +262,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(linkText(w).contains(u"failing over"_s), 5000);
         QVERIFY2(linkText(w).contains(primary(promoted) + u" lost"_s), qPrintable(linkText(w)));
         QVERIFY2(w.bannerText().contains(u"failing over"_s), qPrintable(w.bannerText()));
-        QVERIFY(!w.purgeAllAction()->isEnabled()); // (no row to select: "purge selected" is off anyway)
+        QVERIFY(!w.purgeAllAction()->isEnabled()); // (no row to select: the "selected" actions are off anyway)
         const int third = set.waitForNewPrimary(promoted);
         QTRY_VERIFY2_WITH_TIMEOUT(linkText(w).contains(primary(third)), qPrintable(linkText(w)), 20000);
         QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 10000);

@@ -29,6 +29,8 @@ private slots:
     void minReplicasHoldsTheUpstreamBack();
     void adminEndpoints();
     void policyLinkOnlyForLocalClients();
+    void policyLinkNamesAnAddressToConnectTo_data();
+    void policyLinkNamesAnAddressToConnectTo();
     void killedGatewayIsTakenOver();
     void perRoutePolicies();
     void tlsListenerKeepsAliveAndReplays();
@@ -182,6 +184,51 @@ void TestGatewayOps::policyLinkOnlyForLocalClients()
     if (elsewhere.isNull())
         QSKIP("this machine has no address but loopback: a client elsewhere was not tried");
     QCOMPARE(linkOf(given->port(), {}, elsewhere), published);
+}
+
+void TestGatewayOps::policyLinkNamesAnAddressToConnectTo_data()
+{
+    QTest::addColumn<QString>("adminListen");
+    QTest::addColumn<QString>("named");
+    QTest::newRow("*") << u"*:0"_s << u"127.0.0.1"_s;
+    QTest::newRow("0.0.0.0") << u"0.0.0.0:0"_s << u"127.0.0.1"_s;
+    QTest::newRow("[::]") << u"[::]:0"_s << u"[::1]"_s; // (Qt listens there on IPv6 only)
+    QTest::newRow("127.0.0.1") << u"127.0.0.1:0"_s << u"127.0.0.1"_s;
+}
+
+// An admin listener on every address (--admin-listen *, 0.0.0.0 or [::]) is no address a client
+// can connect to: the Link names the loopback address it answers on, and /policy is there
+void TestGatewayOps::policyLinkNamesAnAddressToConnectTo()
+{
+    QFETCH(QString, adminListen);
+    QFETCH(QString, named);
+    if (named.startsWith(u'[')) {
+        QTcpServer probe;
+        if (!probe.listen(QHostAddress::LocalHostIPv6))
+            QSKIP("this machine has no IPv6 loopback");
+    }
+    gateway::GatewayOptions parsed;
+    QCOMPARE(gateway::parseCommandLine({u"idem-gateway"_s, u"--upstream"_s, up->url().toString(), u"--admin-listen"_s,
+                                        adminListen},
+                                       parsed),
+             -1);
+    auto g = start([&parsed](gateway::GatewayOptions& o) {
+        o.adminHost = parsed.adminHost;
+        o.requireKey = true;
+    });
+    QVERIFY(g);
+    Client c(g->port());
+    c.send(request("POST", "/l", {}, "{}"));
+    QVERIFY(c.wait(1));
+    const QByteArray link = c.replies.front().header("Link");
+    const QByteArray url = "http://" + named.toLatin1() + ':' + QByteArray::number(g->adminPort()) + "/policy";
+    QCOMPARE(link, '<' + url + ">; rel=\"describedby\"");
+    // and a client reaches it there
+    const QString host = named.startsWith(u'[') ? named.mid(1, named.size() - 2) : named;
+    Client admin(g->adminPort(), false, QHostAddress(host));
+    admin.send(request("GET", "/policy"));
+    QVERIFY(admin.wait(1));
+    QCOMPARE(admin.replies.front().status, 200);
 }
 
 // A gateway SIGKILLed while the upstream works leaves its lease: duplicates get 409 while it

@@ -447,6 +447,8 @@ private Q_SLOTS:
         const auto* stale = w.findChild<QToolButton*>(u"counter-stale"_s);
         QVERIFY(stale);
         QCOMPARE(stale->text().section(u'\n', 1), QString::number(s.stale));
+        QCOMPARE(chart->legend().at(CountsChart::Stale).section(u' ', -1), QString::number(s.stale)); // the legend too
+        QCOMPARE(chart->legend().at(CountsChart::Completed).section(u' ', -1), QString::number(s.completed));
 
         bar->goLive();
         QVERIFY(!chart->showsPast());

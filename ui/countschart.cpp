@@ -82,15 +82,41 @@ void CountsChart::trim(QVector<Sample>& h, qint64 nowMs)
         h.removeFirst();
 }
 
+std::array<double, CountsChart::SeriesCount> CountsChart::valuesOf(const idem::Stats& s)
+{
+    return {double(s.started - s.stale), double(s.stale), double(s.completed), double(s.failed), double(s.malformed)};
+}
+
 void CountsChart::addSample(const QDateTime& when, const idem::Stats& s)
 {
     Sample x;
     x.ms = when.toMSecsSinceEpoch();
-    x.v = {double(s.started - s.stale), double(s.stale), double(s.completed), double(s.failed), double(s.malformed)};
+    x.v = valuesOf(s);
     QVector<Sample>& h = history();
     h.push_back(x);
     trim(h, x.ms);
     update();
+}
+
+void CountsChart::setCounts(const std::optional<idem::Stats>& s)
+{
+    std::optional<std::array<double, SeriesCount>> counts;
+    if (s)
+        counts = valuesOf(*s);
+    if (counts == m_counts)
+        return;
+    m_counts = counts;
+    update();
+}
+
+QStringList CountsChart::legend() const
+{
+    QStringList lines;
+    for (int s = 0; s < SeriesCount; ++s) {
+        const double v = m_counts ? (*m_counts)[static_cast<std::size_t>(s)] : -1;
+        lines << u"%1 %2"_s.arg(tr(kNames[s])).arg(v < 0 ? u"—"_s : QString::number(qint64(v)));
+    }
+    return lines;
 }
 
 void CountsChart::addOutage(const QDateTime& when)
@@ -132,7 +158,7 @@ int CountsChart::segmentCount() const
 double CountsChart::lastValue(Series s) const
 {
     const auto h = shown();
-    // the past runs on a little after the moment: the legend says what the counters say
+    // the past runs on a little after the moment: the sample at the moment
     const bool atMarker = m_showsPast && m_markerMs != 0;
     for (auto it = h.crbegin(); it != h.crend(); ++it)
         if (!it->outage && !(atMarker && it->ms > m_markerMs))
@@ -197,14 +223,12 @@ void CountsChart::paintEvent(QPaintEvent*)
     const QVector<double> ticks = niceTicks(top, std::max(1, plotH0 / (lineH * 2)));
     const double yMax = ticks.last();
 
-    // legend on the right: each series' latest count
+    // legend on the right: each series' count, as the counters say it now (the line's last sample
+    // may be a second older)
     int legendW = 0;
-    QStringList legend;
-    for (int s = 0; s < SeriesCount; ++s) {
-        const double v = lastValue(static_cast<Series>(s));
-        legend << u"%1 %2"_s.arg(tr(kNames[s])).arg(v < 0 ? u"—"_s : QString::number(qint64(v)));
-        legendW = std::max(legendW, fm.horizontalAdvance(legend.back()));
-    }
+    const QStringList legend = this->legend();
+    for (const QString& line : legend)
+        legendW = std::max(legendW, fm.horizontalAdvance(line));
     legendW += 22;
     const bool legendShown = width() > legendW * 3;
     int yLabelW = 0;

@@ -5,9 +5,11 @@
 
 #include <QDateTime>
 #include <QHash>
+#include <QStringList>
 #include <QVector>
 #include <QWidget>
 #include <array>
+#include <optional>
 
 // Counts per state over the last ten minutes, drawn with the palette's colours and font. Each
 // server has its own history (switching servers never draws a line from one server's count to
@@ -23,6 +25,10 @@ public:
     void setServer(const QString& server);
     QString server() const { return m_server; }
     void addSample(const QDateTime& when, const idem::Stats& s);
+    // The figures the legend says: the counters' (MainWindow::updateCounters), which change every
+    // second and as data arrives, while a sample is drawn every other second; none: "—"
+    void setCounts(const std::optional<idem::Stats>& s);
+    QStringList legend() const; // its lines, as drawn
     void addOutage(const QDateTime& when); // no data at `when`: the lines break here
     // The moment the table is rewound to (local time, ms; 0: live): a line across the chart, or a
     // note when it is older than the chart's window.
@@ -40,7 +46,7 @@ public:
     // Of the current server: samples with data, and the runs of them between outages.
     int sampleCount() const;
     int segmentCount() const;
-    // the latest sample with data (shown past: the one at the marker, as the counters); -1 without one
+    // the latest sample with data (shown past: the one at the marker); -1 without one
     double lastValue(Series s) const;
     qint64 firstSampleMs() const; // local time; 0 without samples
     // 0 and steps of 1, 2 or 5 times a power of ten, up to the first at or above `max`, at most
@@ -62,11 +68,13 @@ private:
     QVector<Sample>& history() { return m_history[m_server]; }
     const QVector<Sample> shown() const { return m_showsPast ? m_past : m_history.value(m_server); }
     void trim(QVector<Sample>& h, qint64 nowMs);
+    static std::array<double, SeriesCount> valuesOf(const idem::Stats& s);
 
     QHash<QString, QVector<Sample>> m_history;
     QVector<Sample> m_past;
     bool m_showsPast = false;
     QString m_server;
     QString m_emptyText;
+    std::optional<std::array<double, SeriesCount>> m_counts;
     qint64 m_markerMs = 0;
 };

@@ -52,7 +52,9 @@ void MainWindow::updateActions()
         a->setEnabled(can);
         a->setToolTip(can ? a->text().remove(u'&') : why);
     }
-    if (can && !m_table->selectionModel()->hasSelection()) { // (its Delete key would only say so)
+    if (can && !m_table->selectionModel()->hasSelection()) { // (their shortcuts would only say so)
+        m_forceFail->setEnabled(false);
+        m_forceFail->setToolTip(tr("Select the keys to force-fail first"));
         m_purge->setEnabled(false);
         m_purge->setToolTip(tr("Select the keys to purge first"));
     }

@@ -305,9 +305,11 @@ void MainWindow::updateCounters()
     if (freshness() == Freshness::NoData) {
         for (int i = 0; i < m_counters.size(); ++i)
             m_counters[i]->setText(u"%1\n—"_s.arg(tr(kFilters[i].label)));
+        m_chart->setCounts(std::nullopt);
         return;
     }
     const idem::Stats s = m_model->stats();
+    m_chart->setCounts(s); // its legend says these figures too, not its last sample's (every other second)
     const std::size_t values[] = {s.total,   s.started,   s.stale,   s.blocked, s.completed, s.failed,
                                   s.expired, s.malformed, s.foreign, s.unknown, s.noTtl};
     for (int i = 0; i < m_counters.size(); ++i) {

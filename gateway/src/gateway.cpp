@@ -73,6 +73,18 @@ std::size_t defaultMaxConnections()
     return static_cast<std::size_t>(std::clamp<rlim_t>(usable, 16, 10'000));
 }
 
+// The address a client on this machine reaches a listener on: a listener on every address (`*`,
+// 0.0.0.0, ::) is no address to connect to, so it is named by the loopback address it answers on:
+// [::1] for :: (Qt listens there on IPv6 only), 127.0.0.1 for `*` (both families) and 0.0.0.0
+QString reachableHost(const QHostAddress& listening)
+{
+    QHostAddress h = listening;
+    if (listening.isEqual(QHostAddress::Any, QHostAddress::ConvertUnspecifiedAddress))
+        h = QHostAddress(listening.protocol() == QAbstractSocket::IPv6Protocol ? QHostAddress::LocalHostIPv6
+                                                                                : QHostAddress::LocalHost);
+    return h.protocol() == QAbstractSocket::IPv6Protocol ? u'[' + h.toString() + u']' : h.toString();
+}
+
 std::string scopeName(const KeyScope& s)
 {
     switch (s.kind) {
@@ -177,13 +189,8 @@ http::Response Gateway::keyProblem(const Exchange& x, std::string_view detail) c
     QString link = m_options.policyLink;
     const bool local = x.out.peer().isLoopback() && !x.request.header("Forwarded") &&
                        !x.request.header("X-Forwarded-For");
-    if (link.isEmpty() && m_admin && local) {
-        const QHostAddress h = m_options.adminHost == QHostAddress::Any ? QHostAddress(QHostAddress::LocalHost)
-                                                                        : m_options.adminHost;
-        link = u"http://%1:%2/policy"_s.arg(h.protocol() == QAbstractSocket::IPv6Protocol ? u'[' + h.toString() + u']'
-                                                                                           : h.toString())
-                   .arg(m_admin->port());
-    }
+    if (link.isEmpty() && m_admin && local)
+        link = u"http://%1:%2/policy"_s.arg(reachableHost(m_options.adminHost)).arg(m_admin->port());
     if (link.isEmpty())
         link = QString::fromLatin1(kDraft);
     r.set("Link", "<" + link.toStdString() + ">; rel=\"describedby\"");
