@@ -205,6 +205,18 @@ private slots:
         QCOMPARE(names.size(), idem::hashFieldsToRead().size() + 4);
         QCOMPARE(idem::guardFieldNames(key, a.fields), names);
         QCOMPARE(idem::hashGuardSha1(key, a.fields), a.guardSha1);
+        // its builder renames the fields (withStatusAttr, ...): read whole, a field saying
+        // INPROGRESS is its lock; a scan that read only the default names saw nothing of it, and
+        // keeps it from bulk purges as read in part (never "malformed")
+        r = hash({{"st", "INPROGRESS"}, {"exp", "1795431481"}, {"ipe", "1795431510951"}});
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.blocked && !r.stale && idem::mayBeLiveLock(r));
+        r = hash({});
+        QCOMPARE(r.state, RecordState::Unknown);
+        QVERIFY(r.partial);
+        QCOMPARE(r.format, RecordFormat::PowertoolsJava);
+        r = hash({{"st", "COMPLETED"}, {"exp", "1795431481"}});
+        QCOMPARE(r.state, RecordState::Malformed);
     }
 
     void powertoolsShapes()
@@ -334,8 +346,9 @@ private slots:
         r = read("idempotency_keys:lock:k", "true", 1000, o); // gem 0.1.2-0.1.3: a lock, start unknown
         QCOMPARE(r.state, RecordState::Started);
         QVERIFY(r.blocked && !r.stale && !r.startedMs);
-        r = read("idempotency_keys:lock:k", "soon", 1000, o);
-        QCOMPARE(r.state, RecordState::Malformed);
+        r = read("idempotency_keys:lock:k", "soon", 1000, o); // not the gem's value: still its lock
+        QCOMPARE(r.state, RecordState::Started);
+        QVERIFY(r.blocked && !r.stale && idem::mayBeLiveLock(r));
     }
 
     // A key's shape, or a format that reads every string as its own kind of key, does not beat a
@@ -467,6 +480,29 @@ private slots:
         QCOMPARE(read("export:job:9", "{\"status\":\"COMPLETED\",\"expiration\":" + later + "}", 30'000, o).state,
                  RecordState::Completed);
         QVERIFY(read("jobs:lock:9", expired, 30'000, o).stale);
+    }
+
+    // What idem cannot read but that may be someone's lock is kept from every purge without --live:
+    // a value cut short or written in another syntax that still says in progress, and a key whose
+    // name says lock while a TTL bounds it (Redlock, BullMQ's job lock, Powertools' mutex)
+    void unreadableLocksStayLocks()
+    {
+        auto r = read("orders#TTTTTTTTTTTTTTTTTTTTTw==",
+                      R"({"status":"INPROGRESS","expiration":1795431481,"in_progress_expir)");
+        QCOMPARE(r.state, RecordState::Malformed);
+        QVERIFY(idem::mayBeLiveLock(r));
+        r = read("orders#TTTTTTTTTTTTTTTTTTTTTw==", "{'status': 'INPROGRESS', 'expiration': 1795431481}");
+        QVERIFY(idem::notARecord(r.state) && idem::mayBeLiveLock(r));
+        r = read("orders#TTTTTTTTTTTTTTTTTTTTTw==", R"({"status":"COMPLETED","expir)"); // cut, but done
+        QVERIFY(!idem::mayBeLiveLock(r));
+        for (const char* key : {"lock:payments", "redlock:resource", "bull:emails:1:lock", "orders-mutex",
+                                "uniquejobs:4b1d:LOCKED", "orders#HXoPuS989n9jdP6e7H2ySg==:lock"}) {
+            r = read(key, "f3a9c2e1-77b0-4d7e-9c1a-0d2b6f1e8a44", 30'000);
+            QVERIFY2(idem::notARecord(r.state) && idem::mayBeLiveLock(r), key);
+            QVERIFY2(!idem::mayBeLiveLock(read(key, "f3a9c2e1", -1)), key); // no TTL: nothing says it is held
+        }
+        for (const char* key : {"cache:user:7", "blocks:9", "clock:skew", "session:lockout"})
+            QVERIFY2(!idem::mayBeLiveLock(read(key, "f3a9c2e1", 30'000)), key);
     }
 
     // Outside idem's key shape a status word is no signature: job trackers, caches and Celery keep

@@ -8,6 +8,7 @@
 #include "idem/redis/localserver.h"
 #include "testsupport.h"
 
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -378,6 +379,35 @@ private slots:
         QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(job + "f1")}).exitCode, 0);
         QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(job + "r1")}).exitCode, 1);
         QCOMPARE(idem::reply::integer(c.checked({"EXISTS", job + "f1", job + "r1"}).get()), 1);
+    }
+
+    // Locks idem cannot read whole stay locks for every purge: Powertools for Java's hash with its
+    // fields renamed by its builder (withStatusAttr, ...), a Redlock-style token with a TTL
+    void unreadableLocksAreKept()
+    {
+        const std::string ns = idemtest::uniqueNamespace("guardjava");
+        const std::string h = "{" + ns + ":id:renamed#0123456789abcdef0123456789abcdef}";
+        const std::string redlock = ns + "-lock:payments";
+        idem::Connection c(idemtest::sharedRedis());
+        const std::string nowMs = std::to_string(QDateTime::currentMSecsSinceEpoch());
+        c.checked({"HSET", h, h + ":st", "INPROGRESS", h + ":exp", "9999999999", h + ":ipe", nowMs + "0"});
+        c.checked({"EXPIRE", h, "3600"});
+        c.checked({"SET", redlock, "f3a9c2e1-77b0-4d7e-9c1a-0d2b6f1e8a44", "PX", "600000"});
+        const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                               QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        const auto run = [&](const QStringList& args) { return idemtest::runIdemctl(g + args).exitCode; };
+        for (const QString& pattern : {QString::fromStdString("{" + ns + "*"), QString::fromStdString(redlock)})
+            for (const QString& state : {QStringLiteral("malformed"), QStringLiteral("unknown"), QStringLiteral("foreign")})
+                QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--yes"), QStringLiteral("--state"), state,
+                              QStringLiteral("--pattern"), pattern}),
+                         0);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", h, redlock}).get()), 2);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(h)}), 1);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(redlock)}), 1);
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", h, redlock}).get()), 2);
+        QCOMPARE(run({QStringLiteral("purge"), QStringLiteral("--key"), QString::fromStdString(redlock),
+                      QStringLiteral("--live")}),
+                 0);
     }
 
     // A purge by id of a record that was not there takes nothing: a lock acquired between the read

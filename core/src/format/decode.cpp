@@ -218,6 +218,25 @@ Record byValueAlone(Record r)
     return u;
 }
 
+// A quoted word in a value idem cannot parse that says in progress ('INPROGRESS', "PROCESSING"):
+// what a cut JSON or a Python repr of a lock still says. Empty when there is none.
+std::string quotedInProgressWord(std::string_view v)
+{
+    v = v.substr(0, 4096);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != '"' && v[i] != '\'')
+            continue;
+        const std::size_t end = v.find(v[i], i + 1);
+        if (end == std::string_view::npos)
+            break;
+        const std::string_view word = v.substr(i + 1, end - i - 1);
+        if (word.size() <= 32 && inProgressWord(word))
+            return std::string(word);
+        i = end; // the closing quote is no opening one
+    }
+    return {};
+}
+
 bool startsJsonObject(std::string_view v)
 {
     std::size_t i = 0;
@@ -309,6 +328,8 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
     } else {
         r = foreign(RecordFormat::Unknown, "a " + in.type + ": not a record of any known library");
     }
+    if (r.state == RecordState::Malformed && r.rawStatus.empty() && in.type == "string")
+        r.rawStatus = quotedInProgressWord(in.value); // (a cut JSON, a Python repr that says INPROGRESS)
     r.key = in.key;
     r.keyType = in.type;
     r.ttlMs = in.ttlMs;

@@ -27,13 +27,18 @@ std::optional<Record> decodeLock(const Input& x)
     // versions 0.1.2 and 0.1.3 of the gem write `true`: a lock whose start is unknown
     const bool early = in.value == "true";
     const auto started = early ? std::nullopt : timefield::fromText(in.value, timefield::Unit::Seconds, &why);
-    if (!started && !early)
-        return malformed(f, "the lock holds " + why);
     Record r = make(f, RecordState::Started);
     r.startedMs = started;
     r.fields = {{"value", in.value}};
     r.reason = in.ttlMs == -1 ? "no lease and no TTL: the key answers 429 for ever"
                               : "no lease: idempotent-request answers 429 until the lock's TTL ends";
+    if (!started && !early) {
+        // the gem holds a lock by the key's existence, whatever it holds: a value it does not write
+        // (another version's, another writer's) is still its lock, never a malformed key to purge
+        r.blocked = true;
+        r.reason = "the lock holds " + why + ", not a time the gem writes; it locks by existing: " + r.reason;
+        return r;
+    }
     settleStarted(r, x.o);
     return r;
 }

@@ -35,6 +35,36 @@ const std::string* fieldOf(const KeyRead& in, std::string_view suffix)
     return nullptr;
 }
 
+// A hash at the library's key shape without "<key>:status": its builder renames the fields
+// (withStatusAttr, withExpiryAttr, withInProgressExpiryAttr). A field of this key holding INPROGRESS
+// is its lock, deadline unknown (as for TypeScript's renamed attributes); a scan that read only the
+// default names saw none of its fields, which is no reason to call it broken: read in part, so
+// that no bulk purge takes it and `inspect` (which reads every field) tells.
+Record renamed(const KeyRead& in)
+{
+    bool own = false;
+    for (const auto& [k, v] : in.fields) {
+        if (!(k.size() > in.key.size() + 1 && k.starts_with(in.key) && k[in.key.size()] == ':'))
+            continue;
+        own = true;
+        if (v == "INPROGRESS") {
+            Record r = make(RecordFormat::PowertoolsJava, RecordState::Started);
+            r.rawStatus = v;
+            r.fields = in.fields;
+            r.blocked = true;
+            r.reason = "'" + k + "' says INPROGRESS (its fields renamed): its lock, deadline unknown, held until its TTL";
+            return r;
+        }
+    }
+    if (own)
+        return malformed(RecordFormat::PowertoolsJava, "no '" + in.key + ":status' field, nor one saying INPROGRESS");
+    Record r = make(RecordFormat::PowertoolsJava, RecordState::Unknown);
+    r.partial = true;
+    r.reason = "none of its fields under their default names ('" + in.key +
+               ":status', ...): renamed by its builder? `inspect` reads them all";
+    return r;
+}
+
 std::optional<Record> decodeJava(const Input& x, bool claimed)
 {
     const KeyRead& in = x.in;
@@ -49,9 +79,7 @@ std::optional<Record> decodeJava(const Input& x, bool claimed)
                        : std::nullopt;
     const std::string* status = fieldOf(in, "status");
     if (!status)
-        return claimed ? std::optional(malformed(RecordFormat::PowertoolsJava,
-                                                 "no '" + in.key + ":status' field"))
-                       : std::nullopt;
+        return renamed(in);
     Record r = make(RecordFormat::PowertoolsJava, RecordState::Malformed);
     r.rawStatus = *status;
     r.fields = in.fields;

@@ -76,11 +76,36 @@ bool inProgressWord(std::string_view word)
     return std::find(words.begin(), words.end(), w) != words.end();
 }
 
+bool lockName(std::string_view key)
+{
+    // a segment of the name that says lock: "lock:payments", "bull:emails:1:lock", "redlock:x",
+    // "uniquejobs:<digest>:LOCKED", "orders-mutex"
+    static constexpr std::array<std::string_view, 9> words = {"lock",  "locks",     "locked",  "mutex", "lease",
+                                                              "leases", "semaphore", "redlock", "lck"};
+    std::size_t i = 0;
+    while (i < key.size()) {
+        std::size_t j = i;
+        while (j < key.size() && std::isalnum(static_cast<unsigned char>(key[j])))
+            ++j;
+        if (j > i && j - i <= 9) {
+            std::string w(key.substr(i, j - i));
+            for (char& c : w)
+                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (std::find(words.begin(), words.end(), w) != words.end())
+                return true;
+        }
+        i = j + 1;
+    }
+    return false;
+}
+
 bool mayBeLiveLock(const Record& r)
 {
     if (r.state == RecordState::Started)
         return !r.stale;
-    return notARecord(r.state) && inProgressWord(r.rawStatus);
+    // what idem cannot read as a record, whose word says in progress, or whose name says lock while
+    // a TTL bounds it (Redlock, BullMQ's job locks, a library's mutex): someone may hold it now
+    return notARecord(r.state) && (inProgressWord(r.rawStatus) || (r.ttlMs > 0 && lockName(r.key)));
 }
 
 std::optional<std::int64_t> parseTimestampMs(std::string_view s)

@@ -91,9 +91,13 @@ struct Record {
 
 // A lock whose owner may still be running: STARTED and not stale, or a record idem cannot read
 // whole (malformed, unknown, foreign) whose status word says in progress (a lease that is no time,
-// a state with no deadline): deleting it lets a duplicate run beside the first. Operator actions
+// a state with no deadline) or whose name says lock while a TTL bounds it (lockName): deleting it
+// lets a duplicate run beside the first. Operator actions
 // take it only when told (--live).
 bool mayBeLiveLock(const Record& r);
+// The key's name has a segment that says lock ("lock", "mutex", "lease", "redlock", ...): with a
+// TTL, what idem cannot read there may be someone's lock (mayBeLiveLock).
+bool lockName(std::string_view key);
 
 // What a reader fetched for one key; decode() turns it into a Record.
 struct KeyRead {
