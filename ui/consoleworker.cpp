@@ -354,12 +354,13 @@ void ConsoleWorker::refuse(const QString& field, const QString& message)
 
 void ConsoleWorker::beat()
 {
-    if (m_pgWatch && m_link == Link::Connected) {
+    if (onPostgres() && m_link == Link::Connected) {
         if (m_scanning)
             return;
         try {
-            m_pgWatch->renewIfDue();
-            Q_EMIT heartbeat(m_pgWatch->serverNowMs());
+            if (m_pgWatch)
+                m_pgWatch->renewIfDue();
+            Q_EMIT heartbeat(pgServerNowMs());
         } catch (const idem::Error& e) {
             pgFailed(e);
         }

@@ -188,10 +188,12 @@ private:
     void pgAction(const QString& action, const QVector<KeyRow>& rows, const QString& reason, bool terminal,
                   const QString& who);
     bool onPostgres() const { return m_pg || m_pgTable; }
+    std::int64_t pgServerNowMs(); // on the watch's connection, or (--table) the table's
     std::unique_ptr<idem::PgStore> m_pg;
-    std::unique_ptr<idem::PgTable> m_pgTable; // --table: another program's table, instead of m_pg
+    // --table: another program's table, instead of m_pg and m_pgWatch (nothing of schema idem)
+    std::unique_ptr<idem::PgTable> m_pgTable;
     bool m_pgFirstPage = true;
-    std::unique_ptr<idem::PgWatch> m_pgWatch;
+    std::unique_ptr<idem::PgWatch> m_pgWatch; // schema idem's: LISTEN, and a row in idem.watchers
     QSocketNotifier* m_pgNotifier = nullptr;
     std::string m_pgAfter; // the last id of the page read
 

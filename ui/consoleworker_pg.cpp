@@ -4,7 +4,10 @@
 // this thread's event loop; force-fail and purge are idem.force_fail and idem.purge.
 // With a table (ConnectionSettings::table) the rows are another program's, read by idem::PgTable
 // along the table's key and read again on the rescan interval (idem adds no trigger to a table
-// it did not create); purge is PgTable's guarded delete, force-fail is refused.
+// it did not create); purge is PgTable's guarded delete, force-fail is refused. Nothing of schema
+// idem is touched then: no PgWatch (its LISTEN and its row in idem.watchers would make idem's
+// triggers notify, which serialises the commits of every service using idem in that database,
+// and a role granted only the table's SELECT and DELETE may not read schema idem at all).
 #include "consoleworker.h"
 
 #include "logging.h"
@@ -54,13 +57,16 @@ void ConsoleWorker::pgConnectNow()
     QString where = shown;
     try {
         const std::string conninfo = m_settings.url.trimmed().toStdString();
-        auto watch = std::make_unique<idem::PgWatch>(conninfo, 2);
-        where = qs(watch->describe());
+        std::unique_ptr<idem::PgWatch> watch;
         std::unique_ptr<idem::PgTable> other;
         std::unique_ptr<idem::PgStore> store;
         if (!table.isEmpty()) {
-            other = std::make_unique<idem::PgTable>(conninfo, table.toStdString()); // its columns, or ConfigError
+            // its columns, or ConfigError; one connection, the table's only
+            other = std::make_unique<idem::PgTable>(conninfo, table.toStdString(), 15 * 60'000, 2);
+            where = qs(other->describe());
         } else {
+            watch = std::make_unique<idem::PgWatch>(conninfo, 2);
+            where = qs(watch->describe());
             idem::PgStoreOptions po;
             po.connectTimeoutSeconds = 2;
             po.maxIdleConnections = 1;
@@ -74,6 +80,8 @@ void ConsoleWorker::pgConnectNow()
         }
         if (m_pg)
             m_pg->page({}, 1); // the schema is there (ConfigError if not)
+        else
+            m_pgTable->page({}, 1, true); // the role may read the table (PermissionError if not)
     } catch (const idem::Error& e) {
         pgFailed(e);
         return;
@@ -87,9 +95,11 @@ void ConsoleWorker::pgConnectNow()
     Q_EMIT linkChanged(m_link, table.isEmpty() ? u"connected to %1 (table idem.records)"_s.arg(where)
                                                : u"connected to %1 (table %2, another program's)"_s.arg(where, table));
     Q_EMIT writeAccess(true, {}); // the functions say no themselves when the role may not
-    m_pgNotifier = new QSocketNotifier(m_pgWatch->socket(), QSocketNotifier::Read, this);
-    connect(m_pgNotifier, &QSocketNotifier::activated, this, &ConsoleWorker::pgTake);
-    const bool live = m_pg && m_pgWatch->notifies();
+    if (m_pgWatch) {
+        m_pgNotifier = new QSocketNotifier(m_pgWatch->socket(), QSocketNotifier::Read, this);
+        connect(m_pgNotifier, &QSocketNotifier::activated, this, &ConsoleWorker::pgTake);
+    }
+    const bool live = m_pgWatch && m_pgWatch->notifies();
     // why first, as for Redis: where the status bar cuts the line, the reason is still read
     const QString every = u": re-reading every %1 s"_s.arg(QString::number(m_settings.rescanIntervalMs / 1000.0));
     Q_EMIT liveUpdates(live, live               ? u"LISTEN idem_records"_s
@@ -129,12 +139,15 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
         QString url = postgresShown(m_settings.url);
         if (url.contains(u' '))
             url = u'\'' + url + u'\'';
-        // (with --table, the other program's table needs its own grants; "Why" names what was denied)
-        const QString onTable = table.isEmpty() ? QString() : u"; on %1: SELECT, and DELETE to purge"_s.arg(table);
-        refuse(field, u"%1 refused role '%2'. Retrying will not change that: grant the role what it lacks "
-                      u"(`idemctl --url %3 acl monitor --user %2` prints schema idem's GRANTs for its owner to run%4), "
-                      u"or connect as another user in Connect (Ctrl+O). Why: %5"_s
-                          .arg(postgresShown(m_settings.url), role, url, onTable, what.simplified()));
+        // (with --table only the other program's table is read: schema idem's grants are beside the
+        // point; "Why" names what was denied)
+        const QString grant = table.isEmpty()
+                                  ? u"`idemctl --url %1 acl monitor --user %2` prints schema idem's GRANTs for its owner "
+                                    u"to run"_s.arg(url, role)
+                                  : u"on %1: SELECT; UPDATE and DELETE to purge; the table's owner grants them"_s.arg(table);
+        refuse(field, u"%1 refused role '%2'. Retrying will not change that: grant the role what it lacks (%3), "
+                      u"or connect as another user in Connect (Ctrl+O). Why: %4"_s
+                          .arg(postgresShown(m_settings.url), role, grant, what.simplified()));
         return;
     }
     refuse(field, u"%1 refused the connection settings. Retrying will not change that: correct the %2 in Connect "
@@ -149,7 +162,7 @@ void ConsoleWorker::pgRescan()
     m_pgAfter.clear();
     m_pgFirstPage = true;
     try {
-        Q_EMIT scanStarted(m_generation, m_pgTable ? 0 : m_pgWatch->estimatedRows());
+        Q_EMIT scanStarted(m_generation, m_pgWatch ? m_pgWatch->estimatedRows() : 0);
     } catch (const idem::Error& e) {
         pgFailed(e);
         return;
@@ -162,7 +175,8 @@ void ConsoleWorker::pgScanStep()
     if (!onPostgres() || !m_scanning)
         return;
     try {
-        m_pgWatch->renewIfDue(); // (the heartbeat waits while a scan runs)
+        if (m_pgWatch)
+            m_pgWatch->renewIfDue(); // (the heartbeat waits while a scan runs)
         const auto count = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 10'000));
         idem::PgStore::Page page;
         if (m_pgTable) {
@@ -197,7 +211,7 @@ void ConsoleWorker::pgScanStep()
             m_scanning = false;
             m_summary.elapsedMs = m_scanClock.elapsed();
             if (!m_summary.serverNowMs)
-                m_summary.serverNowMs = m_pgWatch->serverNowMs();
+                m_summary.serverNowMs = pgServerNowMs();
             Q_EMIT scanFinished(m_summary);
             if (m_rescanQueued)
                 pgRescan();
@@ -219,8 +233,6 @@ void ConsoleWorker::pgTake()
         return;
     try {
         const auto changes = m_pgWatch->take();
-        if (m_pgTable)
-            return; // idem.records' news, not the table's
         if (changes.everything) {
             rescan();
             return;
@@ -271,7 +283,7 @@ void ConsoleWorker::pgFlushDirty()
         }
         if (!gone.isEmpty()) {
             if (!now)
-                now = m_pgWatch->serverNowMs();
+                now = pgServerNowMs();
             const QStringList keys(gone.begin(), gone.end());
             Q_EMIT observedGone(keys, {}, now);
             Q_EMIT rowsGone(keys);
@@ -302,19 +314,25 @@ void ConsoleWorker::pgInspect(const QString& key)
     }
 }
 
+std::int64_t ConsoleWorker::pgServerNowMs()
+{
+    return m_pgWatch ? m_pgWatch->serverNowMs() : m_pgTable->serverNowMs();
+}
+
 void ConsoleWorker::pgReadAudit()
 {
-    if (!m_pgWatch || m_link != Link::Connected) {
+    if (!onPostgres() || m_link != Link::Connected) {
         Q_EMIT auditRead({}, 0, u"not connected"_s);
         return;
     }
     try {
         QVector<StoreAuditRow> rows;
-        for (const auto& op : m_pgWatch->operations(200))
+        // (--table: idem.operations is read only here, while the Store audit view is open)
+        for (const auto& op : m_pgWatch ? m_pgWatch->operations(200) : m_pgTable->operations(200))
             rows.push_back({QString::number(op.atMs), op.atMs, qs(op.op), qs(op.id), qs(op.by), qs(op.reason),
                             op.sessionRole.empty() ? QString() : u"role "_s + qs(op.sessionRole), // v5: who the server saw
                             qs(op.previousState)});
-        Q_EMIT auditRead(rows, m_pgWatch->serverNowMs(), {});
+        Q_EMIT auditRead(rows, pgServerNowMs(), {});
     } catch (const idem::Error& e) {
         Q_EMIT auditRead({}, 0, qs(e.what()));
     }

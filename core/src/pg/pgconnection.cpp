@@ -133,6 +133,36 @@ bool PgConnection::healthy() const
     return PQstatus(m_conn.get()) == CONNECTION_OK && PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE;
 }
 
+std::string PgConnection::describe() const
+{
+    PGconn* c = m_conn.get();
+    const char* host = PQhost(c);
+    std::string h = host ? host : "";
+    if (!h.empty() && h.front() == '/')
+        h = "unix:" + h;
+    return "postgresql://" + h + ":" + (PQport(c) ? PQport(c) : "") + "/" + (PQdb(c) ? PQdb(c) : "");
+}
+
+std::int64_t PgConnection::serverNowMs()
+{
+    const PgResultPtr r = exec("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8");
+    return std::stoll(PQgetvalue(r.get(), 0, 0));
+}
+
+std::vector<PgOperation> readPgOperations(PgConnection& conn, int limit)
+{
+    const PgResultPtr r = conn.exec(
+        "SELECT (extract(epoch FROM at) * 1000)::int8, op, id, coalesce(previous_state, ''), coalesce(by, ''), "
+        "coalesce(reason, ''), coalesce(to_jsonb(o) ->> 'session_role', '') FROM idem.operations AS o "
+        "ORDER BY at DESC LIMIT " + std::to_string(std::max(1, limit)));
+    std::vector<PgOperation> out;
+    for (int row = 0; row < PQntuples(r.get()); ++row)
+        out.push_back({std::stoll(PQgetvalue(r.get(), row, 0)), PQgetvalue(r.get(), row, 1),
+                       PQgetvalue(r.get(), row, 2), PQgetvalue(r.get(), row, 3), PQgetvalue(r.get(), row, 4),
+                       PQgetvalue(r.get(), row, 5), PQgetvalue(r.get(), row, 6)});
+    return out;
+}
+
 void PgConnection::prepare(const char* name, const char* sql, const std::vector<Oid>& types)
 {
     PgResultPtr r(PQprepare(m_conn.get(), name, sql, static_cast<int>(types.size()), types.data()), &PQclear);

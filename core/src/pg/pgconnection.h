@@ -1,6 +1,7 @@
 #pragma once
 
 #include "idem/errors.h"
+#include "idem/pg/pgoperation.h"
 
 #include <libpq-fe.h>
 
@@ -57,6 +58,8 @@ public:
     PgConnection(const std::string& conninfo, int connectTimeoutSeconds);
     PGconn* get() const { return m_conn.get(); }
     bool healthy() const;   // connected, and no transaction open
+    std::string describe() const; // "postgresql://host:port/db", never the password
+    std::int64_t serverNowMs();   // the server's clock (clock_timestamp()), one round trip
     void prepare(const char* name, const char* sql, const std::vector<Oid>& types);
 
     // A prepared statement, results in binary format (every column text, bytea, int8 or bool).
@@ -78,6 +81,9 @@ private:
 // A conninfo libpq cannot read (a malformed URI, an unknown parameter, a port that is no number)
 // throws UsageError in one line, before anything connects. PgConnection checks its own.
 void checkPgConninfo(const std::string& conninfo);
+
+// The newest rows of idem.operations, newest first (the console's Store audit view)
+std::vector<PgOperation> readPgOperations(PgConnection& conn, int limit);
 
 [[noreturn]] void throwPgError(PGconn* c, const PGresult* r, std::string_view doing);
 

@@ -162,7 +162,10 @@ struct PgTable::Impl {
     std::int64_t staleAfterMs;
     std::vector<std::string> types;
 
-    Impl(const std::string& conninfo, std::int64_t stale) : conn(conninfo, 10), staleAfterMs(stale) {}
+    Impl(const std::string& conninfo, std::int64_t stale, int connectTimeoutSeconds)
+        : conn(conninfo, connectTimeoutSeconds), staleAfterMs(stale)
+    {
+    }
 
     PgResultPtr run(const std::string& sql, const std::vector<std::string>& params, const char* doing)
     {
@@ -261,8 +264,9 @@ struct PgTable::Impl {
     }
 };
 
-PgTable::PgTable(const std::string& conninfo, const std::string& table, std::int64_t staleAfterMs)
-    : m_impl(std::make_unique<Impl>(conninfo, staleAfterMs))
+PgTable::PgTable(const std::string& conninfo, const std::string& table, std::int64_t staleAfterMs,
+                 int connectTimeoutSeconds)
+    : m_impl(std::make_unique<Impl>(conninfo, staleAfterMs, connectTimeoutSeconds))
 {
     Impl& m = *m_impl;
     m.layout.table = table;
@@ -274,6 +278,8 @@ PgTable::PgTable(const std::string& conninfo, const std::string& table, std::int
                      "FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped "
                      "ORDER BY a.attnum",
                      {table}, "reading the table's columns");
+    } catch (const PermissionError&) {
+        throw; // (a schema the role may not use: said as such, not as "no table")
     } catch (const ConfigError&) {
         throw ConfigError("PostgreSQL: no table '" + table + "' in this database (--table [schema.]name)", "table");
     } catch (const PgError& e) {
@@ -355,6 +361,17 @@ std::vector<Record> PgTable::inspect(const std::string& key, std::int64_t* serve
 }
 
 void PgTable::interrupt() { m_impl->conn.interrupt(); }
+
+std::int64_t PgTable::serverNowMs() { return m_impl->conn.serverNowMs(); }
+
+std::string PgTable::describe() const { return m_impl->conn.describe(); }
+
+std::vector<PgOperation> PgTable::operations(int limit)
+{
+    Impl& m = *m_impl;
+    const PgResultPtr there = m.run("SELECT to_regclass('idem.operations') IS NOT NULL", {}, "finding idem.operations");
+    return pgcell::boolean(there.get(), 0, 0) ? readPgOperations(m.conn, limit) : std::vector<PgOperation>{};
+}
 
 std::vector<Record> PgTable::read(const std::string& id, std::int64_t* serverNowMs)
 {

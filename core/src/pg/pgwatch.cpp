@@ -89,25 +89,9 @@ PgWatch::Changes PgWatch::take()
     return out;
 }
 
-std::vector<PgWatch::Operation> PgWatch::operations(int limit)
-{
-    const PgResultPtr r = m_conn->exec(
-        "SELECT (extract(epoch FROM at) * 1000)::int8, op, id, coalesce(previous_state, ''), coalesce(by, ''), "
-        "coalesce(reason, ''), coalesce(to_jsonb(o) ->> 'session_role', '') FROM idem.operations AS o "
-        "ORDER BY at DESC LIMIT " + std::to_string(std::max(1, limit)));
-    std::vector<Operation> out;
-    for (int row = 0; row < PQntuples(r.get()); ++row)
-        out.push_back({std::stoll(PQgetvalue(r.get(), row, 0)), PQgetvalue(r.get(), row, 1),
-                       PQgetvalue(r.get(), row, 2), PQgetvalue(r.get(), row, 3), PQgetvalue(r.get(), row, 4),
-                       PQgetvalue(r.get(), row, 5), PQgetvalue(r.get(), row, 6)});
-    return out;
-}
+std::vector<PgWatch::Operation> PgWatch::operations(int limit) { return readPgOperations(*m_conn, limit); }
 
-std::int64_t PgWatch::serverNowMs()
-{
-    const PgResultPtr r = m_conn->exec("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8");
-    return std::stoll(PQgetvalue(r.get(), 0, 0));
-}
+std::int64_t PgWatch::serverNowMs() { return m_conn->serverNowMs(); }
 
 std::int64_t PgWatch::estimatedRows()
 {
@@ -116,14 +100,6 @@ std::int64_t PgWatch::estimatedRows()
     return std::stoll(PQgetvalue(r.get(), 0, 0));
 }
 
-std::string PgWatch::describe() const
-{
-    PGconn* c = m_conn->get();
-    const char* host = PQhost(c);
-    std::string h = host ? host : "";
-    if (!h.empty() && h.front() == '/')
-        h = "unix:" + h;
-    return "postgresql://" + h + ":" + (PQport(c) ? PQport(c) : "") + "/" + (PQdb(c) ? PQdb(c) : "");
-}
+std::string PgWatch::describe() const { return m_conn->describe(); }
 
 } // namespace idem

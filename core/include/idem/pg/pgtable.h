@@ -1,6 +1,7 @@
 #pragma once
 
 #include "idem/format/record.h"
+#include "idem/pg/pgoperation.h"
 
 #include <cstdint>
 #include <memory>
@@ -48,9 +49,13 @@ Record decodeTableRow(const PgTableLayout& layout, const PgTableRow& row, std::i
 
 // Reads such a table page by page along its key (keyset pagination, never OFFSET). Throws
 // ConfigError when the table does not exist or has no key column, IoError when PostgreSQL is away.
+// One connection, and nothing of schema idem touched but by purge() and operations(): a role with
+// SELECT on the table reads it (purge() also needs UPDATE, for its row lock, and DELETE), and
+// idem's triggers are not woken.
 class PgTable {
 public:
-    PgTable(const std::string& conninfo, const std::string& table, std::int64_t staleAfterMs = 15 * 60'000);
+    PgTable(const std::string& conninfo, const std::string& table, std::int64_t staleAfterMs = 15 * 60'000,
+            int connectTimeoutSeconds = 10);
     ~PgTable();
     PgTable(const PgTable&) = delete;
     PgTable& operator=(const PgTable&) = delete;
@@ -90,6 +95,13 @@ public:
         int sharing = 0;
     };
     Purged purge(const std::string& id, const std::string& who, const std::string& reason);
+    // The newest rows of idem.operations (where purge() keeps its own when the database has schema
+    // idem), newest first; none when it has not. Read only when asked (the console's Store audit).
+    std::vector<PgOperation> operations(int limit);
+
+    std::int64_t serverNowMs();   // the server's clock, one round trip (the console's heartbeat)
+    std::string describe() const; // "postgresql://host:port/db" of the connection, never the password
+
     // Thread-safe: a call waiting on the server ends at once with ClosedError (the connection is
     // done with: make a new PgTable)
     void interrupt();

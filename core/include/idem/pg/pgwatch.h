@@ -1,5 +1,7 @@
 #pragma once
 
+#include "idem/pg/pgoperation.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,17 +40,13 @@ public:
     Changes take();
 
     // The newest operator actions of table idem.operations (force_fail, purge), newest first
-    struct Operation {
-        std::int64_t atMs = 0;
-        std::string op, id, previousState, by, reason;
-        std::string sessionRole; // v5: the database role that acted (by is what it said); "" before
-    };
+    using Operation = PgOperation;
     std::vector<Operation> operations(int limit);
 
     std::int64_t serverNowMs();     // one round trip
     void renewIfDue();              // this watcher's row in idem.watchers, every 10 s
     std::int64_t estimatedRows();   // the planner's estimate (pg_class.reltuples), 0 when unknown
-    std::string describe() const;   // "host:port/db" of the connection, never the password
+    std::string describe() const;   // "postgresql://host:port/db" of the connection, never the password
     // Thread-safe: a call waiting on the server ends at once with ClosedError (PgConnection::interrupt)
     void interrupt();
 
