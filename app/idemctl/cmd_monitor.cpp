@@ -254,8 +254,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
             addKeyBytes(j, r.key);
             line = dumpLine(j) + "\n";
         } else {
-            line = std::string(action) + " " + r.key + "  (" + format + ", " + state + (why.empty() ? "" : ": ") + why +
-                   ")\n";
+            line = std::string(action) + " " + printable(r.key) + "  (" + format + ", " + state +
+                   (why.empty() ? "" : ": ") + why + ")\n";
         }
         if (act && std::string_view(action) == "purge")
             said.push_back(std::move(line));
