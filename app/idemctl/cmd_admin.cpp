@@ -82,6 +82,34 @@ Target oneTarget(const Args& args, const Session& s, const char* command)
     return {s.store.recordKey(id), id};
 }
 
+// What one of idem's own keys is (idem::ownKey), in words; empty for any other key.
+std::string ownKeyWords(const idem::OwnKey& own, const std::string& ns)
+{
+    switch (own.kind) {
+    case idem::OwnKey::Kind::AuditTrail:
+        return "idem's audit trail: every operator action in namespace '" + ns + "' (idemctl audit lists it)";
+    case idem::OwnKey::Kind::Meta:
+        return "idem's meta key of record " + printable(own.id) +
+               ": keeps its last fence, so fencing numbers keep rising across purges";
+    case idem::OwnKey::Kind::None:
+        break;
+    }
+    return {};
+}
+
+// purge and force-fail --key never take idem's own keys: the audit trail is what says who did what,
+// and a meta key's fence is what makes a purged id's next owner's fence higher than the last one.
+bool refusedAsOwn(const Target& t, const Session& s, const char* command)
+{
+    const idem::OwnKey own = idem::ownKey(t.key, s.g.keyNamespace);
+    if (!own)
+        return false;
+    std::fprintf(stderr, "idemctl %s: refused: %s is %s; no operator action takes it%s\n", command,
+                 printable(t.key).c_str(), ownKeyWords(own, s.g.keyNamespace).c_str(),
+                 own.kind == idem::OwnKey::Kind::Meta ? " (give the ID to act on the record)" : "");
+    return true;
+}
+
 // A time as ms since the epoch, in UTC, and how far from now.
 std::string when(std::int64_t ms, std::int64_t nowMs)
 {
@@ -269,6 +297,30 @@ int cmdInspect(const std::vector<std::string>& argv)
         throw UsageFailure{"--stale-after goes with --table"};
     Session s(args);
     const Target t = oneTarget(args, s, "inspect");
+    if (const idem::OwnKey own = idem::ownKey(t.key, s.g.keyNamespace)) { // not a record: what it is
+        const auto meta = own.kind == idem::OwnKey::Kind::Meta ? s.store.meta(own.id)
+                                                                : std::vector<std::pair<std::string, std::string>>();
+        if (args.flag("--json")) {
+            nlohmann::json m = nlohmann::json::object();
+            for (const auto& [k, v] : meta)
+                m[k] = v;
+            nlohmann::json j = {{"key", t.key},
+                                {"idem_key", own.kind == idem::OwnKey::Kind::Meta ? "meta" : "audit"},
+                                {"what", ownKeyWords(own, s.g.keyNamespace)}};
+            addKeyBytes(j, t.key);
+            if (own.kind == idem::OwnKey::Kind::Meta) {
+                j["id"] = own.id;
+                j["meta"] = m;
+            }
+            std::printf("%s\n", dumpLine(j).c_str());
+        } else {
+            std::printf("key        %s\nwhat       %s\n", printable(t.key).c_str(),
+                        ownKeyWords(own, s.g.keyNamespace).c_str());
+            for (const auto& [k, v] : meta)
+                std::printf("meta.%-6s %s\n", printable(k).c_str(), shown(v, 200).c_str());
+        }
+        return Ok;
+    }
     idem::DecodeOptions o = s.decodeOptions();
     const auto rec = s.store.inspectKey(t.key, o);
     const auto meta = t.id.empty() ? std::vector<std::pair<std::string, std::string>>() : s.store.meta(t.id);
@@ -335,6 +387,8 @@ int cmdForceFail(const std::vector<std::string>& argv)
     refuseLockTimeout(args);
     Session s(args);
     const Target t = oneTarget(args, s, "force-fail");
+    if (refusedAsOwn(t, s, "force-fail"))
+        return Refused;
     const std::string reason = args.value("--reason").value_or("forced by operator");
     const std::string who = actorName(args);
     const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
@@ -471,6 +525,8 @@ int cmdPurge(const std::vector<std::string>& argv)
     refuseLockTimeout(args);
     Session s(args);
     const Target t = oneTarget(args, s, "purge");
+    if (refusedAsOwn(t, s, "purge"))
+        return Refused;
     const std::string reason = args.value("--reason").value_or("purged by operator");
     const std::string who = actorName(args);
     if (t.id.empty()) { // another library's key: as read, or not at all
