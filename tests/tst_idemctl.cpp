@@ -494,6 +494,23 @@ private slots:
         QCOMPARE(audit.out.count('\n'), qsizetype(2 * ids.size()));
     }
 
+    // A bulk purge that finds nothing says so in words, acting or not - not "purged 0 key(s) of 0
+    // matching (none; formats: none)"
+    void bulkPurgeOfNothing()
+    {
+        const auto acting = ctl({s("purge"), s("--state"), s("failed"), s("--yes")});
+        QCOMPARE(acting.exitCode, 0);
+        QCOMPARE(acting.out, QByteArray("no key matches; nothing purged\n"));
+        const auto dry = ctl({s("purge"), s("--state"), s("failed"), s("--dry-run")});
+        QCOMPARE(dry.exitCode, 0);
+        QVERIFY(dry.out.isEmpty());
+        QVERIFY2(dry.err.startsWith("no key matches; nothing to purge\n"), dry.err.constData());
+        const auto json = ctl({s("purge"), s("--state"), s("failed"), s("--yes"), s("--json")});
+        QCOMPARE(json.exitCode, 0);
+        QVERIFY(json.out.isEmpty()); // stdout holds JSON lines only
+        QVERIFY2(json.err.startsWith("no key matches; nothing purged\n"), json.err.constData());
+    }
+
     // A record idem-gateway wrote: its HTTP answer decoded, the JSON body pretty-printed, and in
     // --json an "http" object beside the stored response
     void gatewayAnswerDecoded()

@@ -314,8 +314,9 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     std::string formats;
     for (const auto& [name, n] : byFormat)
         formats += (formats.empty() ? "" : ", ") + name + " " + std::to_string(n);
-    if (!act && matched == 0) {
-        std::fprintf(stderr, "no key matches%s; nothing to purge\n", kept.c_str());
+    if (matched == 0) { // said in words, acting or not: not "purged 0 key(s) of 0 matching (none; ...)"
+        std::fprintf(act && !json ? stdout : stderr, "no key matches%s; nothing %s\n", kept.c_str(),
+                     act ? "purged" : "to purge");
         return Ok;
     }
     if (!act) {
