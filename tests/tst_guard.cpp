@@ -437,6 +437,65 @@ private slots:
         everyPathIsGuarded(idemtest::quick(cluster.node(1)), "gc");
     }
 
+    // idem's own keys are no operator action's: purge --key and force-fail --key refuse the audit
+    // trail (it would lose who did what) and a record's meta key (the fence a purge keeps), in words;
+    // inspect --key says what they are
+    void ownKeysAreRefused()
+    {
+        const std::string ns = idemtest::uniqueNamespace("gown");
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        const auto a = store.acquire("rec");
+        QCOMPARE(store.purge("rec", "alice", "first").status, idem::AdminStatus::Ok);
+        const std::string audit = ns + ":audit", meta = store.metaKey("rec");
+        const QStringList g = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                               QStringLiteral("--namespace"), QString::fromStdString(ns)};
+        const auto b64 = [](const std::string& key) {
+            return QString::fromLatin1(QByteArray::fromStdString(key).toBase64());
+        };
+        const std::vector<std::pair<QStringList, const char*>> attempts = {
+            {{QStringLiteral("--key"), QString::fromStdString(audit)}, "audit trail"},
+            {{QStringLiteral("--key-base64"), b64(audit)}, "audit trail"},
+            {{QStringLiteral("--key"), QString::fromStdString(meta)}, "fence"},
+            {{QStringLiteral("--key-base64"), b64(meta)}, "fence"},
+        };
+        for (const auto& [target, why] : attempts)
+            for (const QStringList& command : {QStringList{QStringLiteral("purge"), QStringLiteral("--reason"), QStringLiteral("t")},
+                                               QStringList{QStringLiteral("purge"), QStringLiteral("--live")},
+                                               QStringList{QStringLiteral("force-fail"), QStringLiteral("--live")}}) {
+                const auto r = idemtest::runIdemctl(g + command + target);
+                const QByteArray what = (command + target).join(u' ').toUtf8() + ": " + r.err;
+                QVERIFY2(r.exitCode == 1, what.constData());
+                QVERIFY2(r.err.trimmed().count('\n') == 0 && r.err.contains("refused") && r.err.contains(why),
+                         what.constData());
+                QVERIFY(r.out.isEmpty());
+            }
+        idem::Connection c(idemtest::sharedRedis());
+        QCOMPARE(idem::reply::integer(c.checked({"EXISTS", audit, meta}).get()), std::int64_t(2));
+        QCOMPARE(idem::reply::integer(c.checked({"XLEN", audit}).get()), std::int64_t(1));
+        QCOMPARE(metaFence(store, "rec"), a.ticket.fence);
+        QVERIFY(store.acquire("rec").ticket.fence > a.ticket.fence);
+
+        const auto trail = idemtest::runIdemctl(g + QStringList{QStringLiteral("inspect"), QStringLiteral("--key"),
+                                                               QString::fromStdString(audit)});
+        QCOMPARE(trail.exitCode, 0);
+        QVERIFY2(trail.out.contains("idem's audit trail") && !trail.out.contains("no known library"),
+                 trail.out.constData());
+        const auto fenceKeeper = idemtest::runIdemctl(
+            g + QStringList{QStringLiteral("inspect"), QStringLiteral("--key"), QString::fromStdString(meta)});
+        QCOMPARE(fenceKeeper.exitCode, 0);
+        QVERIFY2(fenceKeeper.out.contains("idem's meta key of record rec: keeps its last fence") &&
+                     fenceKeeper.out.contains("meta.fence") && !fenceKeeper.out.contains("no known library"),
+                 fenceKeeper.out.constData());
+        const auto j = QJsonDocument::fromJson(
+                           idemtest::runIdemctl(g + QStringList{QStringLiteral("inspect"), QStringLiteral("--key"),
+                                                                QString::fromStdString(meta), QStringLiteral("--json")})
+                               .out)
+                           .object();
+        QCOMPARE(j.value(QStringLiteral("idem_key")).toString(), QStringLiteral("meta"));
+        QCOMPARE(j.value(QStringLiteral("id")).toString(), QStringLiteral("rec"));
+    }
+
     // idemctl: purge by id, by --key (another library's key), in bulk, force-fail; `idemctl audit`
     // lists them all, filtered by who
     void idemctlPathsAndAudit()

@@ -2,6 +2,7 @@
 #include "idem/engine/store.h"
 #include "idem/redis/localserver.h"
 #include "idem/redis/pool.h"
+#include "idem/utf8.h"
 #include "testsupport.h"
 
 #include <QProcess>
@@ -12,6 +13,22 @@
 
 namespace {
 QString s(const char* text) { return QString::fromUtf8(text); }
+
+// What in text output could end a line early, forge one or command the terminal: a control byte
+// other than the newline (C0, DEL), a C1 control (U+0080..U+009F) or bytes that are not UTF-8.
+// Empty when there is none.
+QByteArray unsafeText(const QByteArray& out)
+{
+    if (!idem::validUtf8(std::string_view(out.constData(), static_cast<std::size_t>(out.size()))))
+        return "not UTF-8: " + out.toPercentEncoding(" /:{}()_,;=.'");
+    for (qsizetype i = 0; i < out.size(); ++i) {
+        const auto c = static_cast<unsigned char>(out[i]);
+        const auto next = i + 1 < out.size() ? static_cast<unsigned char>(out[i + 1]) : 0;
+        if ((c < 0x20 && c != '\n') || c == 0x7f || (c == 0xc2 && next >= 0x80 && next <= 0x9f))
+            return "a control character at byte " + QByteArray::number(i) + ": " + out.toPercentEncoding(" /:{}()_,;=.'");
+    }
+    return {};
+}
 } // namespace
 
 class TestIdemctl : public QObject {
@@ -399,6 +416,99 @@ private slots:
         QVERIFY(!j.contains(s("key_base64")));
         QCOMPARE(ctl({s("inspect"), s("--key-base64"), s("//8")}).exitCode, 64);
         QCOMPARE(ctl({s("purge"), s("--key"), s("k"), s("--key-base64"), s("aw==")}).exitCode, 64);
+    }
+
+    // Keys (and what the records say) with control characters and bytes that are not UTF-8 print as
+    // '?' in every text output: one line a key, nothing a terminal would act on, no line forged
+    void serverTextIsMadeSafe()
+    {
+        const std::string ns = common.at(3).toStdString();
+        const std::vector<std::string> ids = {
+            std::string("nul\0after", 9),                    // a NUL cut the line (JDK-serialized keys)
+            "esc\x1b]0;pwned\x07x",                          // sets the terminal's title
+            "up\x1b[1A\x1b[2Kx",                             // erases the line above
+            "fake}  (idem, FAILED)\nwould purge fake",        // forges a line
+            "cr\rx", "del\x7fx", "c1\xc2\x9b" "2Jx", "bad\xff\xfex", "tab\tx",
+        };
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        for (const auto& id : ids) {
+            const auto a = store.acquire(id);
+            QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+            QCOMPARE(store.fail(a.ticket, idem::FailPolicy::Retryable, "boom\nstate      COMPLETED\x1b[31m").status,
+                     idem::OwnerStatus::Ok);
+        }
+        const auto plain = store.acquire("plain-\xc3\xa9"); // UTF-8 as it is
+        store.fail(plain.ticket, idem::FailPolicy::Retryable, "x");
+        idem::Connection c(idemtest::sharedRedis());
+        const std::string camel = ns + "-camel:" + std::string("\xac\xed\x00\x05t\x00\x03" "abc", 10);
+        c.checked({"SET", camel, "1", "EX", "600"});
+
+        const auto dry = ctl({s("purge"), s("--state"), s("failed"), s("--dry-run")});
+        QCOMPARE(dry.exitCode, 0);
+        QVERIFY2(unsafeText(dry.out).isEmpty(), unsafeText(dry.out).constData());
+        const QList<QByteArray> lines = dry.out.trimmed().split('\n');
+        QCOMPARE(lines.size(), qsizetype(ids.size() + 1));
+        for (const QByteArray& line : lines)
+            QVERIFY2(line.startsWith(QByteArray::fromStdString("would purge " + ns + ":{")) &&
+                         line.endsWith("(idem, FAILED)"),
+                     line.constData());
+        QVERIFY(dry.out.contains(QByteArray::fromStdString("would purge " + ns + ":{nul?after}  (idem, FAILED)")));
+        QVERIFY(dry.out.contains(":{plain-\xc3\xa9}"));
+        // another library's key, read by a pattern: on one line, with what it is
+        const auto other = ctl({s("purge"), s("--pattern"), QString::fromStdString(ns + "-camel:*"), s("--dry-run")});
+        QVERIFY2(unsafeText(other.out).isEmpty(), unsafeText(other.out).constData());
+        QCOMPARE(other.out.count('\n'), 1);
+        QVERIFY2(other.out.contains(QByteArray::fromStdString(" " + ns + "-camel:????t??abc  (")), other.out.constData());
+        const auto listed = ctl({s("list")});
+        QVERIFY2(unsafeText(listed.out).isEmpty(), unsafeText(listed.out).constData());
+        QCOMPARE(listed.out.count('\n'), qsizetype(ids.size() + 2)); // and the header
+
+        for (const auto& id : ids) {
+            const QString key = QString::fromLatin1(QByteArray::fromStdString(store.recordKey(id)).toBase64());
+            const auto inspected = ctl({s("inspect"), s("--key-base64"), key});
+            QCOMPARE(inspected.exitCode, 0);
+            QVERIFY2(unsafeText(inspected.out).isEmpty(), unsafeText(inspected.out).constData());
+            int keyLines = 0, stateLines = 0;
+            for (const QByteArray& line : inspected.out.split('\n')) {
+                keyLines += line.startsWith("key ");
+                stateLines += line.startsWith("state ");
+            }
+            QCOMPARE(keyLines, 1);
+            QCOMPARE(stateLines, 1); // the error's second line is indented under it, not a state
+            const auto failed = ctl({s("force-fail"), s("--key-base64"), key, s("--reason"), s("again\nnow")});
+            QCOMPARE(failed.exitCode, 0);
+            QVERIFY2(unsafeText(failed.out + failed.err).isEmpty(), unsafeText(failed.out + failed.err).constData());
+            QCOMPARE(failed.out.count('\n'), 1);
+            const auto purged = ctl({s("purge"), s("--key-base64"), key, s("--reason"), s("x\x1b[2J")});
+            QCOMPARE(purged.exitCode, 0);
+            QVERIFY2(unsafeText(purged.out + purged.err).isEmpty(), unsafeText(purged.out + purged.err).constData());
+            QCOMPARE(purged.out.count('\n'), 1);
+            const auto gone = ctl({s("inspect"), s("--key-base64"), key});
+            QCOMPARE(gone.exitCode, 66);
+            QVERIFY2(unsafeText(gone.err).isEmpty(), unsafeText(gone.err).constData());
+            QCOMPARE(gone.err.count('\n'), 1);
+        }
+        const auto audit = ctl({s("audit")});
+        QVERIFY2(unsafeText(audit.out).isEmpty(), unsafeText(audit.out).constData());
+        QCOMPARE(audit.out.count('\n'), qsizetype(2 * ids.size()));
+    }
+
+    // A bulk purge that finds nothing says so in words, acting or not - not "purged 0 key(s) of 0
+    // matching (none; formats: none)"
+    void bulkPurgeOfNothing()
+    {
+        const auto acting = ctl({s("purge"), s("--state"), s("failed"), s("--yes")});
+        QCOMPARE(acting.exitCode, 0);
+        QCOMPARE(acting.out, QByteArray("no key matches; nothing purged\n"));
+        const auto dry = ctl({s("purge"), s("--state"), s("failed"), s("--dry-run")});
+        QCOMPARE(dry.exitCode, 0);
+        QVERIFY(dry.out.isEmpty());
+        QVERIFY2(dry.err.startsWith("no key matches; nothing to purge\n"), dry.err.constData());
+        const auto json = ctl({s("purge"), s("--state"), s("failed"), s("--yes"), s("--json")});
+        QCOMPARE(json.exitCode, 0);
+        QVERIFY(json.out.isEmpty()); // stdout holds JSON lines only
+        QVERIFY2(json.err.startsWith("no key matches; nothing purged\n"), json.err.constData());
     }
 
     // A record idem-gateway wrote: its HTTP answer decoded, the JSON body pretty-printed, and in

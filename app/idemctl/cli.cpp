@@ -263,13 +263,37 @@ std::string dumpLine(const nlohmann::json& j)
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string printable(const std::string& s, std::size_t width)
+std::string printable(std::string_view s, std::size_t width, bool tabs)
 {
     std::string out;
-    for (char c : s.substr(0, width))
-        out.push_back(static_cast<unsigned char>(c) < 0x20 ? '?' : c);
-    if (s.size() > width)
-        out.replace(out.size() - 1, 1, "~");
+    std::size_t i = 0, last = 0; // `last`: where the last character written starts in `out`
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 1; // the character's bytes in `s`
+        bool shows = (c >= 0x20 && c != 0x7f) || (tabs && c == '\t');
+        if (c >= 0x80) {
+            const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+            const int tail = next ? idem::utf8Tail(c, next) : 0;
+            bool whole = tail > 0 && i + 1 + static_cast<std::size_t>(tail) <= s.size();
+            for (int k = 2; whole && k <= tail; ++k)
+                whole = (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) & 0xC0) == 0x80;
+            if (whole)
+                n = 1 + static_cast<std::size_t>(tail);
+            shows = whole && !(c == 0xC2 && next < 0xA0); // U+0080..U+009F: C1 controls (CSI among them)
+        }
+        if (i + n > width)
+            break;
+        last = out.size();
+        if (shows)
+            out.append(s.substr(i, n));
+        else
+            out.push_back('?');
+        i += n;
+    }
+    if (i < s.size()) { // cut: its last character says so
+        out.resize(last);
+        out.push_back('~');
+    }
     return out;
 }
 

@@ -82,6 +82,34 @@ Target oneTarget(const Args& args, const Session& s, const char* command)
     return {s.store.recordKey(id), id};
 }
 
+// What one of idem's own keys is (idem::ownKey), in words; empty for any other key.
+std::string ownKeyWords(const idem::OwnKey& own, const std::string& ns)
+{
+    switch (own.kind) {
+    case idem::OwnKey::Kind::AuditTrail:
+        return "idem's audit trail: every operator action in namespace '" + ns + "' (idemctl audit lists it)";
+    case idem::OwnKey::Kind::Meta:
+        return "idem's meta key of record " + printable(own.id) +
+               ": keeps its last fence, so fencing numbers keep rising across purges";
+    case idem::OwnKey::Kind::None:
+        break;
+    }
+    return {};
+}
+
+// purge and force-fail --key never take idem's own keys: the audit trail is what says who did what,
+// and a meta key's fence is what makes a purged id's next owner's fence higher than the last one.
+bool refusedAsOwn(const Target& t, const Session& s, const char* command)
+{
+    const idem::OwnKey own = idem::ownKey(t.key, s.g.keyNamespace);
+    if (!own)
+        return false;
+    std::fprintf(stderr, "idemctl %s: refused: %s is %s; no operator action takes it%s\n", command,
+                 printable(t.key).c_str(), ownKeyWords(own, s.g.keyNamespace).c_str(),
+                 own.kind == idem::OwnKey::Kind::Meta ? " (give the ID to act on the record)" : "");
+    return true;
+}
+
 // A time as ms since the epoch, in UTC, and how far from now.
 std::string when(std::int64_t ms, std::int64_t nowMs)
 {
@@ -90,12 +118,34 @@ std::string when(std::int64_t ms, std::int64_t nowMs)
                                       : " (" + idem::formatDuration(idem::Millis(-d / 1000 * 1000)) + " ago)");
 }
 
-std::string shown(const std::string& s, std::size_t limit = 2000)
+// A value the record holds, on one line (printable, tabs kept): at most `limit` bytes of it.
+std::string shown(std::string_view s, std::size_t limit)
 {
-    std::string out = s.substr(0, limit);
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
-            c = '?';
+    std::string out = printable(s, limit, true);
+    if (s.size() > limit) {
+        out.pop_back(); // its '~'
+        out += "… (" + std::to_string(s.size()) + " bytes)";
+    }
+    return out;
+}
+
+// Text of many lines (an error, a stored response) under a field's name: every line after the
+// first indented past the names, so none of it can pass for a line of inspect's own.
+std::string shownLines(const std::string& s, std::size_t limit = 2000)
+{
+    std::string out;
+    const std::string_view all = std::string_view(s).substr(0, limit);
+    for (std::size_t start = 0;;) {
+        const std::size_t nl = all.find('\n', start);
+        std::string_view line = all.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+        if (nl != std::string_view::npos && line.ends_with('\r'))
+            line.remove_suffix(1);
+        out += printable(line, std::string::npos, true);
+        if (nl == std::string_view::npos)
+            break;
+        out += "\n           ";
+        start = nl + 1;
+    }
     if (s.size() > limit)
         out += "… (" + std::to_string(s.size()) + " bytes)";
     return out;
@@ -177,15 +227,15 @@ nlohmann::json inspectJson(const idem::Record& r) { return toJson(r, {}); }
 
 void printRecord(const idem::Record& r, std::int64_t now)
 {
-    std::printf("key        %s\n", r.key.c_str());
+    std::printf("key        %s\n", printable(r.key).c_str());
     std::printf("state      %s%s%s%s\n", std::string(idem::nameOf(r.state)).c_str(),
-                r.stale ? " (STALE: " : "", r.stale ? (r.staleWhy + ")").c_str() : "",
+                r.stale ? " (STALE: " : "", r.stale ? (printable(r.staleWhy) + ")").c_str() : "",
                 r.blocked && !r.stale ? " (no lease: blocked until its TTL ends)" : "");
     std::printf("library    %s (format %s)%s\n", std::string(idem::libraryOf(r.format)).c_str(),
                 std::string(idem::nameOf(r.format)).c_str(),
                 r.rawStatus.empty() ? "" : (", status '" + shown(r.rawStatus, 40) + "'").c_str());
     if (!r.reason.empty())
-        std::printf("%-10s %s\n", idem::notARecord(r.state) ? "reason" : "note", r.reason.c_str());
+        std::printf("%-10s %s\n", idem::notARecord(r.state) ? "reason" : "note", printable(r.reason).c_str());
     if (r.partial)
         std::printf("partial    read from the first and last bytes of a %lld-byte value\n",
                     static_cast<long long>(r.valueBytes));
@@ -209,21 +259,22 @@ void printRecord(const idem::Record& r, std::int64_t now)
     if (r.attempt)
         std::printf("attempt    %lld\n", static_cast<long long>(r.attempt));
     if (!r.fingerprint.empty())
-        std::printf("payload    %s\n", r.fingerprint.c_str());
+        std::printf("payload    %s\n", shown(r.fingerprint, 200).c_str());
     if (!r.error.empty())
-        std::printf("error      %s\n", shown(r.error).c_str());
+        std::printf("error      %s\n", shownLines(r.error).c_str());
     if (!r.op.empty())
-        std::printf("operator   %s by %s: %s\n", r.op.c_str(), r.opBy.c_str(), r.opReason.c_str());
+        std::printf("operator   %s by %s: %s\n", printable(r.op).c_str(), printable(r.opBy).c_str(),
+                    printable(r.opReason).c_str());
     if (r.response) {
         if (const auto http = idem::decodeHttpAnswer(*r.response))
             printHttpAnswer(*http);
         else
-            std::printf("response   %s\n", shown(*r.response).c_str());
+            std::printf("response   %s\n", shownLines(*r.response).c_str());
     }
     if (r.format != idem::RecordFormat::Native)
         for (const auto& [k, v] : r.fields) {
             const idem::FieldDoc* doc = idem::fieldDoc(r.format, k);
-            std::printf("field %-22s %s%s\n", k.c_str(), shown(v, 200).c_str(),
+            std::printf("field %-22s %s%s\n", printable(k).c_str(), shown(v, 200).c_str(),
                         doc ? ("  -- " + std::string(doc->meaning)).c_str() : "");
         }
 }
@@ -246,6 +297,30 @@ int cmdInspect(const std::vector<std::string>& argv)
         throw UsageFailure{"--stale-after goes with --table"};
     Session s(args);
     const Target t = oneTarget(args, s, "inspect");
+    if (const idem::OwnKey own = idem::ownKey(t.key, s.g.keyNamespace)) { // not a record: what it is
+        const auto meta = own.kind == idem::OwnKey::Kind::Meta ? s.store.meta(own.id)
+                                                                : std::vector<std::pair<std::string, std::string>>();
+        if (args.flag("--json")) {
+            nlohmann::json m = nlohmann::json::object();
+            for (const auto& [k, v] : meta)
+                m[k] = v;
+            nlohmann::json j = {{"key", t.key},
+                                {"idem_key", own.kind == idem::OwnKey::Kind::Meta ? "meta" : "audit"},
+                                {"what", ownKeyWords(own, s.g.keyNamespace)}};
+            addKeyBytes(j, t.key);
+            if (own.kind == idem::OwnKey::Kind::Meta) {
+                j["id"] = own.id;
+                j["meta"] = m;
+            }
+            std::printf("%s\n", dumpLine(j).c_str());
+        } else {
+            std::printf("key        %s\nwhat       %s\n", printable(t.key).c_str(),
+                        ownKeyWords(own, s.g.keyNamespace).c_str());
+            for (const auto& [k, v] : meta)
+                std::printf("meta.%-6s %s\n", printable(k).c_str(), shown(v, 200).c_str());
+        }
+        return Ok;
+    }
     idem::DecodeOptions o = s.decodeOptions();
     const auto rec = s.store.inspectKey(t.key, o);
     const auto meta = t.id.empty() ? std::vector<std::pair<std::string, std::string>>() : s.store.meta(t.id);
@@ -262,10 +337,11 @@ int cmdInspect(const std::vector<std::string>& argv)
             std::map<std::string, std::string> m(meta.begin(), meta.end());
             std::string last;
             if (m.count("last_op"))
-                last = "; " + m["last_op"] + "d by " + m["last_op_by"] + " at " +
-                       utcTime(std::atoll(m["last_op_at_ms"].c_str())) + (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) +
-                       " (was " + m["last_op_prev_state"] + "): " + m["last_op_reason"];
-            std::fprintf(stderr, "idemctl inspect: no record at %s%s\n", t.key.c_str(), last.c_str());
+                last = printable("; " + m["last_op"] + "d by " + m["last_op_by"] + " at " +
+                                 utcTime(std::atoll(m["last_op_at_ms"].c_str())) +
+                                 (m["last_op_via"].empty() ? "" : " via " + m["last_op_via"]) + " (was " +
+                                 m["last_op_prev_state"] + "): " + m["last_op_reason"]);
+            std::fprintf(stderr, "idemctl inspect: no record at %s%s\n", printable(t.key).c_str(), last.c_str());
         }
         return NotFound;
     }
@@ -283,7 +359,7 @@ int cmdInspect(const std::vector<std::string>& argv)
     }
     printRecord(r, now);
     for (const auto& [k, v] : meta)
-        std::printf("meta.%-6s %s\n", k.c_str(), shown(v, 200).c_str());
+        std::printf("meta.%-6s %s\n", printable(k).c_str(), shown(v, 200).c_str());
     return Ok;
 }
 
@@ -311,18 +387,20 @@ int cmdForceFail(const std::vector<std::string>& argv)
     refuseLockTimeout(args);
     Session s(args);
     const Target t = oneTarget(args, s, "force-fail");
+    if (refusedAsOwn(t, s, "force-fail"))
+        return Refused;
     const std::string reason = args.value("--reason").value_or("forced by operator");
     const std::string who = actorName(args);
     const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
     if (!rec) {
-        std::fprintf(stderr, "idemctl force-fail: no record at %s\n", t.key.c_str());
+        std::fprintf(stderr, "idemctl force-fail: no record at %s\n", printable(t.key).c_str());
         return NotFound;
     }
     if (rec->format != idem::RecordFormat::Native) {
         const std::string lib(idem::libraryOf(rec->format));
         if (idem::notARecord(rec->state)) {
             std::fprintf(stderr, "idemctl force-fail: refused: %s is %s (%s); purge it explicitly if you mean to\n",
-                         t.key.c_str(), std::string(idem::nameOf(rec->state)).c_str(), rec->reason.c_str());
+                         printable(t.key).c_str(), std::string(idem::nameOf(rec->state)).c_str(), printable(rec->reason).c_str());
             return Refused;
         }
         if (rec->state != idem::RecordState::Started) {
@@ -339,38 +417,38 @@ int cmdForceFail(const std::vector<std::string>& argv)
         if (refusedAsLive(rec, args, "force-fail"))
             return Refused;
         if (!s.unlinkIfUnchanged(*rec, who, "force-fail (released): " + reason)) {
-            std::fprintf(stderr, "idemctl force-fail: %s changed since it was read; nothing done\n", t.key.c_str());
+            std::fprintf(stderr, "idemctl force-fail: %s changed since it was read; nothing done\n", printable(t.key).c_str());
             return Refused;
         }
-        std::printf("released %s (%s, was STARTED%s): deleted; the next call runs\n", t.key.c_str(),
+        std::printf("released %s (%s, was STARTED%s): deleted; the next call runs\n", printable(t.key).c_str(),
                     std::string(idem::nameOf(rec->format)).c_str(), rec->stale ? ", stale" : "");
         return Ok;
     }
     if (idem::notARecord(rec->state)) { // idem's shape, but not what idem writes: its owner is someone else
         std::fprintf(stderr, "idemctl force-fail: refused: %s is %s (%s); inspect it, and purge --key it if you mean to\n",
-                     t.key.c_str(), std::string(idem::nameOf(rec->state)).c_str(), rec->reason.c_str());
+                     printable(t.key).c_str(), std::string(idem::nameOf(rec->state)).c_str(), printable(rec->reason).c_str());
         return Refused;
     }
     if (t.id.empty()) {
         std::fprintf(stderr, "idemctl force-fail: refused: %s is outside the namespace '%s' (idem's records are "
                              "%s:{ID}); give --namespace\n",
-                     t.key.c_str(), s.g.keyNamespace.c_str(), s.g.keyNamespace.c_str());
+                     printable(t.key).c_str(), s.g.keyNamespace.c_str(), s.g.keyNamespace.c_str());
         return Refused;
     }
     const auto r = s.store.forceFail(t.id, reason, args.flag("--terminal"), who);
     switch (r.status) {
     case idem::AdminStatus::Ok:
-        std::printf("force-failed %s (was %s, now FAILED %s)\n", t.key.c_str(), r.previousState.c_str(),
+        std::printf("force-failed %s (was %s, now FAILED %s)\n", printable(t.key).c_str(), printable(r.previousState).c_str(),
                     args.flag("--terminal") ? "terminal" : "retryable");
         return Ok;
     case idem::AdminStatus::NotFound:
-        std::fprintf(stderr, "idemctl force-fail: no record at %s\n", t.key.c_str());
+        std::fprintf(stderr, "idemctl force-fail: no record at %s\n", printable(t.key).c_str());
         return NotFound;
     case idem::AdminStatus::Refused:
-        std::fprintf(stderr, "idemctl force-fail: refused: %s\n", r.reason.c_str());
+        std::fprintf(stderr, "idemctl force-fail: refused: %s\n", printable(r.reason).c_str());
         return Refused;
     case idem::AdminStatus::Busy: // PostgreSQL's only
-        std::fprintf(stderr, "idemctl force-fail: %s: %s\n", t.key.c_str(), r.reason.c_str());
+        std::fprintf(stderr, "idemctl force-fail: %s: %s\n", printable(t.key).c_str(), printable(r.reason).c_str());
         return InProgress;
     }
     return Refused;
@@ -392,14 +470,14 @@ bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args, const
     if (!r || !idem::mayBeLiveLock(*r) || args.flag("--live"))
         return false;
     const std::string why = r->state != idem::RecordState::Started
-                                ? std::string(idem::nameOf(r->state)) + " with the status " + r->rawStatus + ": " +
-                                      r->reason + "; idem cannot tell when it ends"
+                                ? std::string(idem::nameOf(r->state)) + " with the status " + printable(r->rawStatus) +
+                                      ": " + printable(r->reason) + "; idem cannot tell when it ends"
                             : r->blocked ? "no lease: held until its TTL ends"
                                          : "its lease has not run out";
     std::fprintf(stderr,
                  "idemctl %s: %s is a live lock (%s, %s): its owner may still be running, and %s lets a "
                  "duplicate run beside it; add --live to do it anyway\n",
-                 command, r->key.c_str(), std::string(idem::nameOf(r->format)).c_str(), why.c_str(),
+                 command, printable(r->key).c_str(), std::string(idem::nameOf(r->format)).c_str(), why.c_str(),
                  std::string_view(command) == "purge" ? "purging it" : "releasing it");
     return true;
 }
@@ -447,27 +525,29 @@ int cmdPurge(const std::vector<std::string>& argv)
     refuseLockTimeout(args);
     Session s(args);
     const Target t = oneTarget(args, s, "purge");
+    if (refusedAsOwn(t, s, "purge"))
+        return Refused;
     const std::string reason = args.value("--reason").value_or("purged by operator");
     const std::string who = actorName(args);
     if (t.id.empty()) { // another library's key: as read, or not at all
         const auto rec = s.store.inspectKey(t.key, s.decodeOptions());
         if (!rec) {
-            std::fprintf(stderr, "idemctl purge: no key %s\n", t.key.c_str());
+            std::fprintf(stderr, "idemctl purge: no key %s\n", printable(t.key).c_str());
             return NotFound;
         }
         if (refusedAsLive(rec, args, "purge"))
             return Refused;
         if (!s.unlinkIfUnchanged(*rec, who, reason)) {
-            std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", t.key.c_str());
+            std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", printable(t.key).c_str());
             return Refused;
         }
-        std::printf("purged %s (was %s %s)\n", t.key.c_str(), std::string(idem::nameOf(rec->format)).c_str(),
+        std::printf("purged %s (was %s %s)\n", printable(t.key).c_str(), std::string(idem::nameOf(rec->format)).c_str(),
                     std::string(idem::nameOf(rec->state)).c_str());
         return Ok;
     }
     const auto seen = s.store.inspectKey(t.key, s.decodeOptions());
     if (!seen && !args.flag("--live")) { // (a purge sent now would take a lock acquired since the read)
-        std::fprintf(stderr, "idemctl purge: no record at %s\n", t.key.c_str());
+        std::fprintf(stderr, "idemctl purge: no record at %s\n", printable(t.key).c_str());
         return NotFound;
     }
     if (refusedAsLive(seen, args, "purge"))
@@ -475,19 +555,19 @@ int cmdPurge(const std::vector<std::string>& argv)
     // without --live, only what was just read as not live: a lock taken meanwhile stays
     const auto r = s.store.purge(t.id, who, reason, seen && !args.flag("--live") ? &*seen : nullptr);
     if (r.status == idem::AdminStatus::NotFound) {
-        std::fprintf(stderr, "idemctl purge: no record at %s\n", t.key.c_str());
+        std::fprintf(stderr, "idemctl purge: no record at %s\n", printable(t.key).c_str());
         return NotFound;
     }
     if (r.status == idem::AdminStatus::Refused) {
-        std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", t.key.c_str(), r.reason.c_str());
+        std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", printable(t.key).c_str(), printable(r.reason).c_str());
         return Refused;
     }
     // what was read, as read ("COMPLETED powertools"), rather than the key's type ("string")
     if (seen && seen->format != idem::RecordFormat::Native)
-        std::printf("purged %s (was %s %s)\n", t.key.c_str(), std::string(idem::nameOf(seen->format)).c_str(),
+        std::printf("purged %s (was %s %s)\n", printable(t.key).c_str(), std::string(idem::nameOf(seen->format)).c_str(),
                     std::string(idem::nameOf(seen->state)).c_str());
     else
-        std::printf("purged %s (was %s)\n", t.key.c_str(), r.previousState.c_str());
+        std::printf("purged %s (was %s)\n", printable(t.key).c_str(), printable(r.previousState).c_str());
     return Ok;
 }
 

@@ -52,8 +52,9 @@ int cmdAudit(const std::vector<std::string>& argv)
                            {"why", e.why}, {"via", e.via}, {"was", e.was}});
             continue;
         }
-        std::printf("%s  %-20s %s  by %s via %s (was %s): %s\n", utcTime(e.atMs).c_str(), e.action.c_str(), e.key.c_str(), e.by.c_str(),
-                    e.via.c_str(), e.was.c_str(), e.why.c_str());
+        std::printf("%s  %-20s %s  by %s via %s (was %s): %s\n", utcTime(e.atMs).c_str(), printable(e.action).c_str(),
+                    printable(e.key).c_str(), printable(e.by).c_str(), printable(e.via).c_str(), printable(e.was).c_str(),
+                    printable(e.why).c_str());
     }
     if (args.flag("--json"))
         std::printf("%s\n", out.dump().c_str());

@@ -47,7 +47,7 @@ int cmdCapture(const std::vector<std::string>& argv)
 
     idem::CaptureCallbacks callbacks;
     callbacks.problem = [](const idem::CaptureProblem& p) {
-        std::fprintf(stderr, "skipped %s: %s\n", p.where.c_str(), p.why.c_str());
+        std::fprintf(stderr, "skipped %s: %s\n", printable(p.where).c_str(), printable(p.why).c_str());
     };
     idem::CaptureResult r;
     std::string source;

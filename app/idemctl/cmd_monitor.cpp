@@ -254,8 +254,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
             addKeyBytes(j, r.key);
             line = dumpLine(j) + "\n";
         } else {
-            line = std::string(action) + " " + r.key + "  (" + format + ", " + state + (why.empty() ? "" : ": ") + why +
-                   ")\n";
+            line = std::string(action) + " " + printable(r.key) + "  (" + format + ", " + state +
+                   (why.empty() ? "" : ": ") + why + ")\n";
         }
         if (act && std::string_view(action) == "purge")
             said.push_back(std::move(line));
@@ -314,8 +314,9 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     std::string formats;
     for (const auto& [name, n] : byFormat)
         formats += (formats.empty() ? "" : ", ") + name + " " + std::to_string(n);
-    if (!act && matched == 0) {
-        std::fprintf(stderr, "no key matches%s; nothing to purge\n", kept.c_str());
+    if (matched == 0) { // said in words, acting or not: not "purged 0 key(s) of 0 matching (none; ...)"
+        std::fprintf(act && !json ? stdout : stderr, "no key matches%s; nothing %s\n", kept.c_str(),
+                     act ? "purged" : "to purge");
         return Ok;
     }
     if (!act) {

@@ -69,7 +69,7 @@ bool refusedAsUnknown(const std::optional<idem::Record>& r, const Args& args)
 {
     if (!r || r->state != idem::RecordState::Malformed || args.flag("--live"))
         return false;
-    std::fprintf(stderr, "idemctl purge: %s: %s; add --live to purge it anyway\n", r->id.c_str(), r->reason.c_str());
+    std::fprintf(stderr, "idemctl purge: %s: %s; add --live to purge it anyway\n", printable(r->id).c_str(), printable(r->reason).c_str());
     return true;
 }
 
@@ -158,7 +158,7 @@ int pgInspect(const Args& args)
         if (args.flag("--json"))
             std::printf("%s\n", dumpLine(nlohmann::json{{"key", id}, {"id", id}, {"state", nullptr}}).c_str());
         else
-            std::fprintf(stderr, "idemctl inspect: no record %s\n", id.c_str());
+            std::fprintf(stderr, "idemctl inspect: no record %s\n", printable(id).c_str());
         return NotFound;
     }
     std::string phase;
@@ -188,17 +188,17 @@ int pgForceFail(const Args& args)
     const auto r = store.forceFail(id, reason, args.flag("--terminal"), who);
     switch (r.status) {
     case idem::AdminStatus::Ok:
-        std::printf("force-failed %s (was %s, now FAILED %s)\n", id.c_str(), r.previousState.c_str(),
+        std::printf("force-failed %s (was %s, now FAILED %s)\n", printable(id).c_str(), printable(r.previousState).c_str(),
                     args.flag("--terminal") ? "terminal" : "retryable");
         return Ok;
     case idem::AdminStatus::NotFound:
-        std::fprintf(stderr, "idemctl force-fail: no record %s\n", id.c_str());
+        std::fprintf(stderr, "idemctl force-fail: no record %s\n", printable(id).c_str());
         return NotFound;
     case idem::AdminStatus::Refused:
-        std::fprintf(stderr, "idemctl force-fail: refused: %s\n", r.reason.c_str());
+        std::fprintf(stderr, "idemctl force-fail: refused: %s\n", printable(r.reason).c_str());
         return Refused;
     case idem::AdminStatus::Busy:
-        std::fprintf(stderr, "idemctl force-fail: %s: %s\n", id.c_str(), r.reason.c_str());
+        std::fprintf(stderr, "idemctl force-fail: %s: %s\n", printable(id).c_str(), printable(r.reason).c_str());
         return InProgress;
     }
     return Refused;
@@ -217,18 +217,18 @@ int pgPurge(const Args& args)
         idem::PgTable t(g.url, *table, staleAfterMs(args));
         const auto r = t.purge(id, who, reason);
         if (r.sharing > 1) {
-            std::fprintf(stderr, "idemctl purge: %s\n", r.why.c_str());
+            std::fprintf(stderr, "idemctl purge: %s\n", printable(r.why).c_str());
             return Refused;
         }
         if (r.deleted == 0 && r.kept == 0) {
-            std::fprintf(stderr, "idemctl purge: no row of %s is %s\n", table->c_str(), id.c_str());
+            std::fprintf(stderr, "idemctl purge: no row of %s is %s\n", table->c_str(), printable(id).c_str());
             return NotFound;
         }
         if (r.deleted > 0)
-            std::printf("purged %s from %s (was %s%s)\n", id.c_str(), table->c_str(), r.was.c_str(),
+            std::printf("purged %s from %s (was %s%s)\n", printable(id).c_str(), table->c_str(), printable(r.was).c_str(),
                         r.audited ? "; written to idem.operations" : "");
         if (r.kept > 0) {
-            std::fprintf(stderr, "idemctl purge: kept %s in %s: %s\n", id.c_str(), table->c_str(), r.why.c_str());
+            std::fprintf(stderr, "idemctl purge: kept %s in %s: %s\n", printable(id).c_str(), table->c_str(), printable(r.why).c_str());
             return Refused;
         }
         return Ok;
@@ -240,25 +240,25 @@ int pgPurge(const Args& args)
     const auto seen = store.inspect(id);
     const bool live = args.flag("--live");
     if (!seen && !live) {
-        std::fprintf(stderr, "idemctl purge: no record %s\n", id.c_str());
+        std::fprintf(stderr, "idemctl purge: no record %s\n", printable(id).c_str());
         return NotFound;
     }
     if (refusedAsLive(seen, args) || refusedAsUnknown(seen, args))
         return Refused;
     const auto r = store.purge(id, who, reason, live ? nullptr : &*seen);
     if (r.status == idem::AdminStatus::NotFound) {
-        std::fprintf(stderr, "idemctl purge: no record %s\n", id.c_str());
+        std::fprintf(stderr, "idemctl purge: no record %s\n", printable(id).c_str());
         return NotFound;
     }
     if (r.status == idem::AdminStatus::Refused) {
-        std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", id.c_str(), r.reason.c_str());
+        std::fprintf(stderr, "idemctl purge: %s: %s; nothing done\n", printable(id).c_str(), printable(r.reason).c_str());
         return Refused;
     }
     if (r.status == idem::AdminStatus::Busy) {
-        std::fprintf(stderr, "idemctl purge: %s: %s\n", id.c_str(), r.reason.c_str());
+        std::fprintf(stderr, "idemctl purge: %s: %s\n", printable(id).c_str(), printable(r.reason).c_str());
         return InProgress;
     }
-    std::printf("purged %s (was %s)\n", id.c_str(), r.previousState.c_str());
+    std::printf("purged %s (was %s)\n", printable(id).c_str(), printable(r.previousState).c_str());
     return Ok;
 }
 

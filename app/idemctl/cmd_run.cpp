@@ -326,23 +326,23 @@ int cmdRun(const std::vector<std::string>& argv)
                      wait ? "; gave up waiting" : "");
         return InProgress;
     case idem::OutcomeKind::PayloadMismatch:
-        std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
+        std::fprintf(stderr, "idemctl run: %s\n", printable(o.error).c_str());
         return PayloadMismatch;
     case idem::OutcomeKind::Failed:
         if (o.workRan)
             return child.exitCode; // CMD failed now; its policy was applied
         std::fprintf(stderr, "idemctl run: '%s' has a terminal failure stored: %s\n", key->c_str(),
-                     o.error.c_str());
+                     printable(o.error).c_str());
         return TerminalFailure;
     case idem::OutcomeKind::LeaseLost:
-        std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
+        std::fprintf(stderr, "idemctl run: %s\n", printable(o.error).c_str());
         return NotStored;
     case idem::OutcomeKind::NotReplicated:
-        std::fprintf(stderr, "idemctl run: %s\n", o.error.c_str());
+        std::fprintf(stderr, "idemctl run: %s\n", printable(o.error).c_str());
         return NotStored;
     case idem::OutcomeKind::KeyUnusable:
         std::fprintf(stderr, "idemctl run: %s (command not run; retrying will not change it: see idemctl inspect "
-                             "--key)\n", o.error.c_str());
+                             "--key)\n", printable(o.error).c_str());
         return KeyUnusable;
     case idem::OutcomeKind::StoreUnavailable:
         if (const auto denied = g.postgres && !o.workRan ? pgPermissionFrom(o.error) : std::nullopt) {
@@ -355,7 +355,7 @@ int cmdRun(const std::vector<std::string>& argv)
                          permissionAdvice("run", g.connection.user, g.keyNamespace, o.error).c_str());
             return NoPermission;
         }
-        std::fprintf(stderr, "idemctl run: store unavailable: %s%s\n", o.error.c_str(),
+        std::fprintf(stderr, "idemctl run: store unavailable: %s%s\n", printable(o.error).c_str(),
                      o.workRan ? "" : " (command not run)");
         return o.workRan ? NotStored : Unavailable;
     }

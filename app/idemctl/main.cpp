@@ -109,12 +109,13 @@ std::pair<std::string, std::string> userAndNamespace(const std::vector<std::stri
 int storeFailure(const std::string& command, const idem::Error& error)
 {
     if (dynamic_cast<const idem::IoError*>(&error)) {
-        std::fprintf(stderr, "idemctl %s: store unavailable: %s\n", command.c_str(), error.what());
+        std::fprintf(stderr, "idemctl %s: store unavailable: %s\n", command.c_str(),
+                     idemctl::printable(error.what()).c_str());
     } else if (const auto* c = dynamic_cast<const idem::ConfigError*>(&error)) {
-        std::fprintf(stderr, "idemctl %s: store unavailable: %s (check %s)\n", command.c_str(), error.what(),
-                     c->field().c_str());
+        std::fprintf(stderr, "idemctl %s: store unavailable: %s (check %s)\n", command.c_str(),
+                     idemctl::printable(error.what()).c_str(), c->field().c_str());
     } else {
-        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), error.what());
+        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), idemctl::printable(error.what()).c_str());
     }
     return idemctl::Unavailable;
 }
@@ -224,7 +225,7 @@ int main(int argc, char** argv)
                      e.message.c_str(), command.c_str());
         return idemctl::Usage;
     } catch (const idem::UsageError& e) {
-        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), e.what());
+        std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), idemctl::printable(e.what()).c_str());
         return idemctl::Usage;
     } catch (const idem::PermissionError& e) { // PostgreSQL's 42501: the role, the right, the grant
         std::fprintf(stderr, "idemctl: %s\n", idemctl::pgPermissionAdvice(command, rest, e.role(), e.denied()).c_str());
@@ -232,7 +233,8 @@ int main(int argc, char** argv)
     } catch (const idem::Error& e) {
         if (idemctl::isPermissionError(e.what())) { // the ACL: which permission, which role has it
             const auto [user, ns] = userAndNamespace(rest);
-            std::fprintf(stderr, "idemctl: %s\n", idemctl::permissionAdvice(command, user, ns, e.what()).c_str());
+            std::fprintf(stderr, "idemctl: %s\n",
+                         idemctl::printable(idemctl::permissionAdvice(command, user, ns, e.what())).c_str());
             return idemctl::NoPermission;
         }
         return storeFailure(command, e);

@@ -22,6 +22,18 @@ void setToolName(std::string_view tool)
     g_tool = std::string(tool);
 }
 
+OwnKey ownKey(std::string_view key, std::string_view keyNamespace)
+{
+    if (key == guard::auditKey(keyNamespace))
+        return {OwnKey::Kind::AuditTrail, {}};
+    if (!key.ends_with(storecalls::kMetaSuffix))
+        return {};
+    std::string id = idFromKey(key.substr(0, key.size() - storecalls::kMetaSuffix.size()), keyNamespace);
+    if (id.empty())
+        return {};
+    return {OwnKey::Kind::Meta, std::move(id)};
+}
+
 namespace guard {
 
 std::string auditKey(std::string_view keyNamespace) { return std::string(keyNamespace).append(":audit"); }

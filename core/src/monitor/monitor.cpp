@@ -2,6 +2,7 @@
 
 #include "idem/errors.h"
 #include "idem/engine/scripts.h"
+#include "idem/engine/store.h"
 #include "engine/guard.h"
 #include "redis/resp.h"
 
@@ -150,8 +151,7 @@ std::string Monitor::pattern() const
 bool Monitor::isMetaKey(std::string_view key) const
 {
     // an idem record's meta key, or the namespace's audit stream: idem's own bookkeeping, not records
-    return (key.ends_with("}:meta") && !idFromKey(key.substr(0, key.size() - 5), m_options.keyNamespace).empty()) ||
-           key == guard::auditKey(m_options.keyNamespace);
+    return static_cast<bool>(ownKey(key, m_options.keyNamespace));
 }
 
 ScanPage Monitor::scanPage(const std::string& cursor, std::vector<Redirected>* redirected)
@@ -347,6 +347,8 @@ UnlinkResult Monitor::unlinkEach(const std::vector<Record>& seen, const Actor& b
     for (const auto& r : seen)
         if (r.keyType.empty())
             throw UsageError("unlinkIfUnchanged needs a record read by the monitor");
+        else if (isMetaKey(r.key)) // the fence keeper or the audit trail: no purge takes them
+            throw UsageError("unlinkIfUnchanged: " + r.key + " is idem's own key, not a record");
     const std::string stream = guard::auditKey(m_options.keyNamespace);
     const guard::Actor actor{by.who, by.why};
     std::string calls;

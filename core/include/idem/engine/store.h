@@ -177,6 +177,17 @@ protected:
 // Names the tool in operator actions' audit entries ("idemctl", "idem-console"; default "idem").
 void setToolName(std::string_view tool);
 
+// idem's own keys beside a namespace's records, which no operator action deletes: the audit stream
+// <namespace>:audit (the trail of every operator action) and a record's meta key
+// <namespace>:{<id>}:meta (its last fence, which keeps fencing numbers rising across purges).
+struct OwnKey {
+    enum class Kind { None, AuditTrail, Meta };
+    Kind kind = Kind::None;
+    std::string id; // Meta: the id of the record whose key it is
+    explicit operator bool() const { return kind != Kind::None; }
+};
+OwnKey ownKey(std::string_view key, std::string_view keyNamespace);
+
 class Store final : public LeaseStore {
 public:
     Store(ConnectionPool& pool, StoreOptions options = {});
