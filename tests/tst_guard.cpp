@@ -494,6 +494,16 @@ private slots:
                            .object();
         QCOMPARE(j.value(QStringLiteral("idem_key")).toString(), QStringLiteral("meta"));
         QCOMPARE(j.value(QStringLiteral("id")).toString(), QStringLiteral("rec"));
+        // one that is not there is not found, as any key
+        for (const std::string& absent : {ns + "-none:audit", store.metaKey("never")}) {
+            const QStringList other = {QStringLiteral("--url"), QString::fromStdString(idemtest::sharedRedisUrl()),
+                                       QStringLiteral("--namespace"),
+                                       QString::fromStdString(absent == ns + "-none:audit" ? ns + "-none" : ns)};
+            const auto r = idemtest::runIdemctl(other + QStringList{QStringLiteral("inspect"), QStringLiteral("--key"),
+                                                                   QString::fromStdString(absent)});
+            QCOMPARE(r.exitCode, 66);
+            QVERIFY2(r.err.contains("no key at") && r.out.isEmpty(), r.err.constData());
+        }
     }
 
     // idemctl: purge by id, by --key (another library's key), in bulk, force-fail; `idemctl audit`

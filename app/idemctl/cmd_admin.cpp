@@ -300,6 +300,12 @@ int cmdInspect(const std::vector<std::string>& argv)
     if (const idem::OwnKey own = idem::ownKey(t.key, s.g.keyNamespace)) { // not a record: what it is
         const auto meta = own.kind == idem::OwnKey::Kind::Meta ? s.store.meta(own.id)
                                                                 : std::vector<std::pair<std::string, std::string>>();
+        // (a meta key always has fields; an audit stream without entries is no key)
+        if (own.kind == idem::OwnKey::Kind::Meta ? meta.empty() : s.store.audit(1).empty()) {
+            std::fprintf(stderr, "idemctl inspect: no key at %s (%s)\n", printable(t.key).c_str(),
+                         ownKeyWords(own, s.g.keyNamespace).c_str());
+            return NotFound;
+        }
         if (args.flag("--json")) {
             nlohmann::json m = nlohmann::json::object();
             for (const auto& [k, v] : meta)
