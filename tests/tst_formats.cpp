@@ -376,6 +376,10 @@ private slots:
         QCOMPARE(r.format, RecordFormat::Powertools);
         QCOMPARE(r.state, RecordState::Started);
         QVERIFY(!r.stale);
+        // a record at another library's own key shape is that library's, whatever its state
+        r = read("orders-fn#HXoPuS989n9jdP6e7H2ySg==", "{\"status\":\"COMPLETED\",\"expiration\":9999999999}", -1, o);
+        QCOMPARE(r.format, RecordFormat::Powertools);
+        QCOMPARE(r.state, RecordState::Completed);
         r = read("camel-orders:ID:broker-1:1", "ID:broker-1:1", -1, o); // still Camel's
         QCOMPARE(r.state, RecordState::Foreign);
         QCOMPARE(r.format, RecordFormat::Camel);

@@ -269,6 +269,14 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
                         return claimed ? r : std::optional(byValueAlone(std::move(*r)));
         return std::optional<Record>();
     };
+    // a record another profile than `f` reads at its own key shape (not broken, foreign or unknown)
+    const auto shapeOwner = [&x, &in, &o](RecordFormat f) {
+        for (const Profile* p : profiles())
+            if (p->format != f && p->ownsKey(in.key, o))
+                if (std::optional<Record> r = p->decode(x, true); r && !notARecord(r->state))
+                    return r;
+        return std::optional<Record>();
+    };
     std::optional<Record> got;
     const bool otherType = in.type != "string" && in.type != "hash";
     if (o.format) {
@@ -280,8 +288,12 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
                 got = std::move(other);
         } else if (got->state == RecordState::Foreign) {
             // (Camel takes any string for a message id, Powertools any ':lock' key for its mutex:
-            // one that another library reads as its lock is that lock; other readings are guesses)
-            if (std::optional<Record> other = otherThan(*o.format); other && other->state == RecordState::Started)
+            // one that another library reads as its lock is that lock, and so is a record at that
+            // library's own key shape - a Powertools COMPLETED record is no message id to purge as
+            // foreign; other readings are guesses)
+            if (std::optional<Record> owner = shapeOwner(*o.format))
+                got = std::move(owner);
+            else if (std::optional<Record> other = otherThan(*o.format); other && other->state == RecordState::Started)
                 got = std::move(other);
         }
         if (got && otherType && got->state == RecordState::Malformed)
