@@ -59,6 +59,13 @@
 using namespace Qt::StringLiterals;
 
 namespace consoletest {
+// A row's state in the key table, or Unknown when the key is not listed.
+inline idem::RecordState stateOf(MainWindow& w, const QString& id)
+{
+    const int r = w.model()->rowOfKey(id);
+    return r < 0 ? idem::RecordState::Unknown : w.model()->row(r).state;
+}
+
 // Answers the next modal ConfirmDialog: keeps what it says, checks that OK waits for a reason (and,
 // for more than one key, for their number typed), gives them, presses OK. A dialog still open
 // after that is cancelled, so a test never hangs on it.

@@ -30,11 +30,6 @@ class TestConsolePg : public QObject {
         o.auditPath = tmp.filePath(u"audit.jsonl"_s);
         return o;
     }
-    static idem::RecordState stateOf(MainWindow& w, const QString& id)
-    {
-        const int r = w.model()->rowOfKey(id);
-        return r < 0 ? idem::RecordState::Unknown : w.model()->row(r).state;
-    }
 
 private slots:
     void initTestCase()
@@ -113,7 +108,7 @@ private slots:
         idem::PgStore store(pg->url());
         const int scansBefore = static_cast<int>(scans.count());
         QCOMPARE(store.acquire("live-1", "", idem::Millis(300)).status, idem::AcquireStatus::Acquired);
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Started, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(consoletest::stateOf(w, u"live-1"_s), idem::RecordState::Started, 5000);
         QCOMPARE(static_cast<int>(scans.count()), scansBefore); // a notification, not a new snapshot
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->row(w.model()->rowOfKey(u"live-1"_s)).isStale(QDateTime::currentMSecsSinceEpoch()), 5000);
 
@@ -131,7 +126,7 @@ private slots:
         QCOMPARE(actions.last().at(0).value<ActionResult>().changed, 1);
         QCOMPARE(store.inspect("live-1")->state, idem::RecordState::Failed);
         QCOMPARE(store.inspect("live-1")->opReason, std::string("its worker died"));
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"live-1"_s), idem::RecordState::Failed, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(consoletest::stateOf(w, u"live-1"_s), idem::RecordState::Failed, 5000);
         QCOMPARE(w.auditTrail()->entries().size(), 1);
         QCOMPARE(w.auditTrail()->entries().first().why, u"its worker died"_s);
 
@@ -148,7 +143,7 @@ private slots:
         // the row is compared under its lock before the delete, and kept
         const auto f = store.acquire("rerun-1");
         QCOMPARE(store.fail(f.ticket, idem::FailPolicy::Retryable, "boom").status, idem::OwnerStatus::Ok);
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"rerun-1"_s), idem::RecordState::Failed, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(consoletest::stateOf(w, u"rerun-1"_s), idem::RecordState::Failed, 5000);
         selectKey(w, u"rerun-1"_s);
         idem::AcquireResult taken;
         QTimer::singleShot(0, [&] { taken = store.acquire("rerun-1", "", idem::Millis(300000)); }); // before the answer
@@ -206,9 +201,9 @@ private slots:
         QSignalSpy actions(&w, &MainWindow::actionCompleted);
         w.show();
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 4, 10000);
-        QCOMPARE(stateOf(w, u"a-live"_s), idem::RecordState::Started);
-        QCOMPARE(stateOf(w, u"c-done"_s), idem::RecordState::Completed);
-        QCOMPARE(stateOf(w, u"e-odd"_s), idem::RecordState::Malformed); // a word idem does not know: not guessed
+        QCOMPARE(consoletest::stateOf(w, u"a-live"_s), idem::RecordState::Started);
+        QCOMPARE(consoletest::stateOf(w, u"c-done"_s), idem::RecordState::Completed);
+        QCOMPARE(consoletest::stateOf(w, u"e-odd"_s), idem::RecordState::Malformed); // a word idem does not know: not guessed
         QVERIFY(w.model()->row(w.model()->rowOfKey(u"b-old"_s)).isStale(QDateTime::currentMSecsSinceEpoch()));
         QVERIFY2(linkText(w).contains(u"seed_console"_s), qPrintable(linkText(w)));
         QCOMPARE(w.model()->stats().noTtl, std::size_t(0)); // no expiry kept is not "no TTL": not flagged
@@ -217,7 +212,7 @@ private slots:
 
         // the other program writes: the window follows on the rescan interval
         sql("INSERT INTO seed_console (key, status, response) VALUES ('f-new', 'COMPLETED', 'x')");
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"f-new"_s), idem::RecordState::Completed, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(consoletest::stateOf(w, u"f-new"_s), idem::RecordState::Completed, 5000);
         sql("DELETE FROM seed_console WHERE key = 'f-new'");
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"f-new"_s), -1, 5000);
         selectKey(w, u"c-done"_s);

@@ -26,11 +26,6 @@ class TestConsolePgTable : public QObject {
         return idemtest::pgSql(admin, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + role +
                                           "' AND datname = '" + database + "'");
     }
-    static idem::RecordState stateOf(MainWindow& w, const QString& id)
-    {
-        const int r = w.model()->rowOfKey(id);
-        return r < 0 ? idem::RecordState::Unknown : w.model()->row(r).state;
-    }
 
 private slots:
     void initTestCase()
@@ -98,15 +93,15 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 3, 10000);
         QCOMPARE(lastLink(links), ConsoleWorker::Link::Connected); // not refused
         QVERIFY2(!w.bannerText().contains(u"refused"_s), qPrintable(w.bannerText()));
-        QCOMPARE(stateOf(w, u"k-done"_s), idem::RecordState::Completed);
-        QCOMPARE(stateOf(w, u"k-live"_s), idem::RecordState::Started);
+        QCOMPARE(consoletest::stateOf(w, u"k-done"_s), idem::RecordState::Completed);
+        QCOMPARE(consoletest::stateOf(w, u"k-live"_s), idem::RecordState::Started);
         QVERIFY(w.model()->row(w.model()->rowOfKey(u"k-old"_s)).isStale(QDateTime::currentMSecsSinceEpoch()));
 
         // polled, and it says so: not "live"
         const QString live = w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text();
         QVERIFY2(live.contains(u"re-reading every 0.5 s"_s) && !live.startsWith(u"live"_s), qPrintable(live));
         idemtest::pgSql(admin, "INSERT INTO idempotency_keys (key, status, response) VALUES ('k-new', 'COMPLETED', 'x')");
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(w, u"k-new"_s), idem::RecordState::Completed, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(consoletest::stateOf(w, u"k-new"_s), idem::RecordState::Completed, 5000);
         idemtest::pgSql(admin, "DELETE FROM idempotency_keys WHERE key = 'k-new'");
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowOfKey(u"k-new"_s), -1, 5000);
 
