@@ -120,6 +120,15 @@ void addMembers(Record& r, const Input& in)
     }
 }
 
+std::string_view trimmedWord(std::string_view s)
+{
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+        s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+        s.remove_suffix(1);
+    return s;
+}
+
 std::string quoted(std::string_view s)
 {
     std::string out;
@@ -146,10 +155,8 @@ namespace {
 
 bool terminalWord(std::string_view word)
 {
-    std::string upper(word);
-    for (char& c : upper)
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return upper == "COMPLETED" || upper == "FAILED";
+    const auto st = handWrittenState(word);
+    return st && *st != RecordState::Started;
 }
 
 // A string no profile reads. A status it says is its writer's word, as a hash's is: shown, and an
@@ -171,11 +178,7 @@ Record unknownString(const Input& x)
         word = status ? std::string_view(*status) : std::string_view();
         r.reason = "a JSON object no known library writes" + (status ? ", status " + quoted(*status) : std::string());
     } else {
-        word = x.in.value;
-        while (!word.empty() && std::isspace(static_cast<unsigned char>(word.back())))
-            word.remove_suffix(1);
-        while (!word.empty() && std::isspace(static_cast<unsigned char>(word.front())))
-            word.remove_prefix(1);
+        word = trimmedWord(x.in.value);
         r.reason = "a string no known library writes: " + quoted(x.in.value);
     }
     if (inProgressWord(word) || terminalWord(word))

@@ -59,6 +59,11 @@ std::string rawMember(const Input& in, const json::Member& m);
 void addMembers(Record& r, const Input& in);
 // Up to 40 printable characters of s, quoted.
 std::string quoted(std::string_view s);
+// The state a hand-written status word says (STARTED, PENDING, PROCESSING, IN_PROGRESS, COMPLETED,
+// FAILED; any case), or nullopt.
+std::optional<RecordState> handWrittenState(std::string_view status);
+// s without the whitespace around it.
+std::string_view trimmedWord(std::string_view s);
 // When a record whose library writes no start began, from its TTL: writer's TTL minus the TTL left.
 std::optional<std::int64_t> startFromTtl(const Input& in);
 

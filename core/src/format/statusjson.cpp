@@ -13,9 +13,7 @@
 
 namespace idem::format {
 
-namespace {
-
-std::optional<RecordState> stateOf(std::string_view status)
+std::optional<RecordState> handWrittenState(std::string_view status)
 {
     std::string s(status);
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
@@ -27,6 +25,8 @@ std::optional<RecordState> stateOf(std::string_view status)
         return RecordState::Failed;
     return std::nullopt;
 }
+
+namespace {
 
 bool inNamespace(std::string_view key, const DecodeOptions& o) { return !idFromKey(key, o.keyNamespace).empty(); }
 
@@ -70,7 +70,7 @@ std::optional<Record> decodeHash(const Input& x, bool claimed)
     // or --format json says so; elsewhere it is no known library's, never a FAILED one to purge
     if (!status || !claimed)
         return std::nullopt;
-    const auto st = stateOf(*status);
+    const auto st = handWrittenState(*status);
     Record r = make(RecordFormat::StatusJson, st.value_or(RecordState::Malformed));
     r.rawStatus = *status;
     r.fields = in.fields;
@@ -109,7 +109,7 @@ std::optional<Record> decodeJson(const Input& x, bool claimed)
     if (!j.error.empty())
         return claimed ? std::optional(malformed(f, j.error)) : std::nullopt;
     const std::string* status = j.string("status");
-    const auto st = status ? stateOf(*status) : std::nullopt;
+    const auto st = status ? handWrittenState(*status) : std::nullopt;
     if (!claimed && st != RecordState::Started)
         return std::nullopt;
     Record r = make(f, st.value_or(RecordState::Malformed));
@@ -175,12 +175,8 @@ std::optional<Record> decodePlain(const Input& x, bool claimed)
     const KeyRead& in = x.in;
     if (in.type != "string" || x.object)
         return std::nullopt;
-    std::string_view word = in.value;
-    while (!word.empty() && std::isspace(static_cast<unsigned char>(word.front())))
-        word.remove_prefix(1);
-    while (!word.empty() && std::isspace(static_cast<unsigned char>(word.back())))
-        word.remove_suffix(1);
-    const auto st = word.size() <= 16 ? stateOf(word) : std::nullopt;
+    const std::string_view word = trimmedWord(in.value);
+    const auto st = word.size() <= 16 ? handWrittenState(word) : std::nullopt;
     if (st && (claimed || *st == RecordState::Started)) {
         Record r = make(RecordFormat::Plain, *st);
         r.rawStatus = std::string(word);
