@@ -25,6 +25,7 @@ private slots:
     void concurrentDuplicatesReachUpstreamOnce();
     void credentialsKeepKeysApart();
     void mismatchIs422EvenInFlight();
+    void namedHeadersAreFingerprinted();
     void inFlightIs409WithRetryAfter();
     void operatorsTerminalFailureIs409ForGood();
     void leaseIsRenewedWhileUpstreamWorks();
@@ -147,6 +148,37 @@ void TestGateway::mismatchIs422EvenInFlight()
     QCOMPARE(call(g->port(), request("POST", "/slow/800/m?x=1", "m-1", R"({"amount":1})")).status, 422);
     QCOMPARE(up->calls("/slow/800/m"), 1);
     QCOMPARE(outcome(*g, gateway::Outcome::Mismatch), 3u);
+}
+
+// --fingerprint-headers and a route's fingerprint_headers: a retry that differs in a named header
+// is another request (422); one that differs in another header is the same (replayed).
+void TestGateway::namedHeadersAreFingerprinted()
+{
+    auto g = start([](gateway::GatewayOptions& o) {
+        o.fingerprintHeaders = {"X-Api-Version"};
+        QString why;
+        QVERIFY2(gateway::parseRoutes(R"({"routes":[{"route":"/lang","fingerprint_headers":["Accept-Language"]}]})",
+                                      gateway::defaultPolicy(o), o.routes, &why),
+                 qPrintable(why));
+    });
+    QVERIFY(g);
+    const auto post = [&](const QByteArray& path, const QList<QByteArray>& headers) {
+        return call(g->port(), request("POST", path, "h-1", R"({"amount":1})", headers));
+    };
+    QCOMPARE(post("/v", {"X-Api-Version: 1", "X-Trace: a"}).status, 201);
+    QVERIFY(post("/v", {"x-api-version: 1", "X-Trace: b"}).replayed()); // the name's case, another header
+    const Reply other = post("/v", {"X-Api-Version: 2"});
+    QCOMPARE(other.status, 422);
+    QVERIFY2(other.json().value(u"detail"_s).toString().contains(u"X-Api-Version"_s), other.body.constData());
+    QCOMPARE(post("/v", {}).status, 422); // left out is not the same as sent
+    QCOMPARE(post("/v", {"X-Api-Version: 1", "X-Api-Version: 1"}).status, 422);
+    QCOMPARE(up->calls("/v"), 1);
+    // the route's list replaces the flag's
+    QCOMPARE(post("/lang", {"Accept-Language: de", "X-Api-Version: 1"}).status, 201);
+    QVERIFY(post("/lang", {"Accept-Language: de", "X-Api-Version: 7"}).replayed());
+    QCOMPARE(post("/lang", {"Accept-Language: fr", "X-Api-Version: 1"}).status, 422);
+    QCOMPARE(up->calls("/lang"), 1);
+    QCOMPARE(outcome(*g, gateway::Outcome::Mismatch), 4u);
 }
 
 void TestGateway::inFlightIs409WithRetryAfter()

@@ -50,6 +50,7 @@ private slots:
     void keySyntax();
     void recordIdIsScoped();
     void fingerprintKeepsQueryOrder();
+    void fingerprintReadsNamedHeaders();
     void storedAnswerKeepsBytesAndDropsCookies();
     void commandLineRefusesMistakes_data();
     void commandLineRefusesMistakes();
@@ -291,6 +292,53 @@ void TestHttp::fingerprintKeepsQueryOrder()
     QCOMPARE(gateway::canonicalQuery("ab=3&&flag&a=2&"), std::string("ab=3&flag&a=2"));
 }
 
+void TestHttp::fingerprintReadsNamedHeaders()
+{
+    http::Request a;
+    a.method = "POST";
+    a.path = "/o";
+    a.query = "a=1&b=2";
+    a.body = R"({"b":2, "a":1})";
+    a.headers = {{"Host", "x"}, {"X-Api-Version", "2"}};
+    // without named headers the fingerprint is what gateways before them stored (an upgraded
+    // gateway must not answer the retries of its predecessor's records 422)
+    const std::string golden = "sha256:a6acb98dbbb57ff239f20a27e90d2433af0a847e8f2c4ab102fe27ff190bf302";
+    QCOMPARE(gateway::requestFingerprint(a), golden);
+    QCOMPARE(gateway::requestFingerprint(a, std::vector<std::string>{}), golden);
+
+    const std::vector<std::string> named = {"X-Api-Version"};
+    const auto fp = [&](std::vector<http::Header> headers) {
+        http::Request r = a;
+        r.headers = std::move(headers);
+        return gateway::requestFingerprint(r, named);
+    };
+    const std::string v2 = fp({{"X-Api-Version", "2"}});
+    QVERIFY(v2 != golden);
+    QCOMPARE(fp({{"x-api-version", "2"}, {"X-Other", "1"}}), v2); // the name's case; a header not named
+    QVERIFY(fp({{"X-Api-Version", "3"}}) != v2);
+    QVERIFY(fp({}) != fp({{"X-Api-Version", ""}})); // left out is not sent empty
+    QVERIFY(fp({}) != v2);
+    // several fields of one name are their values joined, in the order sent
+    QCOMPARE(fp({{"X-Api-Version", "1"}, {"X-Api-Version", "2"}}), fp({{"X-Api-Version", "1, 2"}}));
+    QVERIFY(fp({{"X-Api-Version", "2"}, {"X-Api-Version", "1"}}) != fp({{"X-Api-Version", "1, 2"}}));
+    // two names: a value cannot pass for the next name's
+    const std::vector<std::string> two = {"X-A", "X-B"};
+    http::Request b = a, c = a;
+    b.headers = {{"X-A", "1:-"}};
+    c.headers = {{"X-A", "1"}};
+    QVERIFY(gateway::requestFingerprint(b, two) != gateway::requestFingerprint(c, two));
+
+    std::string why;
+    const auto list = gateway::fingerprintHeaders({"x-b", "X-A", "X-a", "Accept-Language"}, &why);
+    QVERIFY(list);
+    QCOMPARE(*list, (std::vector<std::string>{"Accept-Language", "X-A", "x-b"})); // sorted, once each
+    for (const char* refused : {"Host", "content-length", "Transfer-Encoding", "Idempotency-Key", "X Y", ""}) {
+        why.clear();
+        QVERIFY2(!gateway::fingerprintHeaders({"X-A", refused}, &why), refused);
+        QVERIFY2(!why.empty() && why.find('\n') == std::string::npos, refused);
+    }
+}
+
 void TestHttp::storedAnswerKeepsBytesAndDropsCookies()
 {
     http::Response r;
@@ -355,6 +403,10 @@ void TestHttp::commandLineRefusesMistakes_data()
     QTest::newRow("stray argument") << QStringList{u"--upstream"_s, u"http://x"_s, u"extra"_s};
     QTest::newRow("min replicas not a number") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"all"_s};
     QTest::newRow("min replicas zero") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"0"_s};
+    QTest::newRow("fingerprint hop-by-hop") << QStringList{u"--upstream"_s, u"http://x"_s, u"--fingerprint-headers"_s,
+                                                          u"X-Api-Version,Host"_s};
+    QTest::newRow("fingerprint not a name") << QStringList{u"--upstream"_s, u"http://x"_s, u"--fingerprint-headers"_s,
+                                                           u"X-Api-Version,,"_s};
     QTest::newRow("replica timeout alone") << QStringList{u"--upstream"_s, u"http://x"_s, u"--replica-timeout"_s, u"1s"_s};
 }
 
@@ -375,7 +427,8 @@ void TestHttp::commandLineReadsOptions()
                               u"--lease"_s, u"5s"_s, u"--retention"_s, u"1h"_s, u"--max-body"_s, u"64KiB"_s,
                               u"--key-scope"_s, u"header:X-Api-Key"_s, u"--store-5xx"_s, u"--fail-open"_s,
                               u"--require-key"_s, u"--wait-in-progress"_s, u"3s"_s, u"--min-replicas"_s, u"2"_s,
-                              u"--replica-timeout"_s, u"250ms"_s, u"--url"_s, u"redis://127.0.0.1:6390/2"_s, u"--namespace"_s, u"gw"_s};
+                              u"--replica-timeout"_s, u"250ms"_s, u"--fingerprint-headers"_s,
+                              u"X-Api-Version, accept-language"_s, u"--url"_s, u"redis://127.0.0.1:6390/2"_s, u"--namespace"_s, u"gw"_s};
     QCOMPARE(gateway::parseCommandLine(args, o), -1);
     QCOMPARE(o.upstream.toString(), u"http://127.0.0.1:9000/api"_s);
     QCOMPARE(o.listenPort, quint16(8081));
@@ -393,6 +446,8 @@ void TestHttp::commandLineReadsOptions()
     QCOMPARE(o.waitInProgress.count(), 3000);
     QCOMPARE(o.minReplicas, 2);
     QCOMPARE(o.replicaTimeout.count(), 250);
+    QCOMPARE(o.fingerprintHeaders, (std::vector<std::string>{"accept-language", "X-Api-Version"}));
+    QCOMPARE(gateway::defaultPolicy(o).fingerprinted, o.fingerprintHeaders);
 }
 
 namespace {
@@ -442,12 +497,14 @@ void TestHttp::routesFileReadsFields()
 {
     gateway::GatewayOptions o;
     o.store5xx = true;
+    o.fingerprintHeaders = {"X-Tenant"};
     const gateway::RoutePolicy d = gateway::defaultPolicy(o);
     std::vector<gateway::RoutePolicy> r;
     QString error;
     QVERIFY2(gateway::parseRoutes(R"({"routes":[
         {"route":"post /a","methods":["post","delete"],"key_required":true,"retention":"7d","lease":"10s",
-         "store":["2xx","409"],"replay_headers":["Content-Type","X-Request-Id"],"max_body":"64KiB"},
+         "store":["2xx","409"],"replay_headers":["Content-Type","X-Request-Id"],"max_body":"64KiB",
+         "fingerprint_headers":["X-Api-Version","Accept"]},
         {"route":"/b","max_body":100}]})",
                                   d, r, &error),
              qPrintable(error));
@@ -461,6 +518,7 @@ void TestHttp::routesFileReadsFields()
     QVERIFY(r[0].stores(201) && r[0].stores(409) && !r[0].stores(404) && !r[0].stores(503) && !r[0].stores(302));
     QVERIFY(r[0].replays("x-request-id") && !r[0].replays("ETag"));
     QCOMPARE(r[0].maxBody, std::size_t(65536));
+    QCOMPARE(r[0].fingerprinted, (std::vector<std::string>{"Accept", "X-Api-Version"}));
     // what a route does not name comes from the flags
     QCOMPARE(r[1].methods, d.methods);
     QCOMPARE(r[1].requireKey, false);
@@ -468,6 +526,7 @@ void TestHttp::routesFileReadsFields()
     QVERIFY(r[1].stores(503) && r[1].stores(404) && !r[1].stores(101));
     QVERIFY(r[1].replays("ETag") && !r[1].replays("Set-Cookie"));
     QCOMPARE(r[1].maxBody, std::size_t(100));
+    QCOMPARE(r[1].fingerprinted, std::vector<std::string>{"X-Tenant"});
 }
 
 void TestHttp::routesFileRefusesMistakes_data()
@@ -501,6 +560,10 @@ void TestHttp::routesFileRefusesMistakes_data()
                                        << u"routes[0] \"/a\": replay_headers: Set-Cookie is never replayed"_s;
     QTest::newRow("replay hop-by-hop") << R"({"routes":[{"route":"/a","replay_headers":["Connection"]}]})"_ba
                                        << u"routes[0] \"/a\": replay_headers: Connection is a hop-by-hop header"_s;
+    QTest::newRow("fingerprint content-length") << R"({"routes":[{"route":"/a","fingerprint_headers":["Content-Length"]}]})"_ba
+                                                << u"routes[0] \"/a\": fingerprint_headers: Content-Length belongs to one connection"_s;
+    QTest::newRow("fingerprint not a list") << R"({"routes":[{"route":"/a","fingerprint_headers":"X-A"}]})"_ba
+                                            << u"routes[0] \"/a\": fingerprint_headers: must be a list of strings"_s;
     QTest::newRow("max_body") << R"({"routes":[{"route":"/a","max_body":"lots"}]})"_ba
                               << u"routes[0] \"/a\": max_body: "_s;
     QTest::newRow("max_body zero") << R"({"routes":[{"route":"/a","max_body":0}]})"_ba

@@ -61,6 +61,7 @@ RoutePolicy defaultPolicy(const GatewayOptions& o)
     r.retention = o.retention;
     r.stored = defaultStored(o.store5xx);
     r.replayed = defaultReplayed();
+    r.fingerprinted = o.fingerprintHeaders;
     r.maxBody = o.maxBody;
     return r;
 }
@@ -110,6 +111,11 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                    u"Whose keys: authorization (default: a digest of the Authorization header), "
                                    "header:NAME, or none"_s,
                                    u"SCOPE"_s);
+    const QCommandLineOption fingerprintHeaders(
+        u"fingerprint-headers"_s,
+        u"Request headers that make a retry another request, comma-separated (e.g. X-Api-Version); with the same "
+        "key and another value: 422 (default: none; method, path, query and body always count)"_s,
+        u"LIST"_s);
     const QCommandLineOption store5xx(u"store-5xx"_s, u"Store and replay 5xx answers too (default: release the key)"_s);
     const QCommandLineOption failOpen(u"fail-open"_s, u"Redis unreachable: forward unprotected (default: 503)"_s);
     const QCommandLineOption minReplicas(u"min-replicas"_s,
@@ -154,7 +160,7 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
                                     "the default"_s,
                                     u"FILE"_s);
     p.addOptions({config, upstream, listen, listenCert, listenKey, admin, url, tlsCa, tlsCert, tlsKey, tlsName, tlsInsecure, sentinelPw, ns, requireKey,
-                  methods, lease, retention, maxBody, maxResponse, scope, store5xx, failOpen, minReplicas, replicaTimeout,
+                  methods, lease, retention, maxBody, maxResponse, scope, fingerprintHeaders, store5xx, failOpen, minReplicas, replicaTimeout,
                   upstreamTimeout,
                   idleTimeout, headerTimeout, bodyTimeout, maxConnections, drainTimeout, waitInProgress, policyLink});
     if (!p.parse(arguments)) {
@@ -293,6 +299,16 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
             if (!s)
                 throw Bad{u"--key-scope must be authorization, header:NAME or none, not '"_s + p.value(scope) + u"'"_s};
             o.scope = *s;
+        }
+        if (p.isSet(fingerprintHeaders)) {
+            std::vector<std::string> names;
+            for (const QString& n : p.value(fingerprintHeaders).split(u','))
+                names.push_back(str(n.trimmed()));
+            std::string why;
+            const auto list = gateway::fingerprintHeaders(std::move(names), &why);
+            if (!list)
+                throw Bad{u"--fingerprint-headers: "_s + QString::fromStdString(why)};
+            o.fingerprintHeaders = *list;
         }
         o.store5xx = p.isSet(store5xx);
         o.failOpen = p.isSet(failOpen);

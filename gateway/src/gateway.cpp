@@ -224,7 +224,7 @@ void Gateway::handle(http::Request r, http::Responder out)
     if (!key)
         return finish(x, keyProblem(*x, why), Outcome::Rejected);
     x->id = recordId(req, m_options.scope, *key);
-    x->fingerprint = requestFingerprint(req);
+    x->fingerprint = requestFingerprint(req, x->policy->fingerprinted);
     acquire(x);
 }
 
@@ -356,10 +356,14 @@ void Gateway::acquired(std::shared_ptr<Exchange> x)
                                     "an operator marked it failed: " + std::string(why)),
                       Outcome::Conflict);
     }
-    case AcquireStatus::Mismatch:
+    case AcquireStatus::Mismatch: {
+        std::string what = "method, path, query";
+        for (const std::string& h : x->policy->fingerprinted)
+            what.append(", ").append(h);
         return finish(x, http::problem(422, "Idempotency-Key is already used",
-                                       "this key was used with another request (method, path, query or body)"),
+                                       "this key was used with another request (" + what + " or body)"),
                       Outcome::Mismatch);
+    }
     case AcquireStatus::Unusable: // another writer's key where the gateway's record would be
         qCWarning(lcGateway) << "key" << x->id.c_str() << "holds no record of the gateway's:" << a.error.c_str();
         return finish(x, http::problem(500, "The key cannot be recorded", a.error), Outcome::StoreError);
@@ -485,7 +489,8 @@ std::string Gateway::policyJson() const
         {u"key_syntax"_s, u"sf-string, or bare printable ASCII without space, quote, ',' or ';'; 1 to 255 "
                                    "characters, one header"_s},
         {u"key_scope"_s, QString::fromStdString(scopeName(m_options.scope))},
-        {u"fingerprint"_s, u"method, path, query (parameters in the order sent), body"_s},
+        {u"fingerprint"_s, u"method, path, query (parameters in the order sent), body, fingerprint_headers"_s},
+        {u"fingerprint_headers"_s, list(m_policy.defaults.fingerprinted)},
         {u"retention_seconds"_s, static_cast<double>(m_options.retention.count()) / 1000},
         {u"lease_seconds"_s, static_cast<double>(m_options.lease.count()) / 1000},
         {u"max_body_bytes"_s, static_cast<qint64>(m_options.maxBody)},
@@ -511,6 +516,7 @@ std::string Gateway::policyJson() const
             {u"lease_seconds"_s, seconds(r.lease)},
             {u"stored_statuses"_s, list(r.stored)},
             {u"replayed_headers"_s, list(r.replayed)},
+            {u"fingerprint_headers"_s, list(r.fingerprinted)},
             {u"max_body_bytes"_s, static_cast<qint64>(r.maxBody)},
         });
     o.insert(u"routes"_s, routes);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace idem::gateway {
 
@@ -158,11 +159,48 @@ std::string canonicalQuery(std::string_view query)
     return out;
 }
 
-std::string requestFingerprint(const http::Request& r)
+std::string requestFingerprint(const http::Request& r, std::span<const std::string> headers)
 {
     std::string s = http::upperMethod(r.method);
     s.append("\n").append(r.path).append("\n").append(canonicalQuery(r.query)).append("\n").append(fingerprint(r.body));
+    for (const std::string& name : headers) { // "\n<name>:-" when not sent, "\n<name>:<length>:<values>" when sent
+        s.append("\n").append(http::lowerAscii(name)).append(":");
+        std::string values;
+        bool sent = false;
+        for (const http::Header& h : r.headers)
+            if (http::equalsIgnoreCase(h.name, name))
+                values.append(std::exchange(sent, true) ? ", " : "").append(h.value);
+        if (sent)
+            s.append(std::to_string(values.size())).append(":").append(values);
+        else
+            s.append("-");
+    }
     return "sha256:" + digest(s, 32);
+}
+
+std::optional<std::vector<std::string>> fingerprintHeaders(std::vector<std::string> names, std::string* why)
+{
+    for (const std::string& n : names) {
+        const bool token = !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                   std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+        });
+        if (!token)
+            *why = "'" + n + "' is not a header name";
+        else if (hopByHop(n))
+            *why = n + " belongs to one connection (hop-by-hop), not to the request: a retry may differ in it";
+        else if (http::equalsIgnoreCase(n, "Idempotency-Key"))
+            *why = "Idempotency-Key is the record's id already";
+        else
+            continue;
+        return std::nullopt;
+    }
+    std::sort(names.begin(), names.end(),
+              [](const std::string& a, const std::string& b) { return http::lowerAscii(a) < http::lowerAscii(b); });
+    names.erase(std::unique(names.begin(), names.end(),
+                            [](const std::string& a, const std::string& b) { return http::equalsIgnoreCase(a, b); }),
+                names.end());
+    return names;
 }
 
 bool hopByHop(std::string_view name)

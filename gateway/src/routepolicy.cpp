@@ -64,7 +64,7 @@ std::vector<std::string> strings(const QJsonValue& v, const QString& field) {
 RoutePolicy readRoute(const QJsonObject& o, const RoutePolicy& defaults) {
     static const QStringList kFields = {u"route"_s,          u"methods"_s, u"key_required"_s,
                                         u"retention"_s,      u"lease"_s,   u"store"_s,
-                                        u"replay_headers"_s, u"max_body"_s};
+                                        u"replay_headers"_s, u"max_body"_s, u"fingerprint_headers"_s};
     for (auto it = o.begin(); it != o.end(); ++it)
         if (!kFields.contains(it.key()))
             throw Bad{it.key(), u"unknown field (known: "_s + kFields.join(u", "_s) + u")"_s};
@@ -142,6 +142,13 @@ RoutePolicy readRoute(const QJsonObject& o, const RoutePolicy& defaults) {
             if (hopByHop(h))
                 throw Bad{u"replay_headers"_s, name + u" is a hop-by-hop header, never replayed"_s};
         }
+    }
+    if (o.contains(u"fingerprint_headers"_s)) {
+        std::string why;
+        const auto names = fingerprintHeaders(strings(o.value(u"fingerprint_headers"_s), u"fingerprint_headers"_s), &why);
+        if (!names)
+            throw Bad{u"fingerprint_headers"_s, QString::fromStdString(why)};
+        r.fingerprinted = *names;
     }
     if (o.contains(u"max_body"_s)) {
         const QJsonValue v = o.value(u"max_body"_s);

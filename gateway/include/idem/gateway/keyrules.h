@@ -4,8 +4,10 @@
 
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // The Idempotency-Key rules of the gateway (draft-ietf-httpapi-idempotency-key-header-07):
 // the key's syntax, whose record a request is, and what makes two requests the same. Qt-free.
@@ -43,9 +45,18 @@ std::optional<std::string> ambiguousScope(const http::Request& r, const KeyScope
 // "a=1&b=2" are two queries: an upstream may read them differently), empty parameters dropped.
 std::string canonicalQuery(std::string_view query);
 
-// What makes a retry the same request: the method, the path, the canonical query and the body
-// (a JSON body canonically, see idem::fingerprint). "sha256:<hex>".
-std::string requestFingerprint(const http::Request& r);
+// What makes a retry the same request: the method, the path, the canonical query, the body (a
+// JSON body canonically, see idem::fingerprint) and the values of `headers` (a route's
+// fingerprint headers, as fingerprintHeaders() orders them: a header sent is not one left out, and
+// several fields of one name are their values in the order sent, as one joined by ", "). Without
+// headers the digest is what it was before routes could name any. "sha256:<hex>".
+std::string requestFingerprint(const http::Request& r, std::span<const std::string> headers = {});
+
+// The header names a fingerprint reads, in its order (sorted case-insensitively, each once), or
+// nullopt with `why` said: a name that is not a token, a header of one connection (hop-by-hop:
+// Host, Content-Length, Transfer-Encoding, ...; a retry on another connection may differ in it)
+// or Idempotency-Key (the key is the record's id already).
+std::optional<std::vector<std::string>> fingerprintHeaders(std::vector<std::string> names, std::string* why);
 
 // Headers that belong to one connection, not to the message (RFC 9110 7.6.1), and the ones the
 // gateway sets itself for the upstream: never forwarded.

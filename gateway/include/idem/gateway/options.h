@@ -37,6 +37,7 @@ struct GatewayOptions {
     std::size_t maxResponse = 8 << 20;          // larger answers are passed on, not stored
     KeyScope scope;
     bool store5xx = false;
+    std::vector<std::string> fingerprintHeaders; // --fingerprint-headers, as fingerprintHeaders() orders them
     bool failOpen = false;
     int minReplicas = 0;          // a lock and an answer count once this many replicas have them (WAIT)
     Millis replicaTimeout{1000};  // how long each WAIT waits

@@ -24,6 +24,7 @@ struct RoutePolicy {
     Millis retention{24LL * 3'600'000};
     std::vector<std::string> stored;   // statuses stored: "2xx" (a class) or "409" (one)
     std::vector<std::string> replayed; // headers stored with an answer and replayed (allow-list)
+    std::vector<std::string> fingerprinted; // request headers the fingerprint reads (fingerprintHeaders())
     std::size_t maxBody = 1 << 20;
 
     bool stores(int status) const;
@@ -51,7 +52,8 @@ struct Policy {
 // Reads the JSON of --config:
 //   {"routes": [{"route": "POST /payments", "methods": ["POST"], "key_required": true,
 //                "retention": "7d", "lease": "10s", "store": ["2xx", "409"],
-//                "replay_headers": ["Content-Type", "Location"], "max_body": "64KiB"}, ...]}
+//                "replay_headers": ["Content-Type", "Location"], "max_body": "64KiB",
+//                "fingerprint_headers": ["X-Api-Version"]}, ...]}
 // Every field but "route" is optional (taken from `defaults`); unknown fields are refused. False
 // with one line in `error` naming the route and the field.
 bool parseRoutes(const QByteArray& json, const RoutePolicy& defaults,
