@@ -30,6 +30,7 @@ private slots:
     void operatorsTerminalFailureIs409ForGood();
     void leaseIsRenewedWhileUpstreamWorks();
     void waitInProgressGetsTheFirstAnswer();
+    void waitersAreWokenByTheAnswer();
     void fiveHundredsReleaseTheKey();
     void store5xxKeepsThem();
     void timeoutsAndResetsReleaseTheKey();
@@ -277,6 +278,44 @@ void TestGateway::waitInProgressGetsTheFirstAnswer()
     const Reply gaveUp = call(brief->port(), request("POST", "/slow/3000/b", "w-3", "{}"));
     QCOMPARE(gaveUp.status, 409);
     QVERIFY2(clock.elapsed() >= 250 && clock.elapsed() < 2500, qPrintable(QString::number(clock.elapsed())));
+}
+
+// Duplicates waiting for a key this gateway runs get its answer as soon as it is stored, not at
+// their next poll (every 200 ms by then): five waiters all within 100 ms of the first's answer
+// would happen by chance about once in thirty runs without the wake-up.
+void TestGateway::waitersAreWokenByTheAnswer()
+{
+    auto g = start([](gateway::GatewayOptions& o) { o.waitInProgress = Millis(10000); });
+    QVERIFY(g);
+    Client first(g->port());
+    first.send(request("POST", "/slow/1500/k", "k-1", "{}"));
+    QVERIFY(QTest::qWaitFor([&] { return up->calls("/slow/1500/k") == 1; }, 10000));
+    std::vector<std::unique_ptr<Client>> waiters;
+    for (int i = 0; i < 5; ++i) {
+        waiters.push_back(std::make_unique<Client>(g->port()));
+        waiters.back()->send(request("POST", "/slow/1500/k", "k-1", "{}"));
+        QTest::qWait(37); // their polls out of step
+    }
+    QElapsedTimer clock;
+    clock.start();
+    qint64 firstAt = -1;
+    std::vector<qint64> at(waiters.size(), -1);
+    while (clock.elapsed() < 15000 && std::count(at.begin(), at.end(), -1) > 0) {
+        QTest::qWait(1);
+        if (firstAt < 0 && !first.replies.empty())
+            firstAt = clock.elapsed();
+        for (std::size_t i = 0; i < waiters.size(); ++i)
+            if (at[i] < 0 && !waiters[i]->replies.empty())
+                at[i] = clock.elapsed();
+    }
+    QVERIFY(firstAt >= 0);
+    QCOMPARE(first.replies[0].status, 201);
+    for (std::size_t i = 0; i < waiters.size(); ++i) {
+        QVERIFY(at[i] >= 0);
+        QVERIFY(waiters[i]->replies[0].replayed());
+        QVERIFY2(at[i] - firstAt < 100, qPrintable(u"waiter %1 answered %2 ms after the first"_s.arg(i).arg(at[i] - firstAt)));
+    }
+    QCOMPARE(up->calls("/slow/1500/k"), 1);
 }
 
 void TestGateway::fiveHundredsReleaseTheKey()

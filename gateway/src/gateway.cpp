@@ -45,6 +45,8 @@ struct Exchange {
     UpstreamResult upstream;
     Clock::time_point waitUntil{}; // --wait-in-progress: asking again until then
     int pollMs = 0;
+    unsigned waitTurn = 0; // which of its waits a poll timer or a wake-up ends (the first that comes)
+    bool ran = false;      // it took the key: its end wakes the duplicates waiting here
 };
 
 namespace {
@@ -284,8 +286,39 @@ bool Gateway::waitMore(const std::shared_ptr<Exchange>& x)
         return false;
     const int delay = static_cast<int>(std::min<long long>(x->pollMs, left));
     x->pollMs = std::min(x->pollMs * 2, 200);
-    QTimer::singleShot(delay, this, [this, x] { acquire(x); });
+    const unsigned turn = ++x->waitTurn;
+    m_waiters.emplace(x->id, x);
+    QTimer::singleShot(delay, this, [this, x, turn] {
+        if (x->waitTurn != turn) // woken already
+            return;
+        ++x->waitTurn;
+        auto [it, end] = m_waiters.equal_range(x->id);
+        for (; it != end; ++it)
+            if (it->second.lock() == x) {
+                m_waiters.erase(it);
+                break;
+            }
+        acquire(x);
+    });
     return true;
+}
+
+// A key this gateway ran has its answer stored, or is released: its waiting duplicates ask again
+// now (a replay, or one of them runs), not at their next poll, up to 200 ms later.
+void Gateway::wakeWaiters(const std::string& id)
+{
+    const auto [begin, end] = m_waiters.equal_range(id);
+    if (begin == end)
+        return;
+    std::vector<std::shared_ptr<Exchange>> woken;
+    for (auto it = begin; it != end; ++it)
+        if (auto w = it->second.lock())
+            woken.push_back(std::move(w));
+    m_waiters.erase(begin, end);
+    for (const auto& w : woken) {
+        ++w->waitTurn;
+        acquire(w);
+    }
 }
 
 void Gateway::storeFailed(const std::shared_ptr<Exchange>& x, const std::string& why)
@@ -321,6 +354,7 @@ void Gateway::acquired(std::shared_ptr<Exchange> x)
     const AcquireResult& a = x->acquire;
     switch (a.status) {
     case AcquireStatus::Acquired: {
+        x->ran = true;
         x->watch = m_watchdog->add(a.ticket, x->policy->lease, x->sentAt + x->policy->lease);
         const std::vector<http::Header> extra = {{"Idempotency-Fence", std::to_string(a.ticket.fence)}};
         m_upstream->forward(x->request, x->out.peer().toString().toLatin1(), extra, [this, x](UpstreamResult u) {
@@ -430,6 +464,8 @@ void Gateway::finish(const std::shared_ptr<Exchange>& x, http::Response r, Outco
     m_metrics.request.observe(static_cast<double>(x->clock.nsecsElapsed()) / 1e9);
     x->out.send(std::move(r));
     --m_inFlight;
+    if (x->ran)
+        wakeWaiters(x->id);
     if (m_draining)
         checkDrained();
 }

@@ -8,6 +8,8 @@
 #include <QObject>
 
 #include <memory>
+#include <string>
+#include <unordered_map>
 
 namespace idem {
 class AsyncPool;
@@ -63,6 +65,7 @@ private:
     void handleAdmin(const http::Request& r, const http::Responder& out);
     void acquire(std::shared_ptr<Exchange> x);
     bool waitMore(const std::shared_ptr<Exchange>& x);
+    void wakeWaiters(const std::string& id);
     void pass(std::shared_ptr<Exchange> x, Outcome o);
     void acquired(std::shared_ptr<Exchange> x);
     void answered(std::shared_ptr<Exchange> x);
@@ -83,6 +86,9 @@ private:
     bool m_holding = false, m_releaseConnected = false;
     bool m_draining = false, m_drained = false;
     std::size_t m_inFlight = 0; // requests handled and not yet answered
+    // --wait-in-progress: the duplicates waiting for a key, by record id; a key this gateway ran
+    // wakes them when its answer is stored or it is released (a key another gateway runs: polls)
+    std::unordered_multimap<std::string, std::weak_ptr<Exchange>> m_waiters;
     bool m_drainTimedOut = false;
     std::size_t m_cutOff = 0;
     std::unique_ptr<ConnectionPool> m_blockingPool; // the watchdog's Store needs one; it is not used
