@@ -336,6 +336,53 @@ private slots:
         QVERIFY(load.unavailable > 0); // the load did span the failover
     }
 
+    // The node the Store was given dies, and it served the id: its promoted replica takes the
+    // calls. The Store learns the whole map on its first call (before, calls that all went to the
+    // node given never learned it was a cluster, and went on asking the dead node for ever).
+    void nodeGivenDiesItsReplicaTakesOver()
+    {
+        idemtest::LocalCluster cluster(3, 3);
+        cluster.waitForReplication();
+        idem::Connection probe(cluster.node(1));
+        const idem::ClusterShard first = idem::clusterShards(probe).front(); // node 0's
+        const std::string dead = "127.0.0.1:" + std::to_string(cluster.server(0).port());
+        QCOMPARE(first.primary, dead);
+        std::string id;
+        for (int i = 0; id.empty(); ++i) // an id node 0 serves
+            if (idem::hashSlot("{" + std::to_string(i) + "}") >= first.ranges.front().first &&
+                idem::hashSlot("{" + std::to_string(i) + "}") <= first.ranges.front().second)
+                id = std::to_string(i);
+        idem::ConnectionPool pool(idemtest::quick(cluster.node(0)), 1);
+        idem::StoreOptions so{.keyNamespace = "given", .lease = idem::Millis(60000)};
+        so.minReplicas = 1; // the lock is on the replica before the primary dies
+        so.replicaTimeout = idem::Millis(500); // (the promoted replica has none: NotReplicated then)
+        idem::Store store(pool, so);
+        const auto a = store.acquire(id);
+        QCOMPARE(a.status, AcquireStatus::Acquired);
+        cluster.server(0).kill();
+        QElapsedTimer t;
+        t.start();
+        while (idem::clusterShards(probe).front().primary == dead && t.elapsed() < 30000)
+            QThread::msleep(100);
+        QVERIFY(idem::clusterShards(probe).front().primary != dead);
+        // the first call after the death may fail (closed) and asks the others for the map
+        idem::OwnerResult done;
+        while (t.elapsed() < 40000) {
+            try {
+                done = store.complete(a.ticket, "done");
+                if (done.status == idem::OwnerStatus::Ok || done.status == idem::OwnerStatus::NotReplicated)
+                    break;
+            } catch (const idem::IoError&) {
+            }
+            QThread::msleep(200);
+        }
+        QVERIFY2(done.status == idem::OwnerStatus::Ok || done.status == idem::OwnerStatus::NotReplicated,
+                 "the Store never reached the promoted replica");
+        const auto rec = store.inspect(id);
+        QVERIFY(rec);
+        QCOMPARE(rec->state, idem::RecordState::Completed);
+    }
+
     void executeAcrossClusterFailover()
     {
         idemtest::LocalCluster cluster(3, 3);

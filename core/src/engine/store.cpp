@@ -154,11 +154,10 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     for (std::size_t i = 0; i < requests.size(); ++i)
         order[i] = i;
     callEnds.clear();
-    // One id needs no grouping (its two keys share its hash tag), so it needs no INFO round
-    // trip either - unless it starts with '}', which a cluster cannot take. It goes to the node
-    // its slot is known to be on, else to the pool's, and follows a redirect from there.
-    const bool cluster = requests.size() > 1 || requests.front().id.front() == '}' ? m_router->clusterMode(**conn)
-                                                                                   : m_router->knownCluster();
+    // Whether this is a cluster is asked once, on the first call (INFO): a cluster's map is then
+    // learned, so that calls find the promoted replica when the node given dies, and a batch's
+    // ids are grouped by slot (a single id needs no grouping: its two keys share its hash tag).
+    const bool cluster = m_router->clusterMode(**conn);
     if (cluster) {
         for (const auto& rq : requests)
             if (rq.id.front() == '}')
@@ -223,11 +222,12 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     const auto callText = [&](std::size_t c) { return resp::callAt(buf, ends, c); };
     const auto callKey = [&](std::size_t c) { return recordKey(requests[order[c == 0 ? 0 : callEnds[c - 1]]].id); };
     std::vector<ReplyPtr> replies;
+    const ConnectionPool* failing = nullptr; // the node a cluster's calls went to last
     if (!cluster) {
         replies = runScriptPipelined(**conn, s, buf, ends, trailer);
         takeAck(replies, **conn);
         conn.reset(); // back to the pool before parsing
-    } else {
+    } else try {
         if (!m_router->mapped())
             m_router->refresh(**conn);
         conn.reset(); // before taking others: the pool may hold one connection only
@@ -250,12 +250,18 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
                 nodeCalls.append(callText(c));
                 nodeEnds.push_back(nodeCalls.size());
             }
+            failing = pool;
             auto nodeConn = pool->acquire();
             auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds, trailer);
             takeAck(nodeReplies, *nodeConn);
             for (std::size_t k = 0; k < nodeIndex.size(); ++k)
                 replies[nodeIndex[k]] = std::move(nodeReplies[k]);
         }
+    } catch (const IoError&) {
+        // a node that does not answer may be failing over: these calls fail closed, and the map is
+        // asked again of the other nodes, so that later calls find the promoted replica
+        m_router->refreshAvoiding(failing ? *failing : m_pool);
+        throw;
     }
     // calls answered with a redirect (a slot moved or moving, or a cluster not known to be one)
     // or TRYAGAIN go again, each on its own, where they were sent

@@ -6,6 +6,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
+
 namespace idem {
 
 namespace {
@@ -140,12 +142,53 @@ void AsyncPool::Routing::refreshFrom(AsyncConnection& c)
 
 void AsyncPool::Routing::refreshAvoiding(const std::string& failed)
 {
-    if (addressOf(seed.options()) != failed)
-        return refreshFrom(seed.next());
-    std::lock_guard lock(mutex);
-    for (auto& [address, pool] : pools)
-        if (address != failed)
-            return refreshFrom(pool->next());
+    if (refreshing.exchange(true))
+        return;
+    // the nodes talked to first, then every other node the map named (the failed primary's
+    // replicas among them: the seed may be the node that died); each asked in turn until one answers
+    auto others = std::make_shared<std::vector<std::string>>();
+    const auto add = [&](const std::string& a) {
+        if (a != failed && std::find(others->begin(), others->end(), a) == others->end())
+            others->push_back(a);
+    };
+    add(addressOf(seed.options()));
+    {
+        std::lock_guard lock(mutex);
+        for (auto& [address, pool] : pools)
+            add(address);
+    }
+    for (const std::string& a : map.nodes())
+        add(a);
+    askForMap(std::move(others), 0);
+}
+
+void AsyncPool::Routing::askForMap(std::shared_ptr<const std::vector<std::string>> nodes, std::size_t i)
+{
+    AsyncPool* pool = nullptr;
+    for (; !pool && i < nodes->size() && !closing.load(); ++i) {
+        try {
+            pool = &poolAt((*nodes)[i]);
+        } catch (const Error&) {
+            // an address idem cannot read: the next
+        }
+    }
+    if (!pool) {
+        refreshing = false;
+        return;
+    }
+    const std::string host = pool->options().host;
+    pool->next().command({"CLUSTER", "SLOTS"}, [this, nodes, i, host](ReplyPtr r, std::exception_ptr error) {
+        if (error && !closing.load())
+            return askForMap(nodes, i); // down too: the next (i is past this one already)
+        if (!error && !closing.load()) {
+            try {
+                map.update(parseClusterSlots(r.get(), host));
+            } catch (const Error&) {
+                // refused or unreadable: redirects go on being followed one slot at a time
+            }
+        }
+        refreshing = false;
+    });
 }
 
 } // namespace idem

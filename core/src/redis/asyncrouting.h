@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace idem {
 
@@ -27,6 +28,7 @@ struct AsyncPool::Routing {
     AsyncPool& poolFor(std::string_view key);
     void refreshFrom(AsyncConnection& c);
     void refreshAvoiding(const std::string& failed);
+    void askForMap(std::shared_ptr<const std::vector<std::string>> nodes, std::size_t i); // refreshAvoiding's turns
     void closeAll(); // the other nodes' pools (AsyncPool::close)
 
     AsyncPool& seed;

@@ -104,25 +104,35 @@ void ClusterRouter::refresh(Connection& c)
 
 void ClusterRouter::refreshAvoiding(const std::string& failed)
 {
-    std::vector<ConnectionPool*> others;
-    if (addressOf(m_seed.options()) != failed)
-        others.push_back(&m_seed);
+    // the nodes talked to first, then every other node the map named (the failed primary's
+    // replicas among them: the seed may be the node that died)
+    std::vector<std::string> others;
+    const auto add = [&](const std::string& a) {
+        if (a != failed && std::find(others.begin(), others.end(), a) == others.end())
+            others.push_back(a);
+    };
+    add(addressOf(m_seed.options()));
     {
         std::shared_lock lock(m_mutex);
         for (auto& [address, pool] : m_pools)
-            if (address != failed)
-                others.push_back(pool.get());
+            add(address);
     }
-    for (ConnectionPool* pool : others) {
+    for (const std::string& a : m_map.nodes())
+        add(a);
+    for (const std::string& address : others) {
         try {
-            auto conn = pool->acquire();
+            auto conn = poolAt(address).acquire();
             refresh(*conn);
             return;
         } catch (const IoError&) {
             // that one is down too: the next
+        } catch (const ProtoError&) {
+            // an address idem cannot read: the next
         }
     }
 }
+
+void ClusterRouter::refreshAvoiding(const ConnectionPool& failed) { refreshAvoiding(addressOf(failed.options())); }
 
 ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*call)(void*, Connection&))
 {
@@ -138,6 +148,10 @@ ReplyPtr ClusterRouter::routedImpl(std::string_view key, void* run, ReplyPtr (*c
                                                     : m_seed;
             auto conn = pool.acquire();
             try {
+                // the first call asks whether this is a cluster and, if so, learns the whole map,
+                // so that if the node given dies, the others (its promoted replica) are known
+                if (m_mode.load() < 0 && askAt.empty() && clusterMode(*conn) && !mapped())
+                    refresh(*conn);
                 if (!askAt.empty())
                     conn->checked({"ASKING"});
                 r = call(run, *conn);

@@ -33,6 +33,8 @@ public:
     void refresh(Connection& c); // CLUSTER SLOTS; a refusal leaves the map as it was
     // The map asked again of any node but `failed` (which did not answer), e.g. after a failover.
     void refreshAvoiding(const std::string& failed);
+    void refreshAvoiding(const ConnectionPool& failed); // its node
+    bool modeKnown() const { return m_mode.load() >= 0; }
 
     ConnectionPool& poolAt(const std::string& address);
     ConnectionPool& poolForSlot(std::uint16_t slot);

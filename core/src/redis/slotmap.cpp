@@ -101,15 +101,27 @@ std::int16_t SlotMap::indexLocked(const std::string& address)
     return static_cast<std::int16_t>(m_addresses.size() - 1);
 }
 
+namespace {
+void remember(std::vector<std::string>& nodes, const std::string& address)
+{
+    if (nodes.size() < kMaxClusterNodes && std::find(nodes.begin(), nodes.end(), address) == nodes.end())
+        nodes.push_back(address);
+}
+} // namespace
+
 void SlotMap::update(const std::vector<ClusterShard>& shards)
 {
     std::unique_lock lock(m_mutex);
     m_node.fill(-1);
     m_addresses.clear();
+    m_nodes.clear();
     for (const ClusterShard& s : shards) {
         const std::int16_t index = indexLocked(s.primary);
         for (const auto& [first, last] : s.ranges) // parseClusterSlots clamped them to 0..16383
             std::fill(m_node.begin() + first, m_node.begin() + last + 1, index);
+        remember(m_nodes, s.primary);
+        for (const std::string& r : s.replicas)
+            remember(m_nodes, r);
     }
 }
 
@@ -117,6 +129,13 @@ void SlotMap::pin(std::uint16_t slot, const std::string& address)
 {
     std::unique_lock lock(m_mutex);
     m_node[slot & 0x3FFF] = indexLocked(address);
+    remember(m_nodes, address);
+}
+
+std::vector<std::string> SlotMap::nodes() const
+{
+    std::shared_lock lock(m_mutex);
+    return m_nodes;
 }
 
 std::optional<std::string> SlotMap::addressFor(std::uint16_t slot) const

@@ -31,6 +31,9 @@ public:
     void pin(std::uint16_t slot, const std::string& address); // MOVED: this slot, at least, is there
     std::optional<std::string> addressFor(std::uint16_t slot) const; // nullopt: not known
     bool empty() const;
+    // Every node the cluster named, primaries and replicas, and the nodes MOVED named: whom to ask
+    // for the map when the nodes asked so far do not answer (a primary that died: its replica)
+    std::vector<std::string> nodes() const;
 
 private:
     std::int16_t indexLocked(const std::string& address);
@@ -38,6 +41,7 @@ private:
     mutable std::shared_mutex m_mutex;
     std::array<std::int16_t, 16384> m_node;
     std::vector<std::string> m_addresses; // at most kMaxClusterNodes
+    std::vector<std::string> m_nodes;     // m_addresses and the replicas, at most kMaxClusterNodes
 };
 
 } // namespace idem
