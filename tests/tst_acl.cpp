@@ -232,6 +232,31 @@ private Q_SLOTS:
         QVERIFY(admin.inspect("stuck"));
     }
 
+    // A user whose key patterns leave a namespace out: SCAN lists its keys, reading them is
+    // refused. list, stats and a bulk purge say so and exit 77; they used to answer "0 record(s)"
+    // and "no key matches", exit 0: a store with stuck work that looked empty.
+    void namespaceNotReadableIsNotEmpty()
+    {
+        const std::string mine = idemtest::uniqueNamespace("aclr"), other = idemtest::uniqueNamespace("aclo");
+        const std::string user = "mon-" + mine;
+        seed(other);
+        const QString url = makeUser(u"operator"_s, user, mine);
+        for (const QStringList& cmd : {QStringList{u"list"_s}, QStringList{u"stats"_s, u"--json"_s},
+                                       QStringList{u"purge"_s, u"--state"_s, u"completed"_s, u"--yes"_s}}) {
+            const auto r = runIdemctl(g(url, other) + cmd);
+            const QString err = QString::fromUtf8(r.err);
+            QVERIFY2(r.exitCode == 77, qPrintable(cmd.join(u' ') + u": "_s + err));
+            QVERIFY2(err.contains(u"3 key(s) matched that this user may not read (NOPERM"_s), qPrintable(err));
+        }
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store admin(pool, idem::StoreOptions{.keyNamespace = other});
+        QVERIFY(admin.inspect("done"));
+        // its own namespace: nothing refused, exit 0
+        seed(mine);
+        const auto own = runIdemctl(g(url, mine) + QStringList{u"stats"_s});
+        QVERIFY2(own.exitCode == 0 && !own.err.contains("NOPERM"), own.err.constData());
+    }
+
     // A user named in the URL without a password (a nopass user) is that user, never quietly the
     // default one: a nopass monitor's purge is refused. It used to connect without AUTH, as the
     // default user, and purged.

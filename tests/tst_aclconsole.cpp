@@ -144,6 +144,22 @@ private Q_SLOTS:
         QVERIFY(!w.forceFailAction()->isEnabled());
     }
 
+    // A namespace whose keys this user may not read is not shown as an empty one: the status bar
+    // says how many keys were refused
+    void keysNotReadableAreSaid()
+    {
+        const std::string mine = idemtest::uniqueNamespace("aclcr"), other = idemtest::uniqueNamespace("aclcx");
+        const std::string user = "crd-" + mine;
+        seed(other);
+        MainWindow w(options(makeUser(u"operator"_s, user, mine), other));
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QCOMPARE(scans.first().first().value<ScanSummary>().refused, 2);
+        QCOMPARE(w.model()->rowCount(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(w.findChild<ElidedLabel*>(u"scanState"_s)->text().contains(u"2 key(s) this user may not read"_s), 5000);
+    }
+
     // A service user cannot read what the console shows: said at connect, with the role that can
     void serviceUserIsToldWhichRoleReads()
     {

@@ -115,6 +115,7 @@ void ConsoleWorker::scanStep()
             }
             attachErrors(rows);
             m_summary.keysSeen += static_cast<qint64>(page.keysSeen);
+            m_summary.refused += static_cast<qint64>(page.refused);
             ++m_summary.pages;
             m_summary.serverNowMs = page.serverNowMs;
             if (!rows.isEmpty()) {

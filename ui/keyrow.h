@@ -100,6 +100,7 @@ Q_DECLARE_METATYPE(KeyRow)
 struct ScanSummary {
     quint64 generation = 0;
     qint64 keysSeen = 0;
+    qint64 refused = 0; // keys SCAN listed that this user may not read (NOPERM)
     qint64 pages = 0;
     qint64 elapsedMs = 0;
     qint64 serverNowMs = 0;

@@ -104,6 +104,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         if (m_live->needsSort())
             m_live->sortAgain(); // rows that came in or changed since: put them in place
         m_lastScan = tr(" · last full scan %1 ms, %2 page(s)").arg(s.elapsedMs).arg(s.pages);
+        if (s.refused > 0) // a namespace this user may not read is not empty: the counts leave them out
+            m_lastScan += tr(" · ⚠ %1 key(s) this user may not read (NOPERM), not shown").arg(s.refused);
         m_freshScan = true;
         heard(s.serverNowMs);
         updateFreshness();

@@ -244,6 +244,7 @@ void MainWindow::buildUi()
     m_linkLabel->setText(tr("not connected"));
     m_liveLabel = new ElidedLabel(this);
     m_scanLabel = new ElidedLabel(this);
+    m_scanLabel->setObjectName(u"scanState"_s);
     m_modeLabel = new ElidedLabel(this);
     m_modeLabel->setObjectName(u"modeLabel"_s);
     m_insecureLabel = new QLabel(tr("⚠ TLS not verified"), this);

@@ -67,6 +67,14 @@ struct Scan {
     // Every record, page by page (SCAN with a bounded COUNT; on a Redis Cluster every shard, in
     // parallel). `restarted(shard)` is called before a shard's records are read again from the
     // start (its node failed over): what was counted of it is to be forgotten.
+    std::map<int, std::size_t> refused; // by shard: keys SCAN listed that this user may not read
+    std::size_t refusedKeys() const
+    {
+        std::size_t n = 0;
+        for (const auto& [shard, k] : refused)
+            n += k;
+        return n;
+    }
     template <typename F, typename R> void each(F&& f, R&& restarted)
     {
         scanner.open();
@@ -75,14 +83,32 @@ struct Scan {
             for (const auto& note : step.notes)
                 std::fprintf(stderr, "idemctl: %s\n", note.c_str());
             for (auto& p : step.pages) {
-                if (p.restarted)
+                if (p.restarted) {
+                    refused.erase(p.shard);
                     restarted(p.shard);
+                }
+                refused[p.shard] += p.page.refused;
                 for (auto& r : p.page.records)
                     f(r, p.page.serverNowMs, p.shard);
             }
         }
     }
 };
+
+// Keys SCAN listed that this user may not read (an ACL whose key patterns leave them out) are
+// said, and the exit is 77: what was listed, counted or purged is not all there is (a namespace
+// this user may not read is not an empty one).
+int saidRefused(const Scan& scan, const char* notWhat)
+{
+    const std::size_t n = scan.refusedKeys();
+    if (n == 0)
+        return Ok;
+    std::fprintf(stderr,
+                 "idemctl: %zu key(s) matched that this user may not read (NOPERM: its ACL key patterns leave them "
+                 "out); they are not %s: check --namespace, or the user's key patterns (idemctl acl)\n",
+                 n, notWhat);
+    return NoPermission;
+}
 
 idem::StateFilter filterFrom(const Args& args)
 {
@@ -156,9 +182,9 @@ int cmdList(const std::vector<std::string>& argv)
         table->flush();
     if (!json)
         std::fprintf(stderr, "%zu record(s)\n", n);
-    if (n == 0 && !args.value("--pattern"))
+    if (n == 0 && !args.value("--pattern") && scan.refusedKeys() == 0)
         hintPattern(scan.g);
-    return Ok;
+    return saidRefused(scan, "listed");
 }
 
 int cmdStats(const std::vector<std::string>& argv)
@@ -191,14 +217,14 @@ int cmdStats(const std::vector<std::string>& argv)
                             {"unknown", s.unknown}, {"no_ttl", s.noTtl}};
         std::printf("%s\n", j.dump().c_str());
     } else {
-        if (s.total == 0 && !args.value("--pattern"))
+        if (s.total == 0 && !args.value("--pattern") && scan.refusedKeys() == 0)
             hintPattern(scan.g);
         std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
                     "expired    %zu\nmalformed  %zu\nforeign    %zu\nunknown    %zu\nno TTL     %zu\n",
                     s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired, s.malformed, s.foreign,
                     s.unknown, s.noTtl);
     }
-    return Ok;
+    return saidRefused(scan, "counted");
 }
 
 int cmdPurgeMany(const std::vector<std::string>& argv)
@@ -317,18 +343,18 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     if (matched == 0) { // said in words, acting or not: not "purged 0 key(s) of 0 matching (none; ...)"
         std::fprintf(act && !json ? stdout : stderr, "no key matches%s; nothing %s\n", kept.c_str(),
                      act ? "purged" : "to purge");
-        return Ok;
+        return saidRefused(scan, "purged (nor read)");
     }
     if (!act) {
         std::fprintf(stderr, "%zu key(s) match (%s; formats: %s)%s; nothing removed%s\n", matched,
                      byState.summary().c_str(), formats.empty() ? "none" : formats.c_str(), kept.c_str(),
                      args.flag("--dry-run") ? " (dry run)" : ": add --yes to purge them");
-        return Ok;
+        return saidRefused(scan, "purged (nor read)");
     }
     std::fprintf(json ? stderr : stdout, "purged %zu key(s) of %zu matching (%s; formats: %s)%s%s\n", removed, matched,
                  byState.summary().c_str(), formats.empty() ? "none" : formats.c_str(), kept.c_str(),
                  changed ? (", left " + std::to_string(changed) + " that changed since they were read").c_str() : "");
-    return Ok;
+    return saidRefused(scan, "purged (nor read)");
 }
 
 } // namespace idemctl

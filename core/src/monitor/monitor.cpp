@@ -171,6 +171,7 @@ ScanPage Monitor::scanPage(const std::string& cursor, std::vector<Redirected>* r
     }
     page.keysSeen = reply::arraySize(list);
     page.records = classify(keys, &page.serverNowMs, redirected);
+    page.refused = m_refused;
     return page;
 }
 
@@ -217,6 +218,8 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
     }
     auto replies = m_connection.pipeline(cmds);
     const auto at = [&](std::size_t logical) { return replies[logical * step].get(); }; // TIME is 0
+    const auto refusedHere = [](const redisReply* r) { return reply::isError(r) && reply::errorText(r).starts_with("NOPERM"); };
+    m_refused = 0;
     const DecodeOptions o = decodeOptions(m_options.asOfMs > 0 ? m_options.asOfMs : reply::timeMs(replies[0].get()));
     if (serverNowMs)
         *serverNowMs = o.nowMs;
@@ -237,9 +240,12 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
             continue;
         }
         // PTTL refused for this key alone (an ACL whose key patterns leave it out: SCAN lists every
-        // key, PTTL is checked against the patterns): it cannot be read, the rest of the page stands
-        if (reply::isError(pttl))
+        // key, PTTL is checked against the patterns): it cannot be read, the rest of the page
+        // stands, and the refusal is counted (a namespace this user may not read is not empty)
+        if (reply::isError(pttl)) {
+            m_refused += refusedHere(pttl) ? 1 : 0;
             continue;
+        }
         const std::int64_t ttl = reply::integer(pttl);
         if (ttl == -2)
             continue; // expired or deleted since SCAN returned it
@@ -297,6 +303,7 @@ std::vector<Record> Monitor::classify(const std::vector<std::string>& keys, std:
                 // an error (a TYPE refused for this key alone): the monitor cannot say what the
                 // key is, and the rest of the page stands
                 if (reply::isError(r)) {
+                    m_refused += refusedHere(r) ? 1 : 0;
                     in.reset();
                     break;
                 }

@@ -33,6 +33,9 @@ struct ScanPage {
     std::string cursor; // "0" when the scan is complete
     std::vector<Record> records;
     std::size_t keysSeen = 0;
+    // keys SCAN listed that this user may not read (NOPERM: its ACL key patterns leave them out):
+    // not in `records`, and what is said of the keys read is not all there is
+    std::size_t refused = 0;
     std::int64_t serverNowMs = 0;
 };
 
@@ -108,9 +111,11 @@ public:
     ScanPage scanPage(const std::string& cursor, std::vector<Redirected>* redirected = nullptr);
     // Classifies these keys now (keyspace notifications, refresh of visible rows). Keys the node
     // redirects are left out, and listed in `redirected` when given. `asking`: every command goes
-    // after ASKING (keys an ASK redirect sent here).
+    // after ASKING (keys an ASK redirect sent here). Keys this user may not read are left out and
+    // counted in refusedLastTime().
     std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr,
                                  std::vector<Redirected>* redirected = nullptr, bool asking = false);
+    std::size_t refusedLastTime() const { return m_refused; }
     // Purges the record if it still is what `seen` describes (state, owner, lease; or a string's
     // length and the SHA1 of its first bytes), through lua/purge.lua: an idem record's fence kept
     // in its meta key, who and why kept there and in the audit stream. Returns false if it
@@ -132,6 +137,7 @@ public:
 private:
     Connection& m_connection;
     MonitorOptions m_options;
+    std::size_t m_refused = 0; // of the last classify()
 };
 
 } // namespace idem
