@@ -13,6 +13,7 @@
 #include <QtTest>
 
 #include <functional>
+#include <tuple>
 
 using idemtest::runIdemctl;
 using namespace Qt::StringLiterals;
@@ -352,6 +353,39 @@ private Q_SLOTS:
         const std::string sentinels = set.url().substr(std::string("redis-sentinel://").size());
         rolesWork([&](const std::string& user) { return u"redis-sentinel://%1:pw-%1@%2"_s.arg(q(user), q(sentinels)); },
                   ns, nodes);
+    }
+
+    // The gateway checks at start that its user may run its scripts on its namespace's keys: a
+    // monitor, or a service user of another namespace, is told so, exit 77, rather than a gateway
+    // that answers every protected request 503 with a NOPERM in its log. A service user starts.
+    void gatewayChecksItsUserAtStart()
+    {
+        const QString gateway = qEnvironmentVariable("IDEM_GATEWAY");
+        if (gateway.isEmpty())
+            QSKIP("IDEM_GATEWAY is not set (run through ctest; the gateway is built with Qt Network)");
+        const std::string ns = idemtest::uniqueNamespace("aclg");
+        const auto start = [&](const QString& url, const std::string& space) {
+            QProcess p;
+            p.start(gateway, {u"--upstream"_s, u"http://127.0.0.1:9"_s, u"--listen"_s, u"127.0.0.1:0"_s, u"--url"_s, url,
+                              u"--namespace"_s, q(space)});
+            p.waitForStarted(5000);
+            const bool ended = p.waitForFinished(10000);
+            const QByteArray out = p.readAllStandardOutput();
+            if (!ended) {
+                p.kill();
+                p.waitForFinished(5000);
+            }
+            return std::make_tuple(ended ? p.exitCode() : -1, out, p.readAllStandardError());
+        };
+        const QString monitor = makeUser(u"monitor"_s, "gmon-" + ns, ns);
+        auto [code, out, err] = start(monitor, ns);
+        QVERIFY2(code == 77 && err.contains("may not use the 'script|load' command") && err.contains("service role"),
+                 err.constData());
+        const QString service = makeUser(u"service"_s, "gsvc-" + ns, ns);
+        std::tie(code, out, err) = start(service, "elsewhere-" + ns); // the keys of another namespace
+        QVERIFY2(code == 77 && err.contains("may not use keys under 'elsewhere-"), err.constData());
+        std::tie(code, out, err) = start(service, ns);
+        QVERIFY2(code == -1 && out.contains("listening:"), err.constData()); // it ran until killed
     }
 
     void service()

@@ -3,10 +3,12 @@
 // idem-console --url URL can watch the keys it writes.
 #include "idem/qt/signals.h"
 #include "idem/duration.h"
+#include "idem/engine/scripts.h"
 #include "idem/errors.h"
 #include "idem/gateway/gateway.h"
 #include "idem/redis/connection.h"
 #include "idem/redis/localserver.h"
+#include "idem/redis/reply.h"
 
 #include <QCoreApplication>
 
@@ -15,6 +17,8 @@
 #include <cstdio>
 #include <thread>
 #include <memory>
+#include <optional>
+#include <string>
 
 using namespace Qt::StringLiterals;
 
@@ -55,6 +59,33 @@ bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
     }
 }
 
+// What the gateway needs of Redis, the service role's (`idemctl acl service`): its scripts, and the
+// keys of its namespace. A user without them would answer every protected request 503: said in
+// words before anything listens, exit 77. (SCRIPT LOAD of acquire.lua writes no key; EXISTS reads
+// one of the namespace, where the ACL's key patterns are checked.)
+std::optional<std::string> missingPermission(const idem::ConnectionOptions& options, const std::string& ns)
+{
+    try {
+        idem::Connection c(options);
+        const std::string probe = ns + ":{idem-gateway-startup-check}";
+        const auto replies = c.pipeline({{"SCRIPT", "LOAD", idem::scripts::acquire().source}, {"EXISTS", probe}});
+        for (const auto& r : replies) {
+            const std::string error(idem::reply::isError(r.get()) ? idem::reply::errorText(r.get()) : "");
+            if (!error.starts_with("NOPERM"))
+                continue;
+            const std::string who = options.user.empty() ? "default" : options.user;
+            const auto quote = error.find("'"), end = quote == std::string::npos ? quote : error.find("'", quote + 1);
+            const std::string what = end == std::string::npos ? "keys under '" + ns + ":'"
+                                                              : "the '" + error.substr(quote + 1, end - quote - 1) + "' command";
+            return "user '" + who + "' may not use " + what + " (NOPERM), which the gateway needs; the service role of "
+                   "the namespace has it: see `idemctl --namespace " + ns + " acl service --help`";
+        }
+    } catch (const idem::Error&) {
+        // not answering now: the gateway fails closed until it does (redisUsable said so)
+    }
+    return std::nullopt;
+}
+
 // "1 request", "3 requests"
 std::string requests(std::size_t n) { return std::to_string(n) + (n == 1 ? " request" : " requests"); }
 
@@ -93,6 +124,10 @@ int main(int argc, char** argv)
     } else {
         if (!redisUsable(options.connection, options.failOpen))
             return 69;
+        if (const auto why = missingPermission(options.connection, options.keyNamespace)) {
+            std::fprintf(stderr, "idem-gateway: %s\n", why->c_str());
+            return 77;
+        }
         std::printf("redis: %s\n", options.connection.describe().c_str());
     }
     idem::gateway::Gateway gateway(options);
