@@ -296,7 +296,7 @@ void ConsoleWorker::connectNow()
     m_retryDelayMs = 500;
     m_link = Link::Connected;
     m_endpoint = qs(m_conn->endpoint());
-    Q_EMIT linkChanged(m_link, m_viaSentinel ? u"connected to %1 — primary %2"_s.arg(qs(o.describe()), m_endpoint)
+    Q_EMIT linkChanged(m_link, m_viaSentinel ? u"connected to primary %2 through %1"_s.arg(qs(o.describe()), m_endpoint)
                                              : u"connected to %1"_s.arg(qs(o.describe())));
     probeWriteAccess();
     m_heartbeatTimer->start();
