@@ -339,8 +339,15 @@ private slots:
     // The node the Store was given dies, and it served the id: its promoted replica takes the
     // calls. The Store learns the whole map on its first call (before, calls that all went to the
     // node given never learned it was a cluster, and went on asking the dead node for ever).
+    void nodeGivenDiesItsReplicaTakesOver_data()
+    {
+        QTest::addColumn<bool>("async");
+        QTest::newRow("Store") << false;
+        QTest::newRow("AsyncStore") << true;
+    }
     void nodeGivenDiesItsReplicaTakesOver()
     {
+        QFETCH(bool, async);
         idemtest::LocalCluster cluster(3, 3);
         cluster.waitForReplication();
         idem::Connection probe(cluster.node(1));
@@ -353,11 +360,13 @@ private slots:
                 idem::hashSlot("{" + std::to_string(i) + "}") <= first.ranges.front().second)
                 id = std::to_string(i);
         idem::ConnectionPool pool(idemtest::quick(cluster.node(0)), 1);
+        idem::AsyncPool apool(idemtest::quick(cluster.node(0)), 1);
         idem::StoreOptions so{.keyNamespace = "given", .lease = idem::Millis(60000)};
         so.minReplicas = 1; // the lock is on the replica before the primary dies
         so.replicaTimeout = idem::Millis(500); // (the promoted replica has none: NotReplicated then)
         idem::Store store(pool, so);
-        const auto a = store.acquire(id);
+        idem::AsyncStore astore(apool, so);
+        const auto a = async ? astore.acquire(id).get() : store.acquire(id);
         QCOMPARE(a.status, AcquireStatus::Acquired);
         cluster.server(0).kill();
         QElapsedTimer t;
@@ -369,7 +378,7 @@ private slots:
         idem::OwnerResult done;
         while (t.elapsed() < 40000) {
             try {
-                done = store.complete(a.ticket, "done");
+                done = async ? astore.complete(a.ticket, "done").get() : store.complete(a.ticket, "done");
                 if (done.status == idem::OwnerStatus::Ok || done.status == idem::OwnerStatus::NotReplicated)
                     break;
             } catch (const idem::IoError&) {
@@ -378,7 +387,8 @@ private slots:
         }
         QVERIFY2(done.status == idem::OwnerStatus::Ok || done.status == idem::OwnerStatus::NotReplicated,
                  "the Store never reached the promoted replica");
-        const auto rec = store.inspect(id);
+        idem::ConnectionPool alive(idemtest::quick(cluster.node(1)), 1);
+        const auto rec = idem::Store(alive, so).inspect(id);
         QVERIFY(rec);
         QCOMPARE(rec->state, idem::RecordState::Completed);
     }

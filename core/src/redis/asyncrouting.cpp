@@ -53,6 +53,8 @@ bool AsyncPool::isCluster() const { return m_routing->cluster.load(); }
 
 void AsyncPool::routed(std::string_view key, UnitSender send, RepliesHandler done)
 {
+    if (!m_routing->asked.load() && !m_routing->asked.exchange(true))
+        m_routing->askWhetherCluster();
     auto call = std::make_shared<Routing::Call>(Routing::Call{std::string(key), std::move(send), std::move(done), 0});
     AsyncConnection* c = nullptr;
     try {
@@ -120,6 +122,19 @@ void AsyncPool::Routing::dispatch(const std::shared_ptr<Call>& call, AsyncConnec
             return call->done({}, std::current_exception());
         }
         dispatch(call, target->next(), to->ask);
+    });
+}
+
+void AsyncPool::Routing::askWhetherCluster()
+{
+    AsyncConnection& c = seed.next();
+    c.command({"INFO", "cluster"}, [this, &c](ReplyPtr r, std::exception_ptr error) {
+        // refused (an ACL without INFO) or not answered: redirects still tell a cluster
+        if (error || closing.load() || reply::isError(r.get()) ||
+            reply::view(r.get()).find("cluster_enabled:1") == std::string_view::npos)
+            return;
+        cluster = true;
+        refreshFrom(c);
     });
 }
 
