@@ -181,12 +181,12 @@ private slots:
         QVERIFY2(w.purgeAction()->toolTip().contains(u"Select"_s), qPrintable(w.purgeAction()->toolTip()));
         QVERIFY2(w.forceFailAction()->toolTip().contains(u"Select the keys to force-fail"_s),
                  qPrintable(w.forceFailAction()->toolTip()));
-        selectKey(w, recordKey("done-1"));
+        selectKey(w, recordKey("running"));
         QVERIFY(enabled(true));
         w.table()->clearSelection();
         QVERIFY(enabled(false));
         // a filter that hides the selected row leaves nothing selected
-        selectKey(w, recordKey("done-1"));
+        selectKey(w, recordKey("running"));
         QVERIFY(enabled(true));
         QTest::keyClicks(w.filterEdit(), u"stuck"_s);
         QCOMPARE(w.proxy()->rowCount(), 3);
@@ -196,6 +196,50 @@ private slots:
         QTest::keyClick(w.table(), Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
         QVERIFY(!QApplication::activeModalWidget());
         QCOMPARE(w.actionNote(), note);
+    }
+
+    // "Force-fail selected" is on only while the selection holds a row it takes (STARTED or FAILED),
+    // and says why when not; purge takes them all. Added to such a selection, the other rows are
+    // left out of the confirmation.
+    void forceFailSelectedWantsARowItTakes()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        const auto select = [&w](std::initializer_list<QString> keys) {
+            w.table()->clearSelection();
+            for (const QString& key : keys) {
+                const QModelIndex i = w.proxy()->mapFromSource(w.model()->index(w.model()->rowOfKey(key), 0));
+                w.table()->selectionModel()->select(i, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+            }
+        };
+        const QString notARecord = QString::fromStdString(ns) + u":{not-a-record}"_s;
+        select({recordKey("done-1"), recordKey("done-2"), notARecord});
+        QVERIFY(w.purgeAction()->isEnabled());
+        QVERIFY(!w.forceFailAction()->isEnabled());
+        QVERIFY2(w.forceFailAction()->toolTip().contains(u"only STARTED and FAILED"_s),
+                 qPrintable(w.forceFailAction()->toolTip()));
+        // its shortcut does nothing: no dialog, no note
+        const QString note = w.actionNote();
+        QTest::keyClick(w.table(), Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+        QVERIFY(!QApplication::activeModalWidget());
+        QCOMPARE(w.actionNote(), note);
+
+        // a FAILED record, then a stale lock: each is taken, and only it
+        auto a = store->acquire("crashed", "");
+        store->fail(a.ticket, idem::FailPolicy::Retryable, "exit 3");
+        QTRY_VERIFY_WITH_TIMEOUT(stateOf(w, recordKey("crashed")) == idem::RecordState::Failed, 5000);
+        select({recordKey("done-1"), recordKey("crashed")});
+        QVERIFY(w.forceFailAction()->isEnabled());
+        select({recordKey("done-1"), notARecord, recordKey("stuck-2")});
+        QVERIFY(w.forceFailAction()->isEnabled());
+        QString summary;
+        cancelConfirmation(&summary);
+        w.forceFailAction()->trigger();
+        QVERIFY2(summary.contains(u"Force-fail 1 key on"_s) && summary.contains(u"stuck-2"_s) &&
+                     !summary.contains(u"done-1"_s),
+                 qPrintable(summary));
     }
 
     void cancelChangesNothing()

@@ -131,6 +131,7 @@ private:
     void updateCounters();
     void updateFreshness(); // banner, greying, frozen clock, actions, after any change of link or data
     void updateActions();
+    bool selectionHasForceFailable() const; // a selected row force-fail would take
     void heard(qint64 serverNowMs);
     void inspect(const QString& key);
     void reinspect(); // the inspected key again, after an action, a scan or a reconnect
