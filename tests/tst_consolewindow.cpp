@@ -3,6 +3,9 @@
 // display.
 #include "consoletest.h"
 
+#include <QSplitter>
+#include <QSplitterHandle>
+
 class TestConsoleWindow : public ConsoleTest {
     Q_OBJECT
 
@@ -224,6 +227,47 @@ private slots:
             }
             QApplication::setFont(original);
         }
+    }
+
+    // The table ends at a column's edge, never with one half behind its scrollbar: at 1280 wide the
+    // Owner column is whole beside the inspector (it once sat behind the scrollbar), at other widths
+    // the same rule; once the operator moves the divider, it stays where they put it
+    void tableEndsAtAColumnEdge()
+    {
+        MainWindow w(options());
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QHeaderView* header = w.table()->horizontalHeader();
+        const auto rightOf = [header](int c) { return header->sectionViewportPosition(c) + header->sectionSize(c); };
+        const auto endsAtAnEdge = [&] {
+            for (int c = 0; c < header->count(); ++c)
+                if (!header->isSectionHidden(c) && rightOf(c) == w.table()->viewport()->width())
+                    return true;
+            return false;
+        };
+        QTRY_VERIFY2_WITH_TIMEOUT(endsAtAnEdge(), qPrintable(QString::number(w.table()->viewport()->width())), 3000);
+        QVERIFY2(rightOf(KeyTableModel::Owner) <= w.table()->viewport()->width(),
+                 qPrintable(u"%1 > %2"_s.arg(rightOf(KeyTableModel::Owner)).arg(w.table()->viewport()->width())));
+        QVERIFY(w.inspectorPanel()->width() >= w.fontMetrics().averageCharWidth() * 48);
+        for (const QSize size : {QSize(1024, 700), QSize(1600, 900)}) {
+            w.resize(size);
+            QTRY_VERIFY2_WITH_TIMEOUT(endsAtAnEdge(), qPrintable(u"%1 wide"_s.arg(size.width())), 3000);
+        }
+
+        // moved by hand: kept, through a resize of the window
+        auto* split = w.findChild<QSplitter*>(u"tableAndInspector"_s);
+        QSplitterHandle* handle = split->handle(1);
+        const QPoint middle = handle->rect().center();
+        QTest::mousePress(handle, Qt::LeftButton, {}, middle);
+        QTest::mouseMove(handle, middle + QPoint(37, 0));
+        QTest::mouseRelease(handle, Qt::LeftButton, {}, middle + QPoint(37, 0));
+        QTest::qWait(100);
+        QVERIFY(!endsAtAnEdge()); // (37 px off an edge)
+        w.resize(1280, 800);
+        QTest::qWait(200); // a fit would have come
+        QVERIFY(!endsAtAnEdge());
     }
 
     // The first size fits the screen it opens on; a size given later comes back

@@ -3,8 +3,8 @@
 // calls per path and can answer slowly, with any status, with Set-Cookie, or reset the
 // connection), and raw TCP clients that pipeline, disconnect and send what they like.
 // tst_gatewayhttp.cpp has the HTTP side (framing, what is never stored, pipelining, targets),
-// tst_gatewayops.cpp Redis killed, fail-open, the admin listener, a SIGKILLed gateway, per-route
-// policies and TLS.
+// tst_gatewayops.cpp Redis killed, fail-open, a SIGKILLed gateway and a graceful stop,
+// tst_gatewayconfig.cpp the admin listener, per-route policies and TLS.
 #include "gatewaytestsupport.h"
 
 #include <QElapsedTimer>

@@ -3,7 +3,8 @@
 // Expect: 100-continue, pipelining, clients that go away, malformed requests, hop-by-hop headers,
 // request targets, idle connections. A real redis-server (the fixture's, each test in its own
 // namespace), a real upstream started here, raw TCP clients. tst_gateway.cpp has the idempotency
-// rules; tst_gatewayops.cpp Redis killed, the admin listener, a SIGKILLed gateway, routes and TLS.
+// rules; tst_gatewayops.cpp Redis killed and a SIGKILLed gateway; tst_gatewayconfig.cpp the admin
+// listener, routes and TLS.
 #include "gatewaytestsupport.h"
 
 #include <QRegularExpression>

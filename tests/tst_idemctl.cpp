@@ -266,17 +266,56 @@ private slots:
         QCOMPARE(p.exitCode(), 69);
     }
 
-    void wrongPassword()
+    // Credentials Redis refuses (a wrong password, none given, a disabled user) cannot get better by
+    // retrying: exit 77 as for a missing permission, not 69, in one line that says so, CMD not run
+    void refusedCredentialsExit77()
     {
         idem::LocalServerOptions o;
         o.extraArgs = {"--requirepass", "right"};
         idem::LocalServer server(o);
-        const QString url = s("redis://default:wrong@127.0.0.1:%1/0").arg(server.port());
-        auto r = idemtest::runIdemctl({s("--url"), url, s("run"), s("--key"), s("k"), s("--"), s("true")});
-        QCOMPARE(r.exitCode, 69);
+        idem::ConnectionOptions admin = server.connectionOptions();
+        admin.password = "right";
+        idem::Connection c(admin);
+        c.checked({"ACL", "SETUSER", "gone", "off", ">pw", "~*", "+@all"});
+        c.checked({"ACL", "SETUSER", "mute", "on", ">pw", "~*", "-@all"});
+        const QString marker = tmp.filePath(s("never-refused"));
+        const auto url = [&server](const char* userinfo) {
+            return s("redis://%1@127.0.0.1:%2/0").arg(s(userinfo)).arg(server.port());
+        };
+        const auto says = [](const idemtest::ProcessResult& r, const char* what) {
+            return r.err.contains(what) ? QByteArray() : "no \"" + QByteArray(what) + "\" in: " + r.err;
+        };
+
+        auto r = idemtest::runIdemctl({s("--url"), url("default:wrong"), s("run"), s("--key"), s("k"), s("--"),
+                                       s("touch"), marker});
+        QCOMPARE(r.exitCode, 77);
         oneLineError(r);
-        QVERIFY(r.err.contains("authentication failed"));
+        for (const char* what : {"idemctl run: credentials refused: ", "WRONGPASS", "check the user and password",
+                                 "retrying will not help; command not run)"})
+            QVERIFY2(says(r, what).isEmpty(), says(r, what).constData());
         QVERIFY(!r.err.contains("wrong")); // the password is never printed
+        QVERIFY(!QFile::exists(marker));
+
+        // the operator commands, the same
+        r = idemtest::runIdemctl({s("--url"), url("default:wrong"), s("list")});
+        QCOMPARE(r.exitCode, 77);
+        oneLineError(r);
+        QVERIFY2(says(r, "idemctl list: credentials refused: ").isEmpty(), r.err.constData());
+        // no password given
+        r = idemtest::runIdemctl({s("--url"), s("redis://127.0.0.1:%1/0").arg(server.port()), s("inspect"), s("k")});
+        QCOMPARE(r.exitCode, 77);
+        oneLineError(r);
+        QVERIFY2(says(r, "NOAUTH").isEmpty() && says(r, "credentials refused").isEmpty(), r.err.constData());
+        // a disabled user
+        r = idemtest::runIdemctl({s("--url"), url("gone:pw"), s("stats")});
+        QCOMPARE(r.exitCode, 77);
+        oneLineError(r);
+        QVERIFY2(says(r, "WRONGPASS").isEmpty(), r.err.constData());
+        // a user let in but allowed nothing: the missing permission, in its own words
+        r = idemtest::runIdemctl({s("--url"), url("mute:pw"), s("stats")});
+        QCOMPARE(r.exitCode, 77);
+        oneLineError(r);
+        QVERIFY2(says(r, "NOPERM").isEmpty() && !r.err.contains("credentials refused"), r.err.constData());
     }
 
     void inspectForceFailPurge()

@@ -93,6 +93,13 @@ struct KeyRow {
             return idem::RecordState::Expired;
         return state;
     }
+    // What force-fail takes: work in progress, or a failure (to make it retryable or terminal). A
+    // finished record keeps its result; a key that is not a record has no state to fail.
+    bool forceFailable(qint64 serverNowMs) const
+    {
+        const idem::RecordState s = stateAt(serverNowMs);
+        return s == idem::RecordState::Started || s == idem::RecordState::Failed;
+    }
 };
 Q_DECLARE_TYPEINFO(KeyRow, Q_RELOCATABLE_TYPE);
 Q_DECLARE_METATYPE(KeyRow)

@@ -195,8 +195,10 @@ void MainWindow::closeEvent(QCloseEvent* event)
 void MainWindow::changeEvent(QEvent* event)
 {
     QMainWindow::changeEvent(event);
-    if (event->type() == QEvent::FontChange || event->type() == QEvent::ApplicationFontChange)
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::ApplicationFontChange) {
         sizeColumns();
+        fitTableToColumns();
+    }
     if (event->type() == QEvent::PaletteChange && m_banner) {
         updateFreshness(); // the banner's colours follow the palette
         if (m_insecureLabel)

@@ -16,6 +16,7 @@ class QFrame;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QSplitter;
 class QTableView;
 class QTextBrowser;
 class QTimer;
@@ -118,12 +119,14 @@ Q_SIGNALS:
 protected:
     void closeEvent(QCloseEvent* event) override;
     void changeEvent(QEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void buildUi();
     void buildActions();
     void placeOnScreen();
     void sizeColumns();
+    void fitTableToColumns();
     QVector<KeyRow> rowsFor(bool selectedOnly) const;
     void runAction(bool forceFail, const QVector<KeyRow>& rows, bool selection);
     void actOnKey(bool forceFail, const QString& key);
@@ -131,6 +134,7 @@ private:
     void updateCounters();
     void updateFreshness(); // banner, greying, frozen clock, actions, after any change of link or data
     void updateActions();
+    bool selectionHasForceFailable() const; // a selected row force-fail would take
     void heard(qint64 serverNowMs);
     void inspect(const QString& key);
     void reinspect(); // the inspected key again, after an action, a scan or a reconnect
@@ -148,6 +152,8 @@ private:
     KeyFilterProxy* m_proxy;
     HistoryController* m_history = nullptr;
     FrozenTableView* m_table = nullptr;
+    QSplitter* m_tableSplit = nullptr; // the table beside the inspector
+    bool m_tableWidthByHand = false;   // the operator moved the divider: it stays where they put it
     InspectorPanel* m_inspector = nullptr;
     QTabWidget* m_tabs = nullptr;
     RaceLabWidget* m_raceLab = nullptr;

@@ -57,6 +57,9 @@ void MainWindow::updateActions()
         m_forceFail->setToolTip(tr("Select the keys to force-fail first"));
         m_purge->setEnabled(false);
         m_purge->setToolTip(tr("Select the keys to purge first"));
+    } else if (can && !selectionHasForceFailable()) { // (it would only say there is nothing to take)
+        m_forceFail->setEnabled(false);
+        m_forceFail->setToolTip(tr("None of the selected keys can be force-failed: only STARTED and FAILED records can"));
     }
     // another program's table: the word it writes for a failure is its own, so idem writes none
     const QString table = isPostgresUrl(m_options.connection.url) ? m_options.connection.table : QString();
@@ -75,14 +78,24 @@ void MainWindow::updateActions()
                                                 : tr("Read-only: %1").arg(lock));
     m_modeLabel->setText(readOnly ? why : QString()); // (no emoji: a desktop without such a font shows a box)
     const int r = m_inspector->key().isEmpty() ? -1 : m_model->rowOfKey(m_inspector->key());
-    const bool failable = r >= 0 && (m_model->row(r).state == idem::RecordState::Started ||
-                                     m_model->row(r).state == idem::RecordState::Failed);
+    const bool failable = r >= 0 && m_model->row(r).forceFailable(m_model->serverNowMs());
     m_inspector->setActions(can && failable && table.isEmpty(), can && r >= 0,
                             !can ? why : !table.isEmpty() ? noForceFail
                                                           : tr("Only STARTED and FAILED records can be force-failed"));
     m_raceLab->setConnectedWritable(live && !readOnly,
                                     readOnly ? why : !live ? tr("not connected") : QString());
     m_replay->setConnectedWritable(live && !readOnly, readOnly ? why : !live ? tr("not connected") : QString());
+}
+
+bool MainWindow::selectionHasForceFailable() const
+{
+    // by range, stopping at the first: a selection of a million rows is not listed row by row
+    const qint64 now = m_model->serverNowMs();
+    for (const QItemSelectionRange& range : m_table->selectionModel()->selection())
+        for (int p = range.top(); p <= range.bottom(); ++p)
+            if (m_model->row(m_proxy->mapToSource(m_proxy->index(p, 0)).row()).forceFailable(now))
+                return true;
+    return false;
 }
 
 QVector<KeyRow> MainWindow::rowsFor(bool selectedOnly) const
@@ -149,8 +162,8 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
     QVector<KeyRow> target;
     for (const KeyRow& r : rows) {
         const idem::RecordState state = r.stateAt(now);
-        if (forceFail && state != idem::RecordState::Started && state != idem::RecordState::Failed)
-            continue; // only work in progress (or failed) can be force-failed
+        if (forceFail && !r.forceFailable(now))
+            continue;
         if (idem::notARecord(state) && !selection) {
             ++request.leftOut; // keys idem cannot read are never taken by a filter: select them by hand
             continue;

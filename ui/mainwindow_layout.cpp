@@ -204,6 +204,9 @@ void MainWindow::buildUi()
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
     m_table->horizontalHeader()->setStretchLastSection(true);
+    // always there, so that the width fitTableToColumns() gives the columns stays theirs when the
+    // rows grow past the view
+    m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
     m_table->setWordWrap(false);
     sizeColumns();
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::currentRowChanged);
@@ -220,6 +223,9 @@ void MainWindow::buildUi()
     horizontal->setStretchFactor(0, 3);
     horizontal->setStretchFactor(1, 2);
     horizontal->setChildrenCollapsible(false);
+    m_tableSplit = horizontal;
+    horizontal->installEventFilter(this); // its resizes: fitted to the columns after each
+    connect(horizontal, &QSplitter::splitterMoved, this, [this] { m_tableWidthByHand = true; });
     auto* vertical = new QSplitter(Qt::Vertical, central);
     vertical->setObjectName(u"chartAndTable"_s);
     vertical->addWidget(m_chart);
@@ -271,6 +277,48 @@ void MainWindow::buildUi()
     statusBar()->addPermanentWidget(m_scanLabel, 2);
     statusBar()->addPermanentWidget(m_liveLabel, 1);
     statusBar()->addPermanentWidget(m_linkLabel, 2);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_tableSplit && event->type() == QEvent::Resize) // (after the splitter's own sharing)
+        QMetaObject::invokeMethod(this, &MainWindow::fitTableToColumns, Qt::QueuedConnection);
+    return QMainWindow::eventFilter(watched, event);
+}
+
+// The table ends at a column's edge, not with a column half behind its scrollbar: its share of the
+// width beside the inspector is rounded to whole columns, up while the inspector keeps room for its
+// record, else down. Until the operator moves the divider.
+void MainWindow::fitTableToColumns()
+{
+    if (!m_tableSplit || m_tableWidthByHand)
+        return;
+    const QList<int> sizes = m_tableSplit->sizes();
+    const int total = sizes.value(0) + sizes.value(1);
+    if (sizes.size() != 2 || total <= 0)
+        return;
+    const int chrome = m_table->width() - m_table->viewport()->width(); // frame and scrollbar
+    const int share = total * 3 / 5; // the stretch factors' split
+    const int inspectorMin = fontMetrics().averageCharWidth() * 48;
+    const QHeaderView* header = m_table->horizontalHeader();
+    int edge = 0, below = 0, above = 0;
+    for (int v = 0; v < header->count() && above == 0; ++v) {
+        const int c = header->logicalIndex(v);
+        if (header->isSectionHidden(c))
+            continue;
+        edge += header->sectionSize(c);
+        if (edge + chrome <= share)
+            below = edge; // the last column edge within the share
+        else
+            above = edge; // the first one past it
+    }
+    int table = share; // every column fits: the last one stretches
+    if (above > 0 && total - above - chrome >= inspectorMin)
+        table = above + chrome;
+    else if (above > 0 && below > 0)
+        table = below + chrome;
+    if (table != sizes.at(0))
+        m_tableSplit->setSizes({table, total - table});
 }
 
 void MainWindow::sizeColumns()

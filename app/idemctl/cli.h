@@ -197,6 +197,11 @@ std::string aclLine(const std::string& role, const std::string& user, const std:
 std::string permissionAdvice(const std::string& command, const std::string& user, const std::string& ns,
                              const std::string& error);
 bool isPermissionError(const std::string& error);
+// Redis refused who this is (WRONGPASS: a wrong password, an unknown or disabled user; NOAUTH: no
+// password given): retrying cannot fix it, so it exits 77 as a missing permission does, not 69.
+bool isAuthenticationError(const std::string& error);
+// That refusal in one line: the server's words and what to check (and, for run, that CMD did not run).
+std::string authenticationAdvice(const std::string& error, bool commandNotRun = false);
 // PostgreSQL's refusal (SQLSTATE 42501) in words: which role may not do what, the server's words
 // for the right, and which of schema idem's roles has it (`argv`: the command's, for its URL)
 std::string pgPermissionAdvice(const std::string& command, const std::vector<std::string>& argv,

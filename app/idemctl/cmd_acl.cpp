@@ -174,6 +174,23 @@ bool isPermissionError(const std::string& error)
     return error.find("NOPERM") != std::string::npos || error.find("user executing the script can't") != std::string::npos;
 }
 
+bool isAuthenticationError(const std::string& error)
+{
+    // Redis's error codes begin its words, which begin the message or follow our "...: "
+    for (std::string_view code : {"WRONGPASS", "NOAUTH"})
+        if (error.starts_with(code) || error.find(": " + std::string(code)) != std::string::npos)
+            return true;
+    return false;
+}
+
+std::string authenticationAdvice(const std::string& error, bool commandNotRun)
+{
+    const bool sentinel = error.starts_with("sentinel ");
+    return "credentials refused: " + printable(error) +
+           (sentinel ? " (check --sentinel-password" : " (check the user and password in --url or $IDEM_URL") +
+           "; retrying will not help" + (commandNotRun ? "; command not run)" : ")");
+}
+
 std::string permissionAdvice(const std::string& command, const std::string& user, const std::string& ns,
                              const std::string& error)
 {

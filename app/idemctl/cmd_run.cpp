@@ -51,8 +51,8 @@ options:
   --replica-timeout DUR  how long each WAIT waits (default 1s)
 
 Exit codes: CMD's own; 64 usage; 65 payload mismatch; 69 store unavailable (CMD not run);
-77 the user's ACL does not allow it (CMD not run); 78 the key holds what is not idem's record
-(another program's lock, a newer schema's; CMD not run);
+77 credentials refused or the user's ACL does not allow it (CMD not run); 78 the key holds what
+is not idem's record (another program's lock, a newer schema's; CMD not run);
 70 CMD ran but its result was not stored (or not replicated); 75 in progress; 79 terminal
 failure stored.
 )";
@@ -353,6 +353,10 @@ int cmdRun(const std::vector<std::string>& argv)
         if (!o.workRan && isPermissionError(o.error)) { // the ACL: which permission, which role has it
             std::fprintf(stderr, "idemctl: %s (command not run)\n",
                          permissionAdvice("run", g.connection.user, g.keyNamespace, o.error).c_str());
+            return NoPermission;
+        }
+        if (!o.workRan && isAuthenticationError(o.error)) {
+            std::fprintf(stderr, "idemctl run: %s\n", authenticationAdvice(o.error, true).c_str());
             return NoPermission;
         }
         std::fprintf(stderr, "idemctl run: store unavailable: %s%s\n", printable(o.error).c_str(),
