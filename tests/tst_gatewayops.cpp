@@ -162,7 +162,7 @@ void TestGatewayOps::killedGatewayIsTakenOver()
 }
 
 // A password the server refuses cannot get better by retrying: one line naming what to check, exit
-// 69, and nothing listens (a deployment fails at once, not at its first request).
+// 77 (as idemctl's), and nothing listens (a deployment fails at once, not at its first request).
 void TestGatewayOps::refusedPasswordEndsItAtStart()
 {
     LocalServerOptions lo;
@@ -172,7 +172,7 @@ void TestGatewayOps::refusedPasswordEndsItAtStart()
     startBinary(p, {u"--url"_s, u"redis://:wrong@127.0.0.1:%1/0"_s.arg(redis.port())});
     QVERIFY(p.waitForFinished(20000));
     const QString err = QString::fromUtf8(p.readAllStandardError());
-    QCOMPARE(p.exitCode(), 69);
+    QCOMPARE(p.exitCode(), 77);
     QVERIFY2(err.startsWith(u"idem-gateway: "_s) && err.contains(u"WRONGPASS"_s) && err.contains(u"(check password)"_s),
              qPrintable(err));
     QCOMPARE(err.count(u'\n'), 1);

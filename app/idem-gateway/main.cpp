@@ -36,7 +36,8 @@ QString hostPort(const QHostAddress& h, quint16 port)
 // symptom (a TLS session closed before its first answer: a client certificate missing, whose
 // alert the reset can overtake; sentinels that know no such primary) is asked again, five times
 // over about two seconds: the same answer every time ends the gateway too.
-bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
+// 0: go on; else the exit code (77: credentials refused, as idemctl says it; 69: another setting)
+int redisUsable(const idem::ConnectionOptions& options, bool failOpen)
 {
     const char* until = failOpen ? "protected requests go to the upstream unprotected (--fail-open)"
                                  : "protected requests get 503";
@@ -44,16 +45,18 @@ bool redisUsable(const idem::ConnectionOptions& options, bool failOpen)
     for (int attempt = 1;; ++attempt) {
         try {
             idem::Connection(options).connect();
-            return true;
+            return 0;
         } catch (const idem::ConfigError& e) {
             if (e.certain() || attempt == kTries) {
                 std::fprintf(stderr, "idem-gateway: %s (check %s%s)\n", e.what(), e.field().c_str(),
                              e.certain() ? "" : "; the same answer five times in two seconds");
-                return false;
+                const std::string_view what = e.what();
+                const bool credentials = what.find("WRONGPASS") != what.npos || what.find("NOAUTH") != what.npos;
+                return credentials ? 77 : 69;
             }
         } catch (const idem::Error& e) {
             std::fprintf(stderr, "idem-gateway: warning: %s; %s until it answers\n", e.what(), until);
-            return true;
+            return 0;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
     }
@@ -122,8 +125,8 @@ int main(int argc, char** argv)
         std::printf("redis: %s (private, stops with the gateway; watch it: idem-console --url %s --namespace %s)\n",
                     server->url().c_str(), server->url().c_str(), options.keyNamespace.c_str());
     } else {
-        if (!redisUsable(options.connection, options.failOpen))
-            return 69;
+        if (const int rc = redisUsable(options.connection, options.failOpen); rc != 0)
+            return rc;
         if (const auto why = missingPermission(options.connection, options.keyNamespace)) {
             std::fprintf(stderr, "idem-gateway: %s\n", why->c_str());
             return 77;
