@@ -221,6 +221,8 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
     j["state"] = idem::nameOf(r.state);
     j["format"] = idem::nameOf(r.format);
     j["library"] = idem::libraryOf(r.format);
+    if (idem::anotherProgramsData(r))
+        j["program"] = r.program; // not idempotency data: no bulk purge takes it
     j["type"] = r.keyType;
     if (!r.node.empty())
         j["node"] = r.node;
