@@ -533,6 +533,55 @@ private slots:
         QCOMPARE(audit.out.count('\n'), qsizetype(2 * ids.size()));
     }
 
+    // Unicode bidirectional controls in a key (or in what a record says) print as '?' in text
+    // output: a right-to-left override would show "invoice-rcp.exe" reordered as another key (the
+    // Trojan Source trick), and the reader would act on a key they did not see
+    void bidiControlsAreMasked()
+    {
+        const std::string ns = common.at(3).toStdString();
+        // U+202E, U+2066, U+2069, U+200F, U+061C, U+202A: each shown as '?'; U+00E9 stays
+        const std::vector<std::pair<std::string, std::string>> ids = {
+            {"inv\xe2\x80\xae" "exe.pdf", "inv?exe.pdf"},
+            {"a\xe2\x81\xa6" "b\xe2\x81\xa9" "c", "a?b?c"},
+            {"rlm\xe2\x80\x8fx\xd8\x9cy\xe2\x80\xaaz", "rlm?x?y?z"},
+            {"caf\xc3\xa9\xe2\x80\x8e", "caf\xc3\xa9?"},
+        };
+        idem::ConnectionPool pool(idemtest::sharedRedis(), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        for (const auto& [id, shown] : ids) {
+            const auto a = store.acquire(id);
+            QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+            QCOMPARE(store.fail(a.ticket, idem::FailPolicy::Retryable, "boom \xe2\x80\xae" + shown).status,
+                     idem::OwnerStatus::Ok);
+        }
+        const auto bidi = [](const QByteArray& out) {
+            for (const char* c : {"\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa9", "\xe2\x80\x8f", "\xd8\x9c",
+                                  "\xe2\x80\xaa", "\xe2\x80\x8e"})
+                if (out.contains(c))
+                    return true;
+            return false;
+        };
+        const auto listed = ctl({s("list")});
+        QCOMPARE(listed.exitCode, 0);
+        QVERIFY2(!bidi(listed.out), listed.out.toPercentEncoding(" /:{}()_,;=.'").constData());
+        const auto dry = ctl({s("purge"), s("--state"), s("failed"), s("--dry-run")});
+        QVERIFY2(!bidi(dry.out), dry.out.toPercentEncoding(" /:{}()_,;=.'").constData());
+        for (const auto& [id, shown] : ids) {
+            QVERIFY2(listed.out.contains(QByteArray::fromStdString(shown)), listed.out.constData());
+            QVERIFY2(dry.out.contains(QByteArray::fromStdString("would purge " + ns + ":{" + shown + "}  (idem, FAILED)")),
+                     dry.out.constData());
+            const QString key = QString::fromLatin1(QByteArray::fromStdString(store.recordKey(id)).toBase64());
+            const auto inspected = ctl({s("inspect"), s("--key-base64"), key});
+            QCOMPARE(inspected.exitCode, 0);
+            QVERIFY2(!bidi(inspected.out), inspected.out.toPercentEncoding(" /:{}()_,;=.'").constData());
+            QVERIFY2(inspected.out.contains(QByteArray::fromStdString("error      boom ?" + shown)),
+                     inspected.out.constData());
+        }
+        // --json keeps the bytes as they are: it is read by programs, not by eyes
+        const auto json = ctl({s("list"), s("--json")});
+        QVERIFY(json.out.contains("\xe2\x80\xae"));
+    }
+
     // A bulk purge that finds nothing says so in words, acting or not - not "purged 0 key(s) of 0
     // matching (none; formats: none)"
     void bulkPurgeOfNothing()

@@ -221,6 +221,8 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
     j["state"] = idem::nameOf(r.state);
     j["format"] = idem::nameOf(r.format);
     j["library"] = idem::libraryOf(r.format);
+    if (idem::anotherProgramsData(r))
+        j["program"] = r.program; // not idempotency data: no bulk purge takes it
     j["type"] = r.keyType;
     if (!r.node.empty())
         j["node"] = r.node;
@@ -263,6 +265,24 @@ std::string dumpLine(const nlohmann::json& j)
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// A Unicode bidirectional control (UTF-8): it reorders the text around it as shown, so a listed
+// key could read as another one (the Trojan Source trick). U+061C, U+200E-U+200F, U+202A-U+202E,
+// U+2066-U+2069.
+bool bidiControl(std::string_view c)
+{
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(c[k]); };
+    if (c.size() == 2)
+        return b(0) == 0xD8 && b(1) == 0x9C;
+    if (c.size() != 3 || b(0) != 0xE2)
+        return false;
+    return (b(1) == 0x80 && (b(2) == 0x8E || b(2) == 0x8F || (b(2) >= 0xAA && b(2) <= 0xAE))) ||
+           (b(1) == 0x81 && b(2) >= 0xA6 && b(2) <= 0xA9);
+}
+
+} // namespace
+
 std::string printable(std::string_view s, std::size_t width, bool tabs)
 {
     std::string out;
@@ -279,7 +299,8 @@ std::string printable(std::string_view s, std::size_t width, bool tabs)
                 whole = (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) & 0xC0) == 0x80;
             if (whole)
                 n = 1 + static_cast<std::size_t>(tail);
-            shows = whole && !(c == 0xC2 && next < 0xA0); // U+0080..U+009F: C1 controls (CSI among them)
+            shows = whole && !(c == 0xC2 && next < 0xA0) && // U+0080..U+009F: C1 controls (CSI among them)
+                    !bidiControl(s.substr(i, n));
         }
         if (i + n > width)
             break;

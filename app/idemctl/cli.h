@@ -131,10 +131,11 @@ std::string formatNames();
 // One line of JSON; bytes that are not UTF-8 replaced.
 std::string dumpLine(const nlohmann::json& j);
 // Text the server holds (keys, ids, notes, reasons, owners, errors) as text output shows it: every
-// control character (C0 with tab, newline, CR and ESC; DEL; C1, U+0080 to U+009F) and every byte
-// that is not part of well-formed UTF-8 as one '?', so a key can neither end a line early, forge
-// one nor send the terminal a command; `tabs` keeps tabs. At most `width` bytes of `s`, a cut one
-// ending in '~'. (--json keeps the bytes: key_base64.)
+// control character (C0 with tab, newline, CR and ESC; DEL; C1, U+0080 to U+009F), every Unicode
+// bidirectional control (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069) and every byte that is
+// not part of well-formed UTF-8 as one '?', so a key can neither end a line early, forge one, be
+// shown reordered as another nor send the terminal a command; `tabs` keeps tabs. At most `width`
+// bytes of `s`, a cut one ending in '~'. (--json keeps the bytes: key_base64.)
 std::string printable(std::string_view s, std::size_t width = std::string::npos, bool tabs = false);
 // `idemctl list`'s table, the same for both stores: Redis keys have a FORMAT column (and -1 for a
 // TTL means none), PostgreSQL rows hold idem's own records (and a TTL below 0 means expired).

@@ -234,6 +234,9 @@ void printRecord(const idem::Record& r, std::int64_t now)
     std::printf("library    %s (format %s)%s\n", std::string(idem::libraryOf(r.format)).c_str(),
                 std::string(idem::nameOf(r.format)).c_str(),
                 r.rawStatus.empty() ? "" : (", status '" + shown(r.rawStatus, 40) + "'").c_str());
+    if (idem::anotherProgramsData(r))
+        std::printf("program    %s: not idempotency data (no bulk purge takes it; purge --key does)\n",
+                    printable(r.program).c_str());
     if (!r.reason.empty())
         std::printf("%-10s %s\n", idem::notARecord(r.state) ? "reason" : "note", printable(r.reason).c_str());
     if (r.partial)
@@ -475,6 +478,14 @@ bool refusedAsLive(const std::optional<idem::Record>& r, const Args& args, const
 {
     if (!r || !idem::mayBeLiveLock(*r) || args.flag("--live"))
         return false;
+    if (idem::anotherProgramsData(*r)) { // a job a worker runs now, or its lock: work in flight
+        const std::string how = r->rawStatus.empty() ? "a lock while its TTL runs" : "status " + printable(r->rawStatus);
+        std::fprintf(stderr, "idemctl %s: %s is %s's work in progress (%s; %s): deleting it pulls it from under "
+                             "its worker; add --live to do it anyway\n",
+                     command, printable(r->key).c_str(), printable(r->program).c_str(), how.c_str(),
+                     printable(r->reason).c_str());
+        return true;
+    }
     const std::string why = r->state != idem::RecordState::Started
                                 ? std::string(idem::nameOf(r->state)) + " with the status " + printable(r->rawStatus) +
                                       ": " + printable(r->reason) + "; idem cannot tell when it ends"
@@ -547,7 +558,9 @@ int cmdPurge(const std::vector<std::string>& argv)
             std::fprintf(stderr, "idemctl purge: %s changed since it was read; nothing done\n", printable(t.key).c_str());
             return Refused;
         }
-        std::printf("purged %s (was %s %s)\n", printable(t.key).c_str(), std::string(idem::nameOf(rec->format)).c_str(),
+        std::printf("purged %s (was %s %s)\n", printable(t.key).c_str(),
+                    idem::anotherProgramsData(*rec) ? (printable(rec->program) + "'s").c_str()
+                                                    : std::string(idem::nameOf(rec->format)).c_str(),
                     std::string(idem::nameOf(rec->state)).c_str());
         return Ok;
     }

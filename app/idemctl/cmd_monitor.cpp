@@ -248,7 +248,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     Scan scan(args, redisGlobalFrom(args));
     const bool act = args.flag("--yes") && !args.flag("--dry-run");
     const idem::Actor by{actorName(args), args.value("--reason").value_or("bulk purge")};
-    std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, keptUnread = 0, shown = 0;
+    std::size_t matched = 0, removed = 0, changed = 0, keptLive = 0, keptPartial = 0, keptUnread = 0, keptOthers = 0,
+                shown = 0;
     const bool takeLive = args.flag("--live");
     std::vector<idem::Record> batch;
     // the "purge KEY" lines of a batch are printed once its deletion went through: a user who may
@@ -291,6 +292,14 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
     scan.each([&](const idem::Record& r, std::int64_t, int) {
         if (!idem::matches(r, filter))
             return;
+        // another program's data (a job queue's, a task's result): no bulk purge takes it, whatever
+        // it names (--state foreign and --live included); one is deleted by key, after inspect
+        if (idem::anotherProgramsData(r)) {
+            ++keptOthers;
+            say("keep", r, r.program + "'s data, not idempotency data: no bulk purge takes it; "
+                           "`idemctl purge --key KEY` deletes one");
+            return;
+        }
         // a lock whose owner may still be running: deleting it lets a duplicate run beside it
         const bool live = idem::mayBeLiveLock(r); // (a record idem cannot read whose status says in progress too)
         // not understood from the bytes read (the head and tail of a large value): what inspect
@@ -337,6 +346,8 @@ int cmdPurgeMany(const std::vector<std::string>& argv)
         kept += ", kept " + std::to_string(keptPartial) + " read in part";
     if (keptUnread)
         kept += ", kept " + std::to_string(keptUnread) + " not understood";
+    if (keptOthers)
+        kept += ", kept " + std::to_string(keptOthers) + " of other programs (job queues, task results)";
     std::string formats;
     for (const auto& [name, n] : byFormat)
         formats += (formats.empty() ? "" : ", ") + name + " " + std::to_string(n);

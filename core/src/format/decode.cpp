@@ -282,7 +282,12 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
     };
     std::optional<Record> got;
     const bool otherType = in.type != "string" && in.type != "hash";
-    if (o.format) {
+    // A job queue's or a task backend's key (BullMQ, RQ, Sidekiq, Celery) is that program's data,
+    // whatever --format names and whatever its value looks like (a Celery result says "STARTED"):
+    // never a record, a lock or an unknown key a bulk purge takes. A library's own key shape wins.
+    if (std::none_of(profiles().begin(), profiles().end(), [&](const Profile* p) { return p->ownsKey(in.key, o); }))
+        got = programData(x);
+    if (!got && o.format) {
         got = profileOf(*o.format).decode(x, true);
         // Another library's record is not a broken one of the format the operator named: read as
         // what it is, a live lock of it can never be taken for malformed and purged as such
@@ -301,7 +306,7 @@ Record decode(const KeyRead& in, const DecodeOptions& o)
         }
         if (got && otherType && got->state == RecordState::Malformed)
             got.reset(); // a list, set, sorted set or stream: a valid key of something else
-    } else {
+    } else if (!got) {
         for (const Profile* p : profiles())
             if (p->ownsKey(in.key, o) && (got = p->decode(x, true)))
                 break;
@@ -393,6 +398,14 @@ std::string hashGuardSha1(std::string_view key, const std::vector<std::pair<std:
             s.append("+").append(std::to_string(f->second.size())).append(":").append(f->second);
     }
     return toHex(sha1(s));
+}
+
+std::vector<std::string> extraHashFieldsToRead(std::string_view key)
+{
+    std::vector<std::string> out = javaHashFields(key);
+    for (std::string_view f : programHashFields(key))
+        out.emplace_back(f);
+    return out;
 }
 
 const std::vector<std::string_view>& hashFieldsToRead()

@@ -147,17 +147,13 @@ const std::vector<FieldDoc> docs = {
 
 const Profile powertoolsJava{RecordFormat::PowertoolsJava, javaKey, decodeJava, &docs};
 
-} // namespace idem::format
-
-namespace idem {
-
-std::vector<std::string> extraHashFieldsToRead(std::string_view key)
+std::vector<std::string> javaHashFields(std::string_view key)
 {
     std::vector<std::string> out;
-    if (format::javaKey(key, DecodeOptions{}))
+    if (javaKey(key, DecodeOptions{}))
         for (std::string_view suffix : {"status", "expiration", "in-progress-expiration", "validation"})
             out.push_back(std::string(key).append(":").append(suffix));
     return out;
 }
 
-} // namespace idem
+} // namespace idem::format

@@ -39,6 +39,15 @@ const Profile& profileOf(RecordFormat f);
 extern const Profile native, powertools, powertoolsPython, powertoolsJava, nodeIdempotency, expressIdempotency,
     idempotentRequest, camel, statusJson, plain;
 
+// Another program's data (programs.cpp): a job queue's or a task backend's key, FOREIGN with
+// Record::program set; nullopt for anything else.
+std::optional<Record> programData(const Input& x);
+// The fields of this key a scan's HMGET asks for too, to tell such a program's hash (a BullMQ job's
+// name and timestamp, ...); none for other keys.
+std::vector<std::string_view> programHashFields(std::string_view key);
+// Powertools for Java's fields of this key ("<key>:status", ...); none for other keys.
+std::vector<std::string> javaHashFields(std::string_view key);
+
 // Helpers the profiles share.
 Record make(RecordFormat f, RecordState s);
 Record malformed(RecordFormat f, std::string reason);

@@ -108,6 +108,8 @@ bool mayBeLiveLock(const Record& r)
     return notARecord(r.state) && (inProgressWord(r.rawStatus) || (r.ttlMs > 0 && lockName(r.key)));
 }
 
+bool anotherProgramsData(const Record& r) { return !r.program.empty(); }
+
 std::optional<std::int64_t> parseTimestampMs(std::string_view s)
 {
     return timefield::fromText(s, timefield::Unit::Guess, nullptr);

@@ -57,6 +57,10 @@ struct Record {
     RecordState state = RecordState::Unknown;
     std::string rawStatus; // the status as written ("INPROGRESS", "COMPLETE", ...; empty if none)
     std::string reason;    // malformed / foreign / unknown: why; otherwise what to know (one line)
+    // FOREIGN data of a well-known program that is no idempotency layer ("BullMQ", "RQ", "Sidekiq",
+    // "Celery"): its job queues, workers and task results. Empty for anything else. No bulk action
+    // takes such a key by any state or pattern; only `purge --key` (after inspect) deletes one.
+    std::string program;
     bool stale = false;    // STARTED, and its lease (or the in-progress window) has passed
     std::string staleWhy;
     bool blocked = false;  // STARTED with no lease: the library blocks the key until its TTL ends
@@ -95,6 +99,8 @@ struct Record {
 // lets a duplicate run beside the first. Operator actions
 // take it only when told (--live).
 bool mayBeLiveLock(const Record& r);
+// Another program's data (Record::program set): never taken by a bulk purge, whatever it names.
+bool anotherProgramsData(const Record& r);
 // The key's name has a segment that says lock ("lock", "mutex", "lease", "redlock", ...): with a
 // TTL, what idem cannot read there may be someone's lock (mayBeLiveLock).
 bool lockName(std::string_view key);
@@ -135,7 +141,8 @@ Record decode(const KeyRead& in, const DecodeOptions& o);
 // The hash fields a monitor reads with HMGET to classify a hash (never a stored response).
 const std::vector<std::string_view>& hashFieldsToRead();
 // The fields of this key a reader asks for too: a library whose field names carry the key
-// (Powertools for Java: "<key>:status", ...); none for other keys.
+// (Powertools for Java: "<key>:status", ...), and those that tell another program's hash at its
+// key shape (a BullMQ job's name, timestamp, processedOn, ...); none for other keys.
 std::vector<std::string> extraHashFieldsToRead(std::string_view key);
 // What a guarded purge compares of a hash: hashFieldsToRead(), the key's own fields
 // (extraHashFieldsToRead), then every other field read. The names a monitor reads follow from the
