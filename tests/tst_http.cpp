@@ -402,7 +402,7 @@ void TestHttp::commandLineRefusesMistakes_data()
     QTest::newRow("unknown flag") << QStringList{u"--upstream"_s, u"http://x"_s, u"--frobnicate"_s};
     QTest::newRow("stray argument") << QStringList{u"--upstream"_s, u"http://x"_s, u"extra"_s};
     QTest::newRow("min replicas not a number") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"all"_s};
-    QTest::newRow("min replicas zero") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"0"_s};
+    QTest::newRow("min replicas negative") << QStringList{u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"-1"_s};
     QTest::newRow("fingerprint hop-by-hop") << QStringList{u"--upstream"_s, u"http://x"_s, u"--fingerprint-headers"_s,
                                                           u"X-Api-Version,Host"_s};
     QTest::newRow("fingerprint not a name") << QStringList{u"--upstream"_s, u"http://x"_s, u"--fingerprint-headers"_s,
@@ -448,6 +448,13 @@ void TestHttp::commandLineReadsOptions()
     QCOMPARE(o.replicaTimeout.count(), 250);
     QCOMPARE(o.fingerprintHeaders, (std::vector<std::string>{"accept-language", "X-Api-Version"}));
     QCOMPARE(gateway::defaultPolicy(o).fingerprinted, o.fingerprintHeaders);
+    // --min-replicas 0 is off, and takes --replica-timeout (scripts that always pass both)
+    gateway::GatewayOptions off;
+    QCOMPARE(gateway::parseCommandLine({u"idem-gateway"_s, u"--upstream"_s, u"http://x"_s, u"--min-replicas"_s, u"0"_s,
+                                        u"--replica-timeout"_s, u"1s"_s},
+                                       off),
+             -1);
+    QCOMPARE(off.minReplicas, 0);
 }
 
 namespace {

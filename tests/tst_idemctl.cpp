@@ -80,6 +80,17 @@ private slots:
         QCOMPARE(run(s("bin"), {s("false")}).out, expected);
     }
 
+    // --min-replicas 0 is off and takes --replica-timeout (scripts that always pass both); a
+    // --replica-timeout without --min-replicas is a mistake
+    void minReplicasZeroIsOff()
+    {
+        auto r = run(s("mr-0"), {s("echo"), s("ran")}, {s("--min-replicas"), s("0"), s("--replica-timeout"), s("1s")});
+        QVERIFY2(r.exitCode == 0 && r.out == "ran\n", r.err.constData());
+        auto alone = run(s("mr-1"), {s("echo"), s("ran")}, {s("--replica-timeout"), s("1s")});
+        QCOMPARE(alone.exitCode, 64);
+        QVERIFY(alone.out.isEmpty());
+    }
+
     void commandInheritsNoRedisSocket()
     {
         // CMD runs with idemctl's connections open: it must not inherit them (a child that keeps

@@ -223,7 +223,7 @@ int cmdRun(const std::vector<std::string>& argv)
         so.maxResponseBytes = idem::parseSize(*v);
     so.minReplicas = number<int>(args.value("--min-replicas"), 0, 0, 100, "--min-replicas");
     if (auto v = args.value("--replica-timeout")) {
-        if (so.minReplicas == 0)
+        if (!args.value("--min-replicas")) // (0 is accepted: scripts that always pass both turn it off)
             throw UsageFailure{"--replica-timeout needs --min-replicas N"};
         so.replicaTimeout = idem::parseDuration(*v);
     }

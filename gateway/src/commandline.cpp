@@ -315,11 +315,11 @@ int parseCommandLine(const QStringList& arguments, GatewayOptions& o)
         if (p.isSet(minReplicas)) {
             bool ok = false;
             o.minReplicas = p.value(minReplicas).toInt(&ok);
-            if (!ok || o.minReplicas < 1 || o.minReplicas > 100)
-                throw Bad{u"--min-replicas must be a number of replicas from 1 to 100, not '"_s + p.value(minReplicas) +
-                          u"'"_s};
+            if (!ok || o.minReplicas < 0 || o.minReplicas > 100) // 0: off, as without the flag
+                throw Bad{u"--min-replicas must be a number of replicas from 0 (off) to 100, not '"_s +
+                          p.value(minReplicas) + u"'"_s};
         }
-        if (p.isSet(replicaTimeout) && o.minReplicas == 0)
+        if (p.isSet(replicaTimeout) && !p.isSet(minReplicas))
             throw Bad{u"--replica-timeout goes with --min-replicas N"_s};
         duration(replicaTimeout, "--replica-timeout", o.replicaTimeout);
         o.policyLink = p.value(policyLink);
