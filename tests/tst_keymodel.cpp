@@ -97,6 +97,22 @@ private slots:
         QCOMPARE(model.data(model.index(model.rowOfKey(u"ns:{twice}"_qs), KeyTableModel::State)).toString(), u"FAILED"_qs);
     }
 
+    // A key with control or bidirectional characters is shown with '?' for each, as idemctl prints
+    // it (U+202E would make "evil\u202Etxt.exe" read as another key); the key itself is kept
+    void controlAndBidiCharactersShownMasked()
+    {
+        KeyTableModel model;
+        model.setKeyNamespace(u"ns"_qs);
+        const qint64 now = 1'700'000'000'000;
+        const QString id = u"pay\u202Eroot\x1b[2Jx\u2066y"_qs;
+        model.upsert({row(id, idem::RecordState::Completed, now)}, now, 1);
+        const QModelIndex cell = model.index(0, KeyTableModel::Id);
+        QCOMPARE(cell.data(Qt::DisplayRole).toString(), u"pay?root?[2Jx?y"_qs);
+        QVERIFY(!cell.data(Qt::ToolTipRole).toString().contains(QChar(0x202e)));
+        QCOMPARE(cell.data(KeyTableModel::KeyRole).toString(), u"ns:{"_qs + id + u"}"_qs); // actions keep the bytes
+        QCOMPARE(shownText(u"plain ключ"_qs), u"plain ключ"_qs);
+    }
+
     void countdownsAndStaleOnTheServerClock()
     {
         KeyTableModel model;

@@ -26,11 +26,12 @@ using namespace Qt::StringLiterals;
 namespace {
 constexpr int kAuditShown = 200; // the store's audit view: the newest entries
 
+// (line breaks and tabs kept: values are shown as written; the rest as shownText() masks them)
 QString html(const std::string& s)
 {
     QString out = qs(s).toHtmlEscaped();
     for (QChar& c : out)
-        if (c.unicode() < 0x20 && c != u'\n' && c != u'\t')
+        if (c != u'\n' && c != u'\t' && shownText(QString(c)) != QString(c))
             c = u'\uFFFD';
     return out;
 }
@@ -105,7 +106,7 @@ void ConsoleWorker::inspect(const QString& key)
         const QString last = lastAction(key, now);
         if (!rec) {
             Q_EMIT inspected(key, u"<p><b>%1</b> is gone (expired or deleted).</p>%2"_s.arg(
-                                      key.toHtmlEscaped(), last.isEmpty() ? QString() : u"<p>%1</p>"_s.arg(last)));
+                                      shownText(key).toHtmlEscaped(), last.isEmpty() ? QString() : u"<p>%1</p>"_s.arg(last)));
             return;
         }
         Q_EMIT inspected(key, recordHtml(*rec, now, last));

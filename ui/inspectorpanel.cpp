@@ -1,6 +1,7 @@
 #include "inspectorpanel.h"
 
 #include "elidedlabel.h"
+#include "keyrow.h"
 #include "theme.h"
 
 #include <QFrame>
@@ -68,7 +69,7 @@ InspectorPanel::InspectorPanel(QWidget* parent) : QWidget(parent)
 void InspectorPanel::showRecord(const QString& key, const QString& html)
 {
     m_key = key;
-    m_title->setText(key);
+    m_title->setText(shownText(key));
     // keep the reader's place when the same record is read again (after a scan or an action)
     const int scroll = m_browser->verticalScrollBar() ? m_browser->verticalScrollBar()->value() : 0;
     m_browser->setHtml(html);
@@ -89,8 +90,8 @@ void InspectorPanel::showReading(const QString& key)
     if (key != m_key)
         m_history->clear();
     m_key = key;
-    m_title->setText(key);
-    m_browser->setHtml(tr("<p>Reading %1…</p>").arg(key.toHtmlEscaped()));
+    m_title->setText(shownText(key));
+    m_browser->setHtml(tr("<p>Reading %1…</p>").arg(shownText(key).toHtmlEscaped()));
 }
 
 void InspectorPanel::setStaleNote(const QString& note)

@@ -199,3 +199,18 @@ idem::Record KeyRow::toGuardRecord() const
     }
     return r;
 }
+
+QString shownText(const QString& text)
+{
+    const auto masked = [](char16_t c) {
+        return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f ||
+               (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+    };
+    if (std::none_of(text.begin(), text.end(), [&](QChar c) { return masked(c.unicode()); }))
+        return text;
+    QString out = text;
+    for (QChar& c : out)
+        if (masked(c.unicode()))
+            c = u'?';
+    return out;
+}

@@ -104,6 +104,11 @@ struct KeyRow {
 Q_DECLARE_TYPEINFO(KeyRow, Q_RELOCATABLE_TYPE);
 Q_DECLARE_METATYPE(KeyRow)
 
+// Text from the server as the console shows it: control characters (C0, DEL, C1) and Unicode
+// bidirectional controls (which can make a key read as another: "Trojan Source") each become '?',
+// as idemctl prints them. For the eye only: actions, exports and the clipboard keep the bytes.
+QString shownText(const QString& text);
+
 struct ScanSummary {
     quint64 generation = 0;
     qint64 keysSeen = 0;

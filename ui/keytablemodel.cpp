@@ -113,7 +113,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
-        case Id: return idOf(r);
+        case Id: return shownText(idOf(r));
         case State: return stateName(r, now);
         case Age: return r.createdMs > 0 ? duration(now - r.createdMs) : QString();
         case Ttl:
@@ -150,7 +150,7 @@ QVariant KeyTableModel::data(const QModelIndex& index, int role) const
     case Qt::ToolTipRole:
         // a cell's whole text where the column may cut it, then what the row's state means
         if (index.column() == Id)
-            return r.keyText();
+            return shownText(r.keyText());
         if (index.column() == Owner && !r.owner().isEmpty())
             return r.owner();
         if (index.column() == Note && !noteOf(r, now).isEmpty() && !stale)

@@ -177,7 +177,7 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
         request.notRecords += idem::notARecord(state) && !r.mayBeLive(now) && !r.lab() ? 1 : 0;
         request.completed += state == idem::RecordState::Completed ? 1 : 0;
         if (request.sample.size() < ConfirmDialog::kSampleSize)
-            request.sample << m_model->idOf(r);
+            request.sample << shownText(m_model->idOf(r));
         target.push_back(r);
     }
     if (target.isEmpty()) {
@@ -206,7 +206,7 @@ void MainWindow::runAction(bool forceFail, const QVector<KeyRow>& rows, bool sel
     entry.keys = static_cast<int>(target.size());
     QStringList sample;
     for (int i = 0; i < std::min<int>(5, static_cast<int>(target.size())); ++i)
-        sample << m_model->idOf(target[i]);
+        sample << shownText(m_model->idOf(target[i]));
     entry.sample = sample.join(u", "_s) + (target.size() > 5 ? u", …"_s : QString());
     // the entry is written when the worker reports what changed
     auto conn = std::make_shared<QMetaObject::Connection>();
