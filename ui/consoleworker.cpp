@@ -148,9 +148,100 @@ idem::Monitor& ConsoleWorker::monitor() { return *m_monitor; }
 
 void ConsoleWorker::stopListeners()
 {
-    for (auto& l : m_listeners)
+    for (auto& [node, l] : m_listeners)
         l->stop();
     m_listeners.clear();
+    m_listenedFor.clear();
+}
+
+void ConsoleWorker::setLive(bool live, const QString& detail, bool interrupted)
+{
+    if (live == m_live && detail == m_liveDetail)
+        return;
+    const bool changed = live != m_live;
+    m_live = live;
+    m_liveDetail = detail;
+    Q_EMIT liveUpdates(live, detail, interrupted);
+    if (changed || !m_rescanTimer->isActive())
+        m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
+}
+
+void ConsoleWorker::listen()
+{
+    if (!m_scanner || !m_monitor)
+        return;
+    const bool cluster = m_scanner->cluster();
+    const std::vector<std::string> nodes = cluster ? m_scanner->nodes() : std::vector<std::string>{std::string()};
+    m_listenedFor = nodes;
+    // a node no longer read (a failover moved its slots): its listener goes
+    for (auto it = m_listeners.begin(); it != m_listeners.end();) {
+        if (std::find(nodes.begin(), nodes.end(), it->first) == nodes.end()) {
+            it->second->stop();
+            it = m_listeners.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (!m_listenAgain)
+        return; // notifications are off on the server: the interval rescan says so already
+    QStringList unreachable;
+    for (const std::string& node : nodes) {
+        auto& l = m_listeners[node];
+        if (l && l->running())
+            continue;
+        // each node sends its own keys' notifications only: one subscription per node read
+        idem::ConnectionOptions lo = m_scanner->optionsFor(node); // one server: the seed's own
+        lo.readOnly = false;                                      // a subscription reads no key
+        l = std::make_unique<idem::KeyspaceListener>(
+            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
+                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            });
+        std::string why;
+        if (l->start(&why))
+            continue;
+        if (!l->unreachable()) { // notifications off, or not allowed: a setting, the same on every node
+            m_listenAgain = false;
+            stopListeners();
+            // why first: where the status bar cuts the line, what to change on the server is still read
+            setLive(false, u"%1: rescanning every %2 s"_s.arg(qs(why), QString::number(m_settings.rescanIntervalMs / 1000.0)),
+                    false);
+            return;
+        }
+        m_listeners.erase(node);
+        // the error's last words: the node is named already, the status bar has little room
+        unreachable << (cluster ? u"%1 (%2)"_s.arg(qs(node), qs(why).section(u": "_s, -1)) : qs(why));
+    }
+    if (unreachable.isEmpty()) {
+        setLive(true, u"keyspace notifications"_s, false);
+        return;
+    }
+    qCInfo(lcWorker).noquote() << "no keyspace notifications from" << unreachable.join(u"; "_s);
+    setLive(false, u"no notifications from %1: rescanning every %2 s"_s.arg(
+                       unreachable.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
+            true);
+}
+
+void ConsoleWorker::checkListeners()
+{
+    QStringList stopped;
+    for (auto it = m_listeners.begin(); it != m_listeners.end();) {
+        if (it->second->running()) {
+            ++it;
+            continue;
+        }
+        const QString why = qs(it->second->endedWhy()).section(u": "_s, -1);
+        stopped << (it->first.empty() ? why : u"%1 (%2)"_s.arg(qs(it->first), why));
+        it->second->stop();
+        it = m_listeners.erase(it);
+    }
+    if (stopped.isEmpty())
+        return;
+    qCWarning(lcWorker).noquote() << "keyspace notifications stopped:" << stopped.join(u"; "_s);
+    // what those nodes' keys do now is seen by reading them again, until notifications are back
+    setLive(false, u"notifications from %1 lost: rescanning every %2 s"_s.arg(
+                       stopped.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
+            true);
+    rescan();
 }
 
 KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
@@ -301,29 +392,12 @@ void ConsoleWorker::connectNow()
     probeWriteAccess();
     m_heartbeatTimer->start();
 
-    // Live updates: keyspace notifications if the server sends them (never turned on by us); on a
-    // cluster each node sends its own keys' only, so one subscription per node read
-    std::string why;
-    bool live = true;
-    for (const std::string& node : m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}) {
-        idem::ConnectionOptions lo = node.empty() ? o : m_scanner->optionsFor(node);
-        lo.readOnly = false; // a subscription reads no key
-        m_listeners.push_back(std::make_unique<idem::KeyspaceListener>(
-            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
-                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
-            }));
-        if (!m_listeners.back()->start(&why)) {
-            live = false;
-            break;
-        }
-    }
-    if (!live)
-        stopListeners();
-    // why first: where the status bar cuts the line, what to change on the server is still read
-    Q_EMIT liveUpdates(live, live ? u"keyspace notifications"_s
-                                  : u"%1: rescanning every %2 s"_s.arg(qs(why),
-                                                                      QString::number(m_settings.rescanIntervalMs / 1000.0)));
-    m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
+    // Live updates: keyspace notifications if the server sends them (never turned on by us),
+    // subscribed by rescan() before it reads the keys
+    m_rescanTimer->stop();
+    m_live = false;
+    m_liveDetail.clear();
+    m_listenAgain = true;
     rescan();
 }
 
@@ -368,7 +442,8 @@ void ConsoleWorker::beat()
     }
     if (!m_conn || m_link != Link::Connected)
         return;
-    if (m_scanning) // its pages are the news
+    checkListeners(); // also while scanning: a scan of a failing-over shard takes seconds
+    if (!m_conn || m_link != Link::Connected || m_scanning) // (a scan's pages are the news)
         return;
     try {
         // through Sentinel, a primary that was replaced may go on answering reads as a replica:

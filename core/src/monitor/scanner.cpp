@@ -94,8 +94,13 @@ std::int64_t Scanner::keyCount()
     if (!m_cluster)
         return reply::integer(m_seed.connection->checked({"DBSIZE"}).get());
     std::int64_t n = 0;
-    for (const auto& s : m_shards)
-        n += reply::integer(node(s.readAt, s.readAt != s.topology.primary).connection->checked({"DBSIZE"}).get());
+    for (const auto& s : m_shards) {
+        try {
+            n += reply::integer(node(s.readAt, s.readAt != s.topology.primary).connection->checked({"DBSIZE"}).get());
+        } catch (const IoError&) {
+            // a node failing over: an estimate without it; the scan waits the failover out
+        }
+    }
     return n;
 }
 

@@ -72,7 +72,8 @@ public:
     // primary serving its slot now, with its audit entry. Returns how many were removed.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by);
 
-    // How many keys the nodes read from hold (DBSIZE of each, O(1)): a progress estimate.
+    // How many keys the nodes read from hold (DBSIZE of each, O(1)): a progress estimate. On a
+    // cluster a node that does not answer (failing over) counts 0: its shard's scan says more.
     std::int64_t keyCount();
     // The connection options for a node ("host:port"): the seed's, at that address.
     ConnectionOptions optionsFor(const std::string& address) const;
