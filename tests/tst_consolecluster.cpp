@@ -1,7 +1,7 @@
 // The console on a Redis Cluster (3 primaries, 3 replicas) whose nodes die: a primary that is not
 // the URL's makes the data not live until the scan has followed the failover and notifications come
 // from the promoted replica (its rows read again, never left to turn stale while their locks are
-// renewed).
+// renewed); the URL's own node dying is survived through another node the console knew.
 #include "consoletest.h"
 
 #include <QScopeGuard>
@@ -131,6 +131,21 @@ private slots:
             }
             QTest::qWait(500);
         }
+
+        // The URL's own node dies: the console goes on through another node it knew, and says so
+        const QString seed = address(cluster.server(0));
+        cluster.server(0).kill();
+        QElapsedTimer sinceSeedKill;
+        sinceSeedKill.start();
+        QTRY_VERIFY2_WITH_TIMEOUT(w.freshness() == MainWindow::Freshness::Live && linkText(w).contains(u"through node"_s),
+                                  qPrintable(linkText(w) + u" / "_s + w.bannerText()), 20000);
+        QVERIFY2(!linkText(w).contains(u"through node "_s + seed), qPrintable(linkText(w)));
+        QVERIFY2(sinceSeedKill.elapsed() < 20000, qPrintable(QString::number(sinceSeedKill.elapsed())));
+        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()),
+                                  20000);
+        for (const auto& [shard, keys] : keysOfShard)
+            for (const QString& key : keys)
+                QVERIFY2(w.model()->rowOfKey(key) >= 0, qPrintable(key));
     }
 };
 

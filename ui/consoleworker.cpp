@@ -260,6 +260,7 @@ KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
 
 void ConsoleWorker::abortIo()
 {
+    m_aborting = true;
     std::lock_guard lock(m_ioMutex);
     if (m_conn)
         m_conn->interrupt();
@@ -303,6 +304,9 @@ void ConsoleWorker::open(const ConnectionSettings& settings)
     close();
     m_settings = settings;
     m_endpoint.clear(); // a primary lost later is a failover; before the first, only unreachable
+    m_clusterNodes.clear();
+    m_urlEndpoint.clear();
+    m_aborting = false;
     m_retryDelayMs = 500;
     connectNow();
 }
@@ -349,46 +353,49 @@ void ConsoleWorker::connectNow()
     o.commandTimeout = idem::Millis(3000);
     m_link = Link::Connecting;
     Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(qs(o.describe())));
-    try {
-        {
-            std::lock_guard lock(m_ioMutex);
-            m_conn = std::make_unique<idem::Connection>(o);
+    // A cluster the console has read: when the URL's node does not answer, the cluster may still
+    // serve (a replica promoted in its place), so the other nodes it knew are tried in turn
+    const std::string urlNode = o.host + ':' + std::to_string(o.port);
+    std::vector<std::string> others;
+    for (const std::string& node : m_clusterNodes)
+        if (node != urlNode && node != m_urlEndpoint)
+            others.push_back(node);
+    idem::ConnectionOptions at = o;
+    QString urlDown; // why the URL's node could not be used, when another is
+    for (std::size_t next = 0;; ++next) {
+        try {
+            connectTo(at);
+            break;
+        } catch (const idem::IoError& e) {
+            if (next >= others.size() || m_aborting) {
+                if (next == 0)
+                    failed(e);
+                else
+                    lost(u"%1, and no other node of the cluster answered"_s.arg(urlDown));
+                return;
+            }
+            if (next == 0)
+                urlDown = qs(e.what());
+            qCInfo(lcWorker).noquote() << "cluster: trying" << qs(others[next]) << "after" << qs(e.what());
+            dropIo();
+            at = idem::optionsAtNode(o, others[next]);
+        } catch (const idem::Error& e) {
+            failed(e);
+            return;
         }
-        m_conn->connect();
-        m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
-        idem::MonitorOptions mo;
-        mo.keyNamespace = m_settings.keyNamespace.toStdString();
-        if (!m_settings.format.isEmpty())
-            mo.format = idem::formatFromString(m_settings.format.toStdString());
-        mo.pattern = m_settings.pattern.toStdString();
-        mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
-        {
-            std::lock_guard lock(m_ioMutex);
-            idem::ScannerOptions so;
-            so.readFrom = m_settings.readFromReplicas ? idem::ReadFrom::Replicas : idem::ReadFrom::Primaries;
-            m_scanner = std::make_unique<idem::Scanner>(o, mo, so);
-        }
-        m_scanner->open(); // on a cluster: the topology, from any node given
-        m_monitor = &m_scanner->seedMonitor();
-        m_nodeIndex.clear();
-        m_nodeNames.clear();
-        Q_EMIT nodesChanged(m_nodeNames);
-        {
-            std::lock_guard lock(m_ioMutex);
-            m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
-        }
-        idem::StoreOptions so;
-        so.keyNamespace = mo.keyNamespace;
-        m_store = std::make_unique<idem::Store>(*m_pool, so);
-    } catch (const idem::Error& e) {
-        failed(e);
-        return;
     }
     m_retryDelayMs = 500;
     m_link = Link::Connected;
     m_endpoint = qs(m_conn->endpoint());
-    Q_EMIT linkChanged(m_link, m_viaSentinel ? u"connected to primary %2 through %1"_s.arg(qs(o.describe()), m_endpoint)
-                                             : u"connected to %1"_s.arg(qs(o.describe())));
+    if (urlDown.isEmpty())
+        m_urlEndpoint = m_conn->endpoint();
+    if (m_scanner->cluster())
+        m_clusterNodes = m_scanner->clusterNodes();
+    // the node used first: where the status bar cuts the line, it is still read
+    Q_EMIT linkChanged(m_link, m_viaSentinel        ? u"connected to primary %2 through %1"_s.arg(qs(o.describe()), m_endpoint)
+                               : !urlDown.isEmpty() ? u"connected through node %1: %2 does not answer (%3)"_s.arg(
+                                                          m_endpoint, qs(o.describe()), urlDown)
+                                                    : u"connected to %1"_s.arg(qs(o.describe())));
     probeWriteAccess();
     m_heartbeatTimer->start();
 
@@ -399,6 +406,40 @@ void ConsoleWorker::connectNow()
     m_liveDetail.clear();
     m_listenAgain = true;
     rescan();
+}
+
+void ConsoleWorker::connectTo(const idem::ConnectionOptions& o)
+{
+    {
+        std::lock_guard lock(m_ioMutex);
+        m_conn = std::make_unique<idem::Connection>(o);
+    }
+    m_conn->connect();
+    m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
+    idem::MonitorOptions mo;
+    mo.keyNamespace = m_settings.keyNamespace.toStdString();
+    if (!m_settings.format.isEmpty())
+        mo.format = idem::formatFromString(m_settings.format.toStdString());
+    mo.pattern = m_settings.pattern.toStdString();
+    mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
+    {
+        std::lock_guard lock(m_ioMutex);
+        idem::ScannerOptions so;
+        so.readFrom = m_settings.readFromReplicas ? idem::ReadFrom::Replicas : idem::ReadFrom::Primaries;
+        m_scanner = std::make_unique<idem::Scanner>(o, mo, so);
+    }
+    m_scanner->open(); // on a cluster: the topology, from any node given
+    m_monitor = &m_scanner->seedMonitor();
+    m_nodeIndex.clear();
+    m_nodeNames.clear();
+    Q_EMIT nodesChanged(m_nodeNames);
+    {
+        std::lock_guard lock(m_ioMutex);
+        m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
+    }
+    idem::StoreOptions so;
+    so.keyNamespace = mo.keyNamespace;
+    m_store = std::make_unique<idem::Store>(*m_pool, so);
 }
 
 void ConsoleWorker::failed(const idem::Error& e)
@@ -500,6 +541,9 @@ void ConsoleWorker::lost(const QString& why)
         Q_EMIT linkChanged(m_link, u"failing over: primary %1 lost (%2) — asking the sentinels for the new one in %3 s"_s
                                        .arg(m_endpoint, why.section(u": "_s, -1))
                                        .arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
+    else if (!m_clusterNodes.empty()) // connectNow() tries the URL's node, then the others it knew
+        Q_EMIT linkChanged(m_link, u"%1 — trying it and the cluster's other nodes in %2 s"_s.arg(why).arg(
+                                       m_retryDelayMs / 1000.0, 0, 'f', 1));
     else
         Q_EMIT linkChanged(m_link, u"%1 — retrying in %2 s"_s.arg(why).arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
     m_retryTimer->start(m_retryDelayMs);

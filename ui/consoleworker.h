@@ -12,6 +12,7 @@
 #include <QString>
 #include <QStringList>
 #include <QTimer>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <vector>
@@ -97,7 +98,8 @@ Q_DECLARE_METATYPE(ActionResult)
 // the sentinels name the new one, which the link's detail then names. On a Redis Cluster, a node
 // whose notifications stop (it died) makes the data not live: the keys are read again on the short
 // interval, and notifications followed again once the scan has found the node serving those slots
-// now. Results go back to the GUI as queued signals.
+// now; a URL whose node does not answer is reached through another node the console knew. Results
+// go back to the GUI as queued signals.
 class ConsoleWorker : public QObject {
     Q_OBJECT
 public:
@@ -161,6 +163,8 @@ Q_SIGNALS:
 
 private:
     void connectNow();
+    // The connection, scanner, pool and store, through the node `o` names (throws idem::Error)
+    void connectTo(const idem::ConnectionOptions& o);
     void scanStep();
     void flushDirty();
     void lost(const QString& why);
@@ -221,6 +225,11 @@ private:
     bool m_live = false;
     bool m_listenAgain = true; // false: notifications are off (a setting), not asked again until a reconnect
     QString m_liveDetail;
+    // Every node of the cluster last seen (primaries first), kept across a drop: a URL whose node is
+    // down is reached through one of them. Empty: not a cluster.
+    std::vector<std::string> m_clusterNodes;
+    std::string m_urlEndpoint;             // the URL's node as last reached ("host:port")
+    std::atomic<bool> m_aborting{false}; // abortIo(): no further node is tried
     QTimer* m_rescanTimer = nullptr;
     QTimer* m_retryTimer = nullptr;
     QTimer* m_dirtyTimer = nullptr;

@@ -83,6 +83,8 @@ void ConsoleWorker::rescan()
         return;
     try {
         m_scanner->restart();
+        if (m_scanner->cluster())
+            m_clusterNodes = m_scanner->clusterNodes(); // where to go if the URL's node stops answering
         // notifications first, then the keys: nothing that changes during the scan is missed. Again
         // while not live (a node was lost) and when other nodes serve the slots now (a failover).
         if (!m_live || m_listenedFor != (m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}))

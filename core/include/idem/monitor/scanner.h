@@ -24,6 +24,10 @@ struct ScannerOptions {
     Millis failoverWait{30000};
 };
 
+// The options of a cluster's node ("host:port", as the cluster names it): the seed's (user,
+// password, TLS, timeouts) at that address; `readOnly`: READONLY, to read a replica.
+ConnectionOptions optionsAtNode(const ConnectionOptions& seed, const std::string& address, bool readOnly = false);
+
 // One shard's page of a step.
 struct ShardPage {
     std::string node;       // "host:port" it was read from
@@ -62,6 +66,9 @@ public:
     bool cluster() const { return m_cluster; }
     // the nodes read from, "host:port" (one server: its endpoint once connected)
     std::vector<std::string> nodes() const;
+    // Every node of the cluster as last learned, primaries first, then replicas (empty on one
+    // server): where a client may go when the node it was given stops answering.
+    std::vector<std::string> clusterNodes() const;
     // "one server" / "3 primaries" / "3 replicas (of 3 primaries)": for titles and messages
     std::string describe() const;
 
