@@ -148,9 +148,100 @@ idem::Monitor& ConsoleWorker::monitor() { return *m_monitor; }
 
 void ConsoleWorker::stopListeners()
 {
-    for (auto& l : m_listeners)
+    for (auto& [node, l] : m_listeners)
         l->stop();
     m_listeners.clear();
+    m_listenedFor.clear();
+}
+
+void ConsoleWorker::setLive(bool live, const QString& detail, bool interrupted)
+{
+    if (live == m_live && detail == m_liveDetail)
+        return;
+    const bool changed = live != m_live;
+    m_live = live;
+    m_liveDetail = detail;
+    Q_EMIT liveUpdates(live, detail, interrupted);
+    if (changed || !m_rescanTimer->isActive())
+        m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
+}
+
+void ConsoleWorker::listen()
+{
+    if (!m_scanner || !m_monitor)
+        return;
+    const bool cluster = m_scanner->cluster();
+    const std::vector<std::string> nodes = cluster ? m_scanner->nodes() : std::vector<std::string>{std::string()};
+    m_listenedFor = nodes;
+    // a node no longer read (a failover moved its slots): its listener goes
+    for (auto it = m_listeners.begin(); it != m_listeners.end();) {
+        if (std::find(nodes.begin(), nodes.end(), it->first) == nodes.end()) {
+            it->second->stop();
+            it = m_listeners.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (!m_listenAgain)
+        return; // notifications are off on the server: the interval rescan says so already
+    QStringList unreachable;
+    for (const std::string& node : nodes) {
+        auto& l = m_listeners[node];
+        if (l && l->running())
+            continue;
+        // each node sends its own keys' notifications only: one subscription per node read
+        idem::ConnectionOptions lo = m_scanner->optionsFor(node); // one server: the seed's own
+        lo.readOnly = false;                                      // a subscription reads no key
+        l = std::make_unique<idem::KeyspaceListener>(
+            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
+                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            });
+        std::string why;
+        if (l->start(&why))
+            continue;
+        if (!l->unreachable()) { // notifications off, or not allowed: a setting, the same on every node
+            m_listenAgain = false;
+            stopListeners();
+            // why first: where the status bar cuts the line, what to change on the server is still read
+            setLive(false, u"%1: rescanning every %2 s"_s.arg(qs(why), QString::number(m_settings.rescanIntervalMs / 1000.0)),
+                    false);
+            return;
+        }
+        m_listeners.erase(node);
+        // the error's last words: the node is named already, the status bar has little room
+        unreachable << (cluster ? u"%1 (%2)"_s.arg(qs(node), qs(why).section(u": "_s, -1)) : qs(why));
+    }
+    if (unreachable.isEmpty()) {
+        setLive(true, u"keyspace notifications"_s, false);
+        return;
+    }
+    qCInfo(lcWorker).noquote() << "no keyspace notifications from" << unreachable.join(u"; "_s);
+    setLive(false, u"no notifications from %1: rescanning every %2 s"_s.arg(
+                       unreachable.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
+            true);
+}
+
+void ConsoleWorker::checkListeners()
+{
+    QStringList stopped;
+    for (auto it = m_listeners.begin(); it != m_listeners.end();) {
+        if (it->second->running()) {
+            ++it;
+            continue;
+        }
+        const QString why = qs(it->second->endedWhy()).section(u": "_s, -1);
+        stopped << (it->first.empty() ? why : u"%1 (%2)"_s.arg(qs(it->first), why));
+        it->second->stop();
+        it = m_listeners.erase(it);
+    }
+    if (stopped.isEmpty())
+        return;
+    qCWarning(lcWorker).noquote() << "keyspace notifications stopped:" << stopped.join(u"; "_s);
+    // what those nodes' keys do now is seen by reading them again, until notifications are back
+    setLive(false, u"notifications from %1 lost: rescanning every %2 s"_s.arg(
+                       stopped.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
+            true);
+    rescan();
 }
 
 KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
@@ -169,6 +260,7 @@ KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
 
 void ConsoleWorker::abortIo()
 {
+    m_aborting = true;
     std::lock_guard lock(m_ioMutex);
     if (m_conn)
         m_conn->interrupt();
@@ -212,6 +304,9 @@ void ConsoleWorker::open(const ConnectionSettings& settings)
     close();
     m_settings = settings;
     m_endpoint.clear(); // a primary lost later is a failover; before the first, only unreachable
+    m_clusterNodes.clear();
+    m_urlEndpoint.clear();
+    m_aborting = false;
     m_retryDelayMs = 500;
     connectNow();
 }
@@ -258,73 +353,93 @@ void ConsoleWorker::connectNow()
     o.commandTimeout = idem::Millis(3000);
     m_link = Link::Connecting;
     Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(qs(o.describe())));
-    try {
-        {
-            std::lock_guard lock(m_ioMutex);
-            m_conn = std::make_unique<idem::Connection>(o);
+    // A cluster the console has read: when the URL's node does not answer, the cluster may still
+    // serve (a replica promoted in its place), so the other nodes it knew are tried in turn
+    const std::string urlNode = o.host + ':' + std::to_string(o.port);
+    std::vector<std::string> others;
+    for (const std::string& node : m_clusterNodes)
+        if (node != urlNode && node != m_urlEndpoint)
+            others.push_back(node);
+    idem::ConnectionOptions at = o;
+    QString urlDown; // why the URL's node could not be used, when another is
+    for (std::size_t next = 0;; ++next) {
+        try {
+            connectTo(at);
+            break;
+        } catch (const idem::IoError& e) {
+            if (next >= others.size() || m_aborting) {
+                if (next == 0)
+                    failed(e);
+                else
+                    lost(u"%1, and no other node of the cluster answered"_s.arg(urlDown));
+                return;
+            }
+            if (next == 0)
+                urlDown = qs(e.what());
+            qCInfo(lcWorker).noquote() << "cluster: trying" << qs(others[next]) << "after" << qs(e.what());
+            dropIo();
+            at = idem::optionsAtNode(o, others[next]);
+        } catch (const idem::Error& e) {
+            failed(e);
+            return;
         }
-        m_conn->connect();
-        m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
-        idem::MonitorOptions mo;
-        mo.keyNamespace = m_settings.keyNamespace.toStdString();
-        if (!m_settings.format.isEmpty())
-            mo.format = idem::formatFromString(m_settings.format.toStdString());
-        mo.pattern = m_settings.pattern.toStdString();
-        mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
-        {
-            std::lock_guard lock(m_ioMutex);
-            idem::ScannerOptions so;
-            so.readFrom = m_settings.readFromReplicas ? idem::ReadFrom::Replicas : idem::ReadFrom::Primaries;
-            m_scanner = std::make_unique<idem::Scanner>(o, mo, so);
-        }
-        m_scanner->open(); // on a cluster: the topology, from any node given
-        m_monitor = &m_scanner->seedMonitor();
-        m_nodeIndex.clear();
-        m_nodeNames.clear();
-        Q_EMIT nodesChanged(m_nodeNames);
-        {
-            std::lock_guard lock(m_ioMutex);
-            m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
-        }
-        idem::StoreOptions so;
-        so.keyNamespace = mo.keyNamespace;
-        m_store = std::make_unique<idem::Store>(*m_pool, so);
-    } catch (const idem::Error& e) {
-        failed(e);
-        return;
     }
     m_retryDelayMs = 500;
     m_link = Link::Connected;
     m_endpoint = qs(m_conn->endpoint());
-    Q_EMIT linkChanged(m_link, m_viaSentinel ? u"connected to primary %2 through %1"_s.arg(qs(o.describe()), m_endpoint)
-                                             : u"connected to %1"_s.arg(qs(o.describe())));
+    if (urlDown.isEmpty())
+        m_urlEndpoint = m_conn->endpoint();
+    if (m_scanner->cluster())
+        m_clusterNodes = m_scanner->clusterNodes();
+    // the node used first: where the status bar cuts the line, it is still read
+    Q_EMIT linkChanged(m_link, m_viaSentinel        ? u"connected to primary %2 through %1"_s.arg(qs(o.describe()), m_endpoint)
+                               : !urlDown.isEmpty() ? u"connected through node %1: %2 does not answer (%3)"_s.arg(
+                                                          m_endpoint, qs(o.describe()), urlDown)
+                                                    : u"connected to %1"_s.arg(qs(o.describe())));
     probeWriteAccess();
     m_heartbeatTimer->start();
 
-    // Live updates: keyspace notifications if the server sends them (never turned on by us); on a
-    // cluster each node sends its own keys' only, so one subscription per node read
-    std::string why;
-    bool live = true;
-    for (const std::string& node : m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}) {
-        idem::ConnectionOptions lo = node.empty() ? o : m_scanner->optionsFor(node);
-        lo.readOnly = false; // a subscription reads no key
-        m_listeners.push_back(std::make_unique<idem::KeyspaceListener>(
-            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
-                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
-            }));
-        if (!m_listeners.back()->start(&why)) {
-            live = false;
-            break;
-        }
-    }
-    if (!live)
-        stopListeners();
-    // why first: where the status bar cuts the line, what to change on the server is still read
-    Q_EMIT liveUpdates(live, live ? u"keyspace notifications"_s
-                                  : u"%1: rescanning every %2 s"_s.arg(qs(why),
-                                                                      QString::number(m_settings.rescanIntervalMs / 1000.0)));
-    m_rescanTimer->start(live ? kResyncWithNotificationsMs : m_settings.rescanIntervalMs);
+    // Live updates: keyspace notifications if the server sends them (never turned on by us),
+    // subscribed by rescan() before it reads the keys
+    m_rescanTimer->stop();
+    m_live = false;
+    m_liveDetail.clear();
+    m_listenAgain = true;
     rescan();
+}
+
+void ConsoleWorker::connectTo(const idem::ConnectionOptions& o)
+{
+    {
+        std::lock_guard lock(m_ioMutex);
+        m_conn = std::make_unique<idem::Connection>(o);
+    }
+    m_conn->connect();
+    m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
+    idem::MonitorOptions mo;
+    mo.keyNamespace = m_settings.keyNamespace.toStdString();
+    if (!m_settings.format.isEmpty())
+        mo.format = idem::formatFromString(m_settings.format.toStdString());
+    mo.pattern = m_settings.pattern.toStdString();
+    mo.scanCount = static_cast<std::size_t>(std::clamp(m_settings.scanCount, 10, 5000));
+    {
+        std::lock_guard lock(m_ioMutex);
+        idem::ScannerOptions so;
+        so.readFrom = m_settings.readFromReplicas ? idem::ReadFrom::Replicas : idem::ReadFrom::Primaries;
+        m_scanner = std::make_unique<idem::Scanner>(o, mo, so);
+    }
+    m_scanner->open(); // on a cluster: the topology, from any node given
+    m_monitor = &m_scanner->seedMonitor();
+    m_nodeIndex.clear();
+    m_nodeNames.clear();
+    Q_EMIT nodesChanged(m_nodeNames);
+    {
+        std::lock_guard lock(m_ioMutex);
+        m_pool = std::make_unique<idem::ConnectionPool>(o, 1);
+    }
+    idem::StoreOptions so;
+    so.keyNamespace = mo.keyNamespace;
+    m_store = std::make_unique<idem::Store>(*m_pool, so);
 }
 
 void ConsoleWorker::failed(const idem::Error& e)
@@ -368,7 +483,8 @@ void ConsoleWorker::beat()
     }
     if (!m_conn || m_link != Link::Connected)
         return;
-    if (m_scanning) // its pages are the news
+    checkListeners(); // also while scanning: a scan of a failing-over shard takes seconds
+    if (!m_conn || m_link != Link::Connected || m_scanning) // (a scan's pages are the news)
         return;
     try {
         // through Sentinel, a primary that was replaced may go on answering reads as a replica:
@@ -425,6 +541,9 @@ void ConsoleWorker::lost(const QString& why)
         Q_EMIT linkChanged(m_link, u"failing over: primary %1 lost (%2) — asking the sentinels for the new one in %3 s"_s
                                        .arg(m_endpoint, why.section(u": "_s, -1))
                                        .arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
+    else if (!m_clusterNodes.empty()) // connectNow() tries the URL's node, then the others it knew
+        Q_EMIT linkChanged(m_link, u"%1 — trying it and the cluster's other nodes in %2 s"_s.arg(why).arg(
+                                       m_retryDelayMs / 1000.0, 0, 'f', 1));
     else
         Q_EMIT linkChanged(m_link, u"%1 — retrying in %2 s"_s.arg(why).arg(m_retryDelayMs / 1000.0, 0, 'f', 1));
     m_retryTimer->start(m_retryDelayMs);

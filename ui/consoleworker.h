@@ -12,6 +12,7 @@
 #include <QString>
 #include <QStringList>
 #include <QTimer>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <vector>
@@ -94,8 +95,11 @@ Q_DECLARE_METATYPE(ActionResult)
 // missing password, a user without a permission, a database out of range, a certificate refused,
 // a host name mismatch, TLS on one side only, a primary no sentinel knows) stops the retries:
 // `refused` names the setting to change. Through Sentinel, a lost primary is "failing over" until
-// the sentinels name the new one, which the link's detail then names. Results go back to the GUI
-// as queued signals.
+// the sentinels name the new one, which the link's detail then names. On a Redis Cluster, a node
+// whose notifications stop (it died) makes the data not live: the keys are read again on the short
+// interval, and notifications followed again once the scan has found the node serving those slots
+// now; a URL whose node does not answer is reached through another node the console knew. Results
+// go back to the GUI as queued signals.
 class ConsoleWorker : public QObject {
     Q_OBJECT
 public:
@@ -133,7 +137,12 @@ Q_SIGNALS:
     // Whether this connection may change keys under the namespace (a harmless probe: UNLINK of a
     // key that cannot exist); `why` says why not (NOPERM, a read-only replica).
     void writeAccess(bool allowed, const QString& why);
-    void liveUpdates(bool notifications, const QString& detail);
+    // `interrupted`: not live because a node's notifications stopped or cannot be had (it does not
+    // answer: a failover), not because of a setting; said louder than a server without them
+    void liveUpdates(bool notifications, const QString& detail, bool interrupted);
+    // What happened to a cluster's topology while reading it (a shard read from the promoted replica
+    // after a failover, slots that moved during a pass), one line each
+    void clusterNote(const QString& note);
     // what the scan cannot see (a node of a multi-primary cluster), one line; empty = every key
     // The nodes rows name (KeyRow::node - 1 indexes it): sent before the first row that names a new one.
     void nodesChanged(const QStringList& nodes);
@@ -154,6 +163,8 @@ Q_SIGNALS:
 
 private:
     void connectNow();
+    // The connection, scanner, pool and store, through the node `o` names (throws idem::Error)
+    void connectTo(const idem::ConnectionOptions& o);
     void scanStep();
     void flushDirty();
     void lost(const QString& why);
@@ -169,6 +180,11 @@ private:
     void noteGone(const QSet<QString>& gone, std::int64_t serverNowMs); // observedGone()
     idem::Monitor& monitor();
     void stopListeners();
+    // Keyspace notifications from every node read: started where none runs (at connect; after a
+    // failover, on the node serving those slots now); listeners of nodes no longer read stop.
+    void listen();
+    void checkListeners(); // a listener whose connection dropped: not live, rescanning
+    void setLive(bool live, const QString& detail, bool interrupted);
     KeyRow rowOf(const idem::Record& r, std::int64_t serverNowMs); // with its node's index
     // an action's result with its name and size; not connected: already answered, with that error
     ActionResult startAction(const QString& action, const QVector<KeyRow>& rows, bool connected);
@@ -204,7 +220,16 @@ private:
     std::unique_ptr<idem::Scanner> m_scanner; // every shard of a cluster, or the one server
     idem::Monitor* m_monitor = nullptr;       // the scanner's seed monitor: options, decoding
     std::unique_ptr<idem::Store> m_store;
-    std::vector<std::unique_ptr<idem::KeyspaceListener>> m_listeners; // one per node read
+    std::map<std::string, std::unique_ptr<idem::KeyspaceListener>> m_listeners; // by node read ("": one server)
+    std::vector<std::string> m_listenedFor; // the nodes read when listen() last ran
+    bool m_live = false;
+    bool m_listenAgain = true; // false: notifications are off (a setting), not asked again until a reconnect
+    QString m_liveDetail;
+    // Every node of the cluster last seen (primaries first), kept across a drop: a URL whose node is
+    // down is reached through one of them. Empty: not a cluster.
+    std::vector<std::string> m_clusterNodes;
+    std::string m_urlEndpoint;             // the URL's node as last reached ("host:port")
+    std::atomic<bool> m_aborting{false}; // abortIo(): no further node is tried
     QTimer* m_rescanTimer = nullptr;
     QTimer* m_retryTimer = nullptr;
     QTimer* m_dirtyTimer = nullptr;

@@ -105,7 +105,8 @@ void ConsoleWorker::pgConnectNow()
     Q_EMIT liveUpdates(live, live               ? u"LISTEN idem_records"_s
                              : !table.isEmpty() ? u"idem adds no trigger to a table it did not create"_s + every
                                                 : u"schema idem older than v4 (idemctl pg init adds the notifying "
-                                                  u"triggers)"_s + every);
+                                                  u"triggers)"_s + every,
+                       false);
     m_heartbeatTimer->start();
     m_rescanTimer->start(live ? kPgResyncMs : m_settings.rescanIntervalMs);
     pgRescan();

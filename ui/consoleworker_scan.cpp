@@ -83,6 +83,12 @@ void ConsoleWorker::rescan()
         return;
     try {
         m_scanner->restart();
+        if (m_scanner->cluster())
+            m_clusterNodes = m_scanner->clusterNodes(); // where to go if the URL's node stops answering
+        // notifications first, then the keys: nothing that changes during the scan is missed. Again
+        // while not live (a node was lost) and when other nodes serve the slots now (a failover).
+        if (!m_live || m_listenedFor != (m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}))
+            listen();
         Q_EMIT scanStarted(m_generation, m_scanner->keyCount()); // DBSIZE of each node: O(1)
     } catch (const idem::Error& e) {
         failed(e);
@@ -101,8 +107,10 @@ void ConsoleWorker::scanStep()
         return;
     try {
         idem::ScanStep step = m_scanner->next(); // a page of every shard, side by side
-        for (const auto& note : step.notes)
+        for (const auto& note : step.notes) {
             qCInfo(lcWorker).noquote() << "cluster:" << qs(note);
+            Q_EMIT clusterNote(qs(note));
+        }
         for (const auto& shard : step.pages) {
             const idem::ScanPage& page = shard.page;
             QVector<KeyRow> rows;
@@ -128,7 +136,9 @@ void ConsoleWorker::scanStep()
             m_scanning = false;
             m_summary.elapsedMs = m_scanClock.elapsed();
             Q_EMIT scanFinished(m_summary);
-            if (m_rescanQueued)
+            // the scan followed a failover: notifications from the node serving those slots now,
+            // and its keys read again after subscribing (rescan() does both), without waiting
+            if (m_rescanQueued || (m_scanner->cluster() && m_listenAgain && m_listenedFor != m_scanner->nodes()))
                 rescan();
             return;
         }

@@ -121,6 +121,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             m_lostAt = QDateTime::currentDateTime();
             m_freshScan = false; // what is shown is from before the drop until a scan ends after it
         }
+        if (link != ConsoleWorker::Link::Connected)
+            m_notLive.clear(); // the banner says more; a reconnect says again whether it is live
         const QString mark = link == ConsoleWorker::Link::Connected    ? u"● "_s
                              : link == ConsoleWorker::Link::Connecting ? u"◌ "_s
                              : detail.startsWith(u"failing over"_s)    ? u"◌ "_s // under way, not broken
@@ -142,8 +144,27 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         m_live->setNodes(nodes);
         m_table->setColumnHidden(KeyTableModel::Node, nodes.size() < 2);
     });
-    connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail) {
-        m_liveLabel->setText(live ? tr("live: %1").arg(detail) : detail);
+    connect(m_worker, &ConsoleWorker::liveUpdates, this, [this](bool live, const QString& detail, bool interrupted) {
+        m_liveLabel->setText(live ? tr("live: %1").arg(detail) : interrupted ? u"⚠ "_s + detail : detail);
+        if (interrupted && m_notLive.isEmpty())
+            m_notLiveSince = QDateTime::currentDateTime();
+        m_notLive = interrupted ? detail : QString();
+        updateFreshness();
+    });
+    // a cluster's topology changing under the scan: said in the banner for a while, not only logged
+    connect(m_worker, &ConsoleWorker::clusterNote, this, [this](const QString& note) {
+        m_clusterNotes << QDateTime::currentDateTime().toString(u"HH:mm:ss "_s) + note;
+        while (m_clusterNotes.size() > 3)
+            m_clusterNotes.removeFirst();
+        m_clusterNoteTimer->start();
+        updateFreshness();
+    });
+    m_clusterNoteTimer = new QTimer(this);
+    m_clusterNoteTimer->setSingleShot(true);
+    m_clusterNoteTimer->setInterval(kClusterNoteMs);
+    connect(m_clusterNoteTimer, &QTimer::timeout, this, [this] {
+        m_clusterNotes.clear();
+        updateFreshness();
     });
     m_liveLabel->setObjectName(u"liveUpdates"_s);
     connect(m_worker, &ConsoleWorker::inspected, this, &MainWindow::showInspection);
@@ -244,6 +265,8 @@ void MainWindow::connectTo(const ConnectionSettings& settings)
     m_lastHeardServerMs = 0;
     m_writeRefused.clear();
     m_lastScan.clear();
+    m_notLive.clear();
+    m_clusterNotes.clear();
     m_link = ConsoleWorker::Link::Connecting;
     m_linkDetail = tr("connecting to %1").arg(m_server);
     m_chart->setServer(m_server); // that server's own history

@@ -198,5 +198,11 @@ private:
     qint64 m_lastHeardServerMs = 0;
     QDateTime m_lostAt;        // when the link last went down
     Freshness m_freshness = Freshness::NoData;
+    // Live updates interrupted (a cluster node's notifications stopped): why, and since when
+    QString m_notLive;
+    QDateTime m_notLiveSince;
+    QStringList m_clusterNotes; // the cluster's recent topology notes, each with its time
+    QTimer* m_clusterNoteTimer = nullptr;
+    static constexpr int kClusterNoteMs = 30'000; // how long a note stays in the banner
     int m_ticks = 0;
 };

@@ -70,6 +70,19 @@ void MainWindow::updateFreshness()
             text = tr("Back in touch with %1: reading the keys again. Until that ends, the data shown is as of %2.")
                        .arg(m_server, asOf);
         chartText = tr("Reading the keys of %1…").arg(m_server);
+        if (!m_notLive.isEmpty() && f != Freshness::NoData) {
+            severity = theme::Severity::Warning;
+            if (!text.isEmpty())
+                text += u' ';
+            text += tr("Not live since %1: %2. Until notifications are back, a change on that node shows at "
+                       "the next read, not at once.")
+                        .arg(m_notLiveSince.toString(u"HH:mm:ss"_s), m_notLive);
+        }
+        if (!m_clusterNotes.isEmpty() && f != Freshness::NoData) {
+            if (!text.isEmpty())
+                text += u'\n';
+            text += tr("Cluster: %1").arg(m_clusterNotes.join(u"; "_s));
+        }
     } else if (!m_everHeard) {
         severity = m_link == Link::Connecting ? theme::Severity::Info : theme::Severity::Error;
         text = m_link == Link::Connecting

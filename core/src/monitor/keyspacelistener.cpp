@@ -37,6 +37,11 @@ bool KeyspaceListener::start(std::string* why)
     o.commandTimeout = Millis(0); // block until a notification comes or stop() interrupts
     m_connection = std::make_unique<Connection>(o);
     std::string reason;
+    m_unreachable = false;
+    {
+        std::lock_guard lock(m_endedMutex);
+        m_endedWhy.clear();
+    }
     try {
         m_connection->connect();
         reason = unavailableReason(*m_connection);
@@ -46,6 +51,9 @@ bool KeyspaceListener::start(std::string* why)
             if (reply::isError(r.get()))
                 reason = "PSUBSCRIBE failed: " + std::string(reply::errorText(r.get()));
         }
+    } catch (const IoError& e) {
+        reason = e.what();
+        m_unreachable = true;
     } catch (const Error& e) {
         reason = e.what();
     }
@@ -72,6 +80,12 @@ void KeyspaceListener::stop()
     m_running = false;
 }
 
+std::string KeyspaceListener::endedWhy() const
+{
+    std::lock_guard lock(m_endedMutex);
+    return m_endedWhy;
+}
+
 void KeyspaceListener::run()
 {
     const std::string prefix = "__keyspace@" + std::to_string(m_options.db) + "__:";
@@ -79,8 +93,12 @@ void KeyspaceListener::run()
         ReplyPtr r;
         try {
             r = m_connection->readReply();
-        } catch (const Error&) {
-            break; // interrupted, or the connection dropped: the owner rescans and may start again
+        } catch (const Error& e) {
+            if (!m_stop) { // the connection dropped: the owner rescans and may start again
+                std::lock_guard lock(m_endedMutex);
+                m_endedWhy = e.what();
+            }
+            break;
         }
         // ["pmessage", pattern, channel, event]
         if (reply::arraySize(r.get()) != 4 || reply::str(reply::element(r.get(), 0)) != "pmessage")

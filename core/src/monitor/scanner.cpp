@@ -16,7 +16,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ConnectionOptions optionsAt(const ConnectionOptions& seed, const std::string& address, bool readOnly)
+// An error reply retrying cannot fix (ACL, credentials): said at once, not waited out as a failover.
+bool refusedForGood(std::string_view error)
+{
+    for (std::string_view prefix : {"NOPERM", "NOAUTH", "WRONGPASS"})
+        if (error.starts_with(prefix))
+            return true;
+    return false;
+}
+
+} // namespace
+
+ConnectionOptions optionsAtNode(const ConnectionOptions& seed, const std::string& address, bool readOnly)
 {
     ConnectionOptions o = seed;
     const auto colon = address.rfind(':');
@@ -29,17 +40,6 @@ ConnectionOptions optionsAt(const ConnectionOptions& seed, const std::string& ad
     o.readOnly = readOnly;
     return o;
 }
-
-// An error reply retrying cannot fix (ACL, credentials): said at once, not waited out as a failover.
-bool refusedForGood(std::string_view error)
-{
-    for (std::string_view prefix : {"NOPERM", "NOAUTH", "WRONGPASS"})
-        if (error.starts_with(prefix))
-            return true;
-    return false;
-}
-
-} // namespace
 
 std::size_t ScanStep::records() const
 {
@@ -67,7 +67,7 @@ Scanner::Node& Scanner::node(const std::string& address, bool readOnly)
     auto at = m_nodes.find(name);
     if (at == m_nodes.end()) {
         Node n;
-        n.connection = std::make_unique<Connection>(optionsAt(m_seedOptions, address, readOnly));
+        n.connection = std::make_unique<Connection>(optionsAtNode(m_seedOptions, address, readOnly));
         n.monitor = std::make_unique<Monitor>(*n.connection, m_options);
         std::lock_guard lock(m_nodesMutex);
         at = m_nodes.emplace(name, std::move(n)).first;
@@ -77,7 +77,7 @@ Scanner::Node& Scanner::node(const std::string& address, bool readOnly)
 
 ConnectionOptions Scanner::optionsFor(const std::string& address) const
 {
-    return m_cluster ? optionsAt(m_seedOptions, address, m_scanner.readFrom == ReadFrom::Replicas) : m_seedOptions;
+    return m_cluster ? optionsAtNode(m_seedOptions, address, m_scanner.readFrom == ReadFrom::Replicas) : m_seedOptions;
 }
 
 void Scanner::interrupt()
@@ -94,8 +94,13 @@ std::int64_t Scanner::keyCount()
     if (!m_cluster)
         return reply::integer(m_seed.connection->checked({"DBSIZE"}).get());
     std::int64_t n = 0;
-    for (const auto& s : m_shards)
-        n += reply::integer(node(s.readAt, s.readAt != s.topology.primary).connection->checked({"DBSIZE"}).get());
+    for (const auto& s : m_shards) {
+        try {
+            n += reply::integer(node(s.readAt, s.readAt != s.topology.primary).connection->checked({"DBSIZE"}).get());
+        } catch (const IoError&) {
+            // a node failing over: an estimate without it; the scan waits the failover out
+        }
+    }
     return n;
 }
 
@@ -207,6 +212,23 @@ std::vector<std::string> Scanner::nodes() const
     }
     for (const auto& s : m_shards)
         out.push_back(s.readAt);
+    return out;
+}
+
+std::vector<std::string> Scanner::clusterNodes() const
+{
+    std::vector<std::string> out;
+    if (!m_cluster)
+        return out;
+    const auto add = [&](const std::string& n) {
+        if (!n.empty() && std::find(out.begin(), out.end(), n) == out.end())
+            out.push_back(n);
+    };
+    for (const auto& s : m_shards)
+        add(s.topology.primary);
+    for (const auto& s : m_shards)
+        for (const auto& r : s.topology.replicas)
+            add(r);
     return out;
 }
 

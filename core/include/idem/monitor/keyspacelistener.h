@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -28,7 +29,14 @@ public:
     // Starts following; false (and `why`) when notifications are unavailable or Redis is away.
     bool start(std::string* why = nullptr);
     void stop();
+    // False once stopped, or once the connection dropped (the node died, the server closed it):
+    // nothing is followed any more; the owner reads the keys again and may start it again.
     bool running() const { return m_running; }
+    // Why it stopped following by itself (the connection's error); empty while running or after stop().
+    std::string endedWhy() const;
+    // The last start() failed because the server could not be reached (worth trying again later),
+    // not because of its configuration (notifications off: a setting to change).
+    bool unreachable() const { return m_unreachable; }
 
 private:
     void run();
@@ -39,6 +47,9 @@ private:
     std::unique_ptr<Connection> m_connection;
     std::atomic<bool> m_stop{false};
     std::atomic<bool> m_running{false};
+    bool m_unreachable = false;
+    mutable std::mutex m_endedMutex;
+    std::string m_endedWhy;
     std::thread m_thread;
 };
 

@@ -24,6 +24,10 @@ struct ScannerOptions {
     Millis failoverWait{30000};
 };
 
+// The options of a cluster's node ("host:port", as the cluster names it): the seed's (user,
+// password, TLS, timeouts) at that address; `readOnly`: READONLY, to read a replica.
+ConnectionOptions optionsAtNode(const ConnectionOptions& seed, const std::string& address, bool readOnly = false);
+
 // One shard's page of a step.
 struct ShardPage {
     std::string node;       // "host:port" it was read from
@@ -62,6 +66,9 @@ public:
     bool cluster() const { return m_cluster; }
     // the nodes read from, "host:port" (one server: its endpoint once connected)
     std::vector<std::string> nodes() const;
+    // Every node of the cluster as last learned, primaries first, then replicas (empty on one
+    // server): where a client may go when the node it was given stops answering.
+    std::vector<std::string> clusterNodes() const;
     // "one server" / "3 primaries" / "3 replicas (of 3 primaries)": for titles and messages
     std::string describe() const;
 
@@ -72,7 +79,8 @@ public:
     // primary serving its slot now, with its audit entry. Returns how many were removed.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by);
 
-    // How many keys the nodes read from hold (DBSIZE of each, O(1)): a progress estimate.
+    // How many keys the nodes read from hold (DBSIZE of each, O(1)): a progress estimate. On a
+    // cluster a node that does not answer (failing over) counts 0: its shard's scan says more.
     std::int64_t keyCount();
     // The connection options for a node ("host:port"): the seed's, at that address.
     ConnectionOptions optionsFor(const std::string& address) const;

@@ -1,0 +1,153 @@
+// The console on a Redis Cluster (3 primaries, 3 replicas) whose nodes die: a primary that is not
+// the URL's makes the data not live until the scan has followed the failover and notifications come
+// from the promoted replica (its rows read again, never left to turn stale while their locks are
+// renewed); the URL's own node dying is survived through another node the console knew.
+#include "consoletest.h"
+
+#include <QScopeGuard>
+
+#include <atomic>
+#include <thread>
+
+namespace {
+
+constexpr idem::Millis kLease{10'000};
+
+QString address(idem::LocalServer& s) { return u"127.0.0.1:%1"_s.arg(s.port()); }
+
+// The primary serving `slot` as node `via` sees it, "" when it cannot say
+QString primaryOf(idemtest::LocalCluster& cluster, int via, int slot)
+{
+    try {
+        idem::Connection c(cluster.node(via));
+        for (const auto& shard : idem::clusterShards(c))
+            for (const auto& [first, last] : shard.ranges)
+                if (slot >= first && slot <= last)
+                    return QString::fromStdString(shard.primary);
+    } catch (const idem::Error&) {
+    }
+    return {};
+}
+
+} // namespace
+
+class TestConsoleCluster : public ConsoleTest {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { setUpCase(); }
+    void init() { ns = idemtest::uniqueNamespace("ccl"); }
+
+    void nodesDieUnderTheConsole()
+    {
+        idemtest::LocalCluster cluster(3, 3);
+        for (int i = 0; i < cluster.size(); ++i) // (the console never turns them on: the operator does)
+            idem::Connection(cluster.node(i)).checked({"CONFIG", "SET", "notify-keyspace-events", "KA"});
+
+        // three locks on every shard (node i serves slots 16384*i/3 ..), held and renewed every second
+        idem::ConnectionOptions storeNode = cluster.node(2); // a node that stays up
+        storeNode.connectTimeout = idem::Millis(500);
+        storeNode.commandTimeout = idem::Millis(1000);
+        idem::ConnectionPool lockPool(storeNode, 1);
+        idem::Store locks(lockPool, idem::StoreOptions{.keyNamespace = ns});
+        std::vector<idem::Ticket> tickets;
+        std::map<int, QStringList> keysOfShard;
+        for (int i = 0, found = 0; found < 9; ++i) {
+            const std::string id = "lock-" + std::to_string(i);
+            const int shard = idem::hashSlot(locks.recordKey(id)) * 3 / 16384;
+            if (keysOfShard[shard].size() == 3)
+                continue;
+            const auto a = locks.acquire(id, "", kLease);
+            QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+            tickets.push_back(a.ticket);
+            keysOfShard[shard] << QString::fromStdString(locks.recordKey(id));
+            ++found;
+        }
+        cluster.waitForReplication(); // a replica that never synced takes no failover
+        std::atomic<int> renewedShard1{0}; // renewals of shard 1's locks that succeeded
+        std::atomic<bool> renewing{true};
+        std::thread renewer([&] {
+            idem::ConnectionPool pool(storeNode, 1);
+            idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+            while (renewing) {
+                for (const auto& t : tickets) {
+                    try {
+                        if (store.renew(t, kLease).status == idem::OwnerStatus::Ok &&
+                            idem::hashSlot(store.recordKey(t.id)) * 3 / 16384 == 1)
+                            ++renewedShard1;
+                    } catch (const idem::Error&) { // a shard failing over: the next round
+                    }
+                }
+                for (int i = 0; i < 10 && renewing; ++i)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        });
+        const auto stopRenewing = qScopeGuard([&] {
+            renewing = false;
+            renewer.join();
+        });
+
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(0));
+        MainWindow w(o);
+        w.show();
+        const auto liveText = [&] { return w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(); };
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 15000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 9, 5000);
+        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()), 5000);
+
+        // A primary that is not the URL's node dies: said within seconds, naming it
+        const QString dead = address(cluster.server(1));
+        cluster.server(1).kill();
+        QElapsedTimer sinceKill;
+        sinceKill.start();
+        QTRY_VERIFY2_WITH_TIMEOUT(!liveText().startsWith(u"live:"_s) && liveText().contains(dead), qPrintable(liveText()),
+                                  5000);
+        QVERIFY2(w.bannerText().contains(dead), qPrintable(w.bannerText()));
+        QCOMPARE(w.freshness(), MainWindow::Freshness::Live); // the other shards' data is current
+
+        // The failover: its replica serves slots 5461.. now; the console says it read them there,
+        // and is live again with notifications from it
+        QTRY_VERIFY_WITH_TIMEOUT(!primaryOf(cluster, 2, 5461).isEmpty() && primaryOf(cluster, 2, 5461) != dead, 30000);
+        QTRY_VERIFY2_WITH_TIMEOUT(w.bannerText().contains(u"slots from 5461"_s), qPrintable(w.bannerText()), 20000);
+        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()),
+                                  20000);
+        QVERIFY2(!w.bannerText().contains(u"Not live"_s), qPrintable(w.bannerText()));
+
+        // Past the lease the killed shard's locks had when it died: renewed on the promoted replica,
+        // and shown so, never STALE
+        const int renewedBefore = renewedShard1;
+        QTRY_VERIFY_WITH_TIMEOUT(renewedShard1 > renewedBefore, 10000);
+        while (sinceKill.elapsed() < kLease.count() + 3000)
+            QTest::qWait(200);
+        for (int i = 0; i < 6; ++i) {
+            for (const QString& key : std::as_const(keysOfShard[1])) {
+                const int r = w.model()->rowOfKey(key);
+                QVERIFY2(r >= 0, qPrintable(key));
+                const QModelIndex state = w.model()->index(r, KeyTableModel::State);
+                QVERIFY2(!w.model()->data(state, KeyTableModel::StaleRole).toBool(),
+                         qPrintable(key + u" is shown stale: "_s + w.model()->data(state).toString()));
+                QCOMPARE(w.model()->row(r).state, idem::RecordState::Started);
+            }
+            QTest::qWait(500);
+        }
+
+        // The URL's own node dies: the console goes on through another node it knew, and says so
+        const QString seed = address(cluster.server(0));
+        cluster.server(0).kill();
+        QElapsedTimer sinceSeedKill;
+        sinceSeedKill.start();
+        QTRY_VERIFY2_WITH_TIMEOUT(w.freshness() == MainWindow::Freshness::Live && linkText(w).contains(u"through node"_s),
+                                  qPrintable(linkText(w) + u" / "_s + w.bannerText()), 20000);
+        QVERIFY2(!linkText(w).contains(u"through node "_s + seed), qPrintable(linkText(w)));
+        QVERIFY2(sinceSeedKill.elapsed() < 20000, qPrintable(QString::number(sinceSeedKill.elapsed())));
+        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()),
+                                  20000);
+        for (const auto& [shard, keys] : keysOfShard)
+            for (const QString& key : keys)
+                QVERIFY2(w.model()->rowOfKey(key) >= 0, qPrintable(key));
+    }
+};
+
+QTEST_MAIN(TestConsoleCluster)
+#include "tst_consolecluster.moc"
