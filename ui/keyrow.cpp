@@ -1,6 +1,7 @@
 #include "keyrow.h"
 
 #include "idem/lab/racelab.h"
+#include "idem/utf8.h"
 
 #include <algorithm>
 
@@ -202,10 +203,7 @@ idem::Record KeyRow::toGuardRecord() const
 
 QString shownText(const QString& text)
 {
-    const auto masked = [](char16_t c) {
-        return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f ||
-               (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
-    };
+    const auto masked = [](char16_t c) { return c < 0x20 || (c >= 0x7f && c <= 0x9f) || idem::bidiControl(c); };
     if (std::none_of(text.begin(), text.end(), [&](QChar c) { return masked(c.unicode()); }))
         return text;
     QString out = text;

@@ -267,18 +267,16 @@ std::string dumpLine(const nlohmann::json& j)
 
 namespace {
 
-// A Unicode bidirectional control (UTF-8): it reorders the text around it as shown, so a listed
-// key could read as another one (the Trojan Source trick). U+061C, U+200E-U+200F, U+202A-U+202E,
-// U+2066-U+2069.
-bool bidiControl(std::string_view c)
+// The code point of one well-formed UTF-8 sequence of 2 or 3 bytes (the bidi controls' lengths);
+// 0 for any other length
+char32_t codePoint(std::string_view c)
 {
-    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(c[k]); };
+    const auto b = [&](std::size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(c[k])); };
     if (c.size() == 2)
-        return b(0) == 0xD8 && b(1) == 0x9C;
-    if (c.size() != 3 || b(0) != 0xE2)
-        return false;
-    return (b(1) == 0x80 && (b(2) == 0x8E || b(2) == 0x8F || (b(2) >= 0xAA && b(2) <= 0xAE))) ||
-           (b(1) == 0x81 && b(2) >= 0xA6 && b(2) <= 0xA9);
+        return (b(0) & 0x1F) << 6 | (b(1) & 0x3F);
+    if (c.size() == 3)
+        return (b(0) & 0x0F) << 12 | (b(1) & 0x3F) << 6 | (b(2) & 0x3F);
+    return 0;
 }
 
 } // namespace
@@ -300,7 +298,7 @@ std::string printable(std::string_view s, std::size_t width, bool tabs)
             if (whole)
                 n = 1 + static_cast<std::size_t>(tail);
             shows = whole && !(c == 0xC2 && next < 0xA0) && // U+0080..U+009F: C1 controls (CSI among them)
-                    !bidiControl(s.substr(i, n));
+                    !idem::bidiControl(codePoint(s.substr(i, n)));
         }
         if (i + n > width)
             break;
