@@ -6,8 +6,6 @@
 
 #include <hiredis/hiredis.h>
 
-#include <algorithm>
-
 namespace idem {
 
 namespace {
@@ -161,20 +159,13 @@ void AsyncPool::Routing::refreshAvoiding(const std::string& failed)
         return;
     // the nodes talked to first, then every other node the map named (the failed primary's
     // replicas among them: the seed may be the node that died); each asked in turn until one answers
-    auto others = std::make_shared<std::vector<std::string>>();
-    const auto add = [&](const std::string& a) {
-        if (a != failed && std::find(others->begin(), others->end(), a) == others->end())
-            others->push_back(a);
-    };
-    add(addressOf(seed.options()));
+    std::vector<std::string> talkedTo = {addressOf(seed.options())};
     {
         std::lock_guard lock(mutex);
         for (auto& [address, pool] : pools)
-            add(address);
+            talkedTo.push_back(address);
     }
-    for (const std::string& a : map.nodes())
-        add(a);
-    askForMap(std::move(others), 0);
+    askForMap(std::make_shared<const std::vector<std::string>>(map.nodesToAsk(talkedTo, failed)), 0);
 }
 
 void AsyncPool::Routing::askForMap(std::shared_ptr<const std::vector<std::string>> nodes, std::size_t i)

@@ -106,20 +106,13 @@ void ClusterRouter::refreshAvoiding(const std::string& failed)
 {
     // the nodes talked to first, then every other node the map named (the failed primary's
     // replicas among them: the seed may be the node that died)
-    std::vector<std::string> others;
-    const auto add = [&](const std::string& a) {
-        if (a != failed && std::find(others.begin(), others.end(), a) == others.end())
-            others.push_back(a);
-    };
-    add(addressOf(m_seed.options()));
+    std::vector<std::string> talkedTo = {addressOf(m_seed.options())};
     {
         std::shared_lock lock(m_mutex);
         for (auto& [address, pool] : m_pools)
-            add(address);
+            talkedTo.push_back(address);
     }
-    for (const std::string& a : m_map.nodes())
-        add(a);
-    for (const std::string& address : others) {
+    for (const std::string& address : m_map.nodesToAsk(talkedTo, failed)) {
         try {
             auto conn = poolAt(address).acquire();
             refresh(*conn);

@@ -138,6 +138,20 @@ std::vector<std::string> SlotMap::nodes() const
     return m_nodes;
 }
 
+std::vector<std::string> SlotMap::nodesToAsk(const std::vector<std::string>& talkedTo, const std::string& failed) const
+{
+    std::vector<std::string> out;
+    const auto add = [&](const std::string& a) {
+        if (a != failed && std::find(out.begin(), out.end(), a) == out.end())
+            out.push_back(a);
+    };
+    for (const std::string& a : talkedTo)
+        add(a);
+    for (const std::string& a : nodes())
+        add(a);
+    return out;
+}
+
 std::optional<std::string> SlotMap::addressFor(std::uint16_t slot) const
 {
     std::shared_lock lock(m_mutex);

@@ -34,6 +34,9 @@ public:
     // Every node the cluster named, primaries and replicas, and the nodes MOVED named: whom to ask
     // for the map when the nodes asked so far do not answer (a primary that died: its replica)
     std::vector<std::string> nodes() const;
+    // Whom to ask for the map when `failed` does not answer: `talkedTo` in order (the seed first),
+    // then every node the map named; each once, `failed` left out.
+    std::vector<std::string> nodesToAsk(const std::vector<std::string>& talkedTo, const std::string& failed) const;
 
 private:
     std::int16_t indexLocked(const std::string& address);
