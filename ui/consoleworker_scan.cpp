@@ -234,8 +234,15 @@ void ConsoleWorker::noteGone(const QSet<QString>& gone, std::int64_t serverNowMs
         if (id.empty() || !m_store || actors.size() + keys.size() > kMaxMetaReads)
             continue;
         std::map<std::string, std::string> meta;
-        for (auto& [f, v] : m_store->meta(id))
-            meta[f] = v;
+        try {
+            for (auto& [f, v] : m_store->meta(id))
+                meta[f] = v;
+        } catch (const idem::ReplyError&) {
+            // who removed it is what is said beside it, not the scan's data: a refusal here (a
+            // Cluster between a primary's death and its replica's promotion answers CLUSTERDOWN)
+            // leaves the key without its actor, the connection stands
+            continue;
+        }
         const auto at = idem::parseTimestampMs(meta["last_op_at_ms"]);
         if (!meta["last_op_by"].empty() && at && serverNowMs - *at <= kRecentMs)
             actors.insert(key, {qs(meta["last_op"]), qs(meta["last_op_by"])});
