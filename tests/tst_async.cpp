@@ -274,6 +274,35 @@ private slots:
         QCOMPARE(text(c.command({"ECHO", "again"}).get()), std::string("again"));
     }
 
+    // An acquire whose answer does not come (a frozen server) fails; when the server thaws, the
+    // key is not left under a lease nobody uses (every retry would be refused as in progress until
+    // it ran out): whether the server thaws while the connection waits or after it was dropped.
+    void acquireWithoutAnswerLeavesNoLease_data()
+    {
+        QTest::addColumn<int>("frozenMs");
+        QTest::newRow("thaws on the same connection") << 350;
+        QTest::newRow("thaws after the connection was dropped") << 1200;
+    }
+    void acquireWithoutAnswerLeavesNoLease()
+    {
+        QFETCH(int, frozenMs);
+        idem::LocalServer server;
+        idem::AsyncPool pool(quick(server.connectionOptions(), 300), 1); // one connection, as idem-gateway's
+        idem::AsyncStore store(pool, ns("frozen"));
+        QCOMPARE(store.acquire("warm-up").get().status, idem::AcquireStatus::Acquired); // scripts loaded
+        idem::Connection admin(server.connectionOptions());
+        const std::string key = store.recordKey("order-1");
+        server.pause();
+        auto frozen = store.acquire("order-1");
+        bool timedOut = false;
+        const std::string error = errorOf(frozen, &timedOut);
+        QVERIFY2(timedOut, error.c_str());
+        QTest::qWait(frozenMs - 300);
+        server.resume();
+        QTRY_COMPARE_WITH_TIMEOUT(idem::reply::integer(admin.checked({"EXISTS", key}).get()), 0LL, 3000);
+        QCOMPARE(store.acquire("order-1").get().status, idem::AcquireStatus::Acquired); // a retry runs
+    }
+
     // A 16 MB value both ways (request and reply larger than the socket buffers), with small
     // requests pipelined behind it.
     void replyLargerThanSocketBuffers()

@@ -1,4 +1,4 @@
-// idem-gateway in operation, over real sockets: its private Redis killed (503, fail closed),
+// idem-gateway in operation, over real sockets: its private Redis killed or frozen (503, fail closed),
 // --fail-open, --min-replicas, a Redis that refuses it or is not up yet at start, the idem-gateway
 // binary SIGKILLed mid-request (409 while its lease lives, a takeover with a higher fence after),
 // and a graceful stop (drain, SIGTERM). tst_gatewayconfig.cpp has the admin listener, routes and
@@ -21,6 +21,7 @@ private slots:
     void cleanup() { up.reset(); }
 
     void redisDownIs503();
+    void frozenRedisLeavesTheKeyFree();
     void failOpenForwardsUnprotected();
     void minReplicasHoldsTheUpstreamBack();
     void killedGatewayIsTakenOver();
@@ -68,6 +69,25 @@ void TestGatewayOps::redisDownIs503()
     const Reply healthy = call(g->adminPort(), request("GET", "/healthz"));
     QCOMPARE(healthy.status, 200);
     QVERIFY2(!healthy.json().contains(u"redis_error"_s), healthy.body.constData());
+}
+
+// Redis frozen (SIGSTOP) under a request: 503, "retry later", and when it thaws the acquire that
+// ran late does not hold the key: the retry runs at once, not 409 for the whole lease
+void TestGatewayOps::frozenRedisLeavesTheKeyFree()
+{
+    LocalServer redis;
+    auto g = start([](gateway::GatewayOptions& o) { o.connection.commandTimeout = Millis(300); },
+                   redis.connectionOptions());
+    QVERIFY(g);
+    QCOMPARE(call(g->port(), request("POST", "/r", "warm-up", "{}")).status, 201);
+    redis.pause();
+    const Reply frozen = call(g->port(), request("POST", "/r", "f-1", "{}"));
+    redis.resume();
+    QCOMPARE(frozen.status, 503);
+    QVERIFY(frozen.has("Retry-After"));
+    const Reply retry = call(g->port(), request("POST", "/r", "f-1", "{}"));
+    QVERIFY2(retry.status == 201, retry.body.constData());
+    QCOMPARE(up->calls("/r"), 2); // the warm-up and the retry: the frozen one was not forwarded
 }
 
 // --min-replicas: a key no replica acknowledged could vanish in a failover, and the request run

@@ -58,6 +58,8 @@ private:
     std::int64_t replicasAcked(const std::vector<ReplyPtr>& replies, bool waited) const;
     void sendAcquires(std::vector<PendingAcquire> unit) const;
     void readAcquires(std::vector<PendingAcquire>& unit, std::vector<ReplyPtr>& replies, std::exception_ptr error) const;
+    // After a unit's error: a release of each id, if the server may still run the unit (no answer came)
+    void releaseUnanswered(const std::vector<PendingAcquire>& unit, const std::exception_ptr& error) const;
     void sendCompletions(std::vector<PendingCompletion> unit) const;
     void readCompletions(std::vector<PendingCompletion>& unit, std::vector<ReplyPtr>& replies,
                          std::exception_ptr error) const;

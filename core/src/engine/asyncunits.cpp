@@ -107,6 +107,8 @@ void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::ve
         return eachAlone(unit, acquires, [this](auto one) { sendAcquires(std::move(one)); });
     std::vector<AcquireResult> out(n);
     std::vector<std::exception_ptr> errors(n, error);
+    if (error)
+        releaseUnanswered(unit, error);
     if (!error) {
         try {
             const redisReply* r = replies.front().get();
@@ -137,6 +139,46 @@ void AsyncStore::Shared::readAcquires(std::vector<PendingAcquire>& unit, std::ve
         }
     }
     handOut(unit, out, errors);
+}
+
+void AsyncStore::Shared::releaseUnanswered(const std::vector<PendingAcquire>& unit, const std::exception_ptr& error) const
+{
+    // A unit written to a server that has not answered (a timeout, a connection lost under it) may
+    // still run when the server thaws: each id would then hold a lease its caller, told "failed",
+    // never uses, and every retry would be refused as in progress until the lease ran out. A
+    // release of each id's proposed token follows it; fail.lua does nothing to a record another
+    // token holds, or to none. On a pool of one connection per node (idem-gateway's) the release
+    // goes behind the acquire on its socket and runs after it; on a larger pool it may take
+    // another connection and come first, and then the lease runs out on its own, as before.
+    try {
+        std::rethrow_exception(error);
+    } catch (const NotReplicatedError&) {
+        return; // answered (and given back above)
+    } catch (const IoError&) {
+    } catch (...) {
+        return; // answered with an error, or never sent
+    }
+    // EVAL, not EVALSHA: a NOSCRIPT answer would need another round trip, and the connection may
+    // be gone by then (the unit's bytes still run when the server thaws)
+    const Script& s = scripts::fail();
+    const std::string retentionMs = std::to_string(options.failureRetention.count());
+    for (const PendingAcquire& p : unit) {
+        const std::string key = recordKey(p.id);
+        std::string call;
+        resp::Writer w(call);
+        const std::string_view eval[] = {"EVAL", s.source, "1", key, p.token, nameOf(FailPolicy::Release),
+                                         "the acquire's answer did not come", retentionMs};
+        w.command(eval);
+        try {
+            pool->routed(
+                key,
+                [call = std::move(call)](AsyncConnection& c, bool asking, RepliesHandler done) {
+                    c.send(asking ? "*1\r\n$6\r\nASKING\r\n" + call : call, asking ? 2 : 1, std::move(done));
+                },
+                [](std::vector<ReplyPtr>, std::exception_ptr) {}); // else the lease runs out on its own
+        } catch (...) { // a pool closing
+        }
+    }
 }
 
 void AsyncStore::Shared::complete(PendingCompletion p) const
