@@ -166,6 +166,7 @@ private:
 // ---- clients: raw TCP (or TLS), so that they can pipeline, trickle, disconnect -----------------
 struct Reply {
     int status = 0;
+    QByteArray statusLine; // "HTTP/1.1 201 Created"
     QList<QPair<QByteArray, QByteArray>> headers;
     QByteArray body;
     QByteArray header(const QByteArray& name) const
@@ -238,6 +239,7 @@ private:
             const QList<QByteArray> lines = m_buf.left(end).split('\n');
             Reply r;
             r.status = lines[0].split(' ').value(1).toInt();
+            r.statusLine = lines[0].trimmed();
             qsizetype length = 0;
             for (qsizetype i = 1; i < lines.size(); ++i) {
                 const qsizetype colon = lines[i].indexOf(':');

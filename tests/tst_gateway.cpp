@@ -338,6 +338,11 @@ void TestGateway::fiveHundredsReleaseTheKey()
     QCOMPARE(again.status, 404);
     QVERIFY(again.replayed());
     QCOMPARE(up->calls("/status/404/y"), 1);
+    // each with its reason phrase, as it came, when replayed too (402: the trial's, which had none)
+    const QByteArray payment = request("POST", "/status/402/z", "f-3", "{}");
+    QCOMPARE(call(g->port(), payment).statusLine, "HTTP/1.1 402 Payment Required"_ba);
+    QCOMPARE(call(g->port(), payment).statusLine, "HTTP/1.1 402 Payment Required"_ba);
+    QCOMPARE(up->calls("/status/402/z"), 1);
 }
 
 void TestGateway::store5xxKeepsThem()
