@@ -149,12 +149,22 @@ private slots:
         QCOMPARE(url->currentText(), u"redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/0#mymaster"_s);
         QCOMPARE(dialog.settings().password, u"hunter2"_s);
 
-        const QString pg = u"postgresql://ops:pw@127.0.0.1:5432/orders"_s;
+        // PostgreSQL's too (libpq is given it apart: postgresConninfo), in a URI or in key=value pairs
         password->clear();
-        url->setCurrentText(pg);
+        url->setCurrentText(u"postgresql://ops:p%40w@127.0.0.1:5432/orders"_s);
         Q_EMIT url->lineEdit()->editingFinished();
-        QCOMPARE(url->currentText(), pg);
-        QVERIFY(password->text().isEmpty());
+        QCOMPARE(url->currentText(), u"postgresql://ops@127.0.0.1:5432/orders"_s);
+        QCOMPARE(password->text(), u"p@w"_s);
+        password->clear();
+        url->setCurrentText(u"host=db password='it\\'s' dbname=app"_s);
+        Q_EMIT url->lineEdit()->editingFinished();
+        QCOMPARE(url->currentText(), u"host=db  dbname=app"_s);
+        QCOMPARE(password->text(), u"it's"_s);
+        QCOMPARE(postgresConninfo(u"postgresql://ops@h/orders"_s, u"p@w"_s), u"postgresql://ops@h/orders?password=p%40w"_s);
+        QCOMPARE(postgresConninfo(u"postgresql://ops@h/orders?sslmode=require"_s, u"x"_s),
+                 u"postgresql://ops@h/orders?sslmode=require&password=x"_s);
+        QCOMPARE(postgresConninfo(u"host=db dbname=app"_s, u"it's"_s), u"host=db dbname=app password='it\\'s'"_s);
+        QCOMPARE(postgresConninfo(u"postgresql://ops:own@h/orders"_s, u"x"_s), u"postgresql://ops:own@h/orders"_s);
 
         // what the recent list, the keychain and the title get
         QCOMPARE(shownUrl(u"redis://ops:pw@h:1"_s), u"redis://ops@h:1/0"_s);

@@ -11,6 +11,7 @@
 
 #include <libpq-fe.h>
 
+#include <QComboBox>
 #include <QFile>
 #include <QLineEdit>
 
@@ -269,7 +270,11 @@ private slots:
     void refusedPasswordStopsRetries()
     {
         idemtest::pgSql(pg->url(), "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'guarded') THEN "
-                                   "CREATE ROLE guarded LOGIN PASSWORD 'right'; END IF; END $$");
+                                   "CREATE ROLE guarded LOGIN PASSWORD 'right'; END IF; END $$; "
+                                   // what `idemctl acl monitor --user guarded` prints
+                                   "GRANT USAGE ON SCHEMA idem TO guarded; "
+                                   "GRANT SELECT ON idem.migrations, idem.records, idem.operations TO guarded; "
+                                   "GRANT EXECUTE ON FUNCTION idem.watch(text), idem.unwatch(text) TO guarded");
         {
             // this role, and only it, must give a password (the fixture trusts every other one)
             const std::string hba = pg->dir() + "/data/pg_hba.conf";
@@ -296,6 +301,13 @@ private slots:
             const qsizetype changes = links.size();
             QTest::qWait(1500); // no retries
             QCOMPARE(links.size(), changes);
+            // the field it names is the one to fix: the URL shows no password, the right one typed
+            // there connects
+            auto* url = qobject_cast<QComboBox*>(w.connectDialog()->fieldWidget(u"url"_s));
+            QVERIFY2(!url->currentText().contains(u"wrong"_s), qPrintable(url->currentText()));
+            qobject_cast<QLineEdit*>(w.connectDialog()->fieldWidget(u"password"_s))->setText(u"right"_s);
+            w.connectDialog()->accept();
+            QTRY_VERIFY_WITH_TIMEOUT(lastLink(links) == ConsoleWorker::Link::Connected, 10000);
         }
     }
 

@@ -173,18 +173,17 @@ QString shownUrl(const QString& url)
     }
 }
 
-// A password typed into a Redis URL moves to the Password field, masked: the URL field, the recent
-// list and the window's title never show it. Only the password is cut out: the rest of the URL
-// stays as typed (this runs whenever the field loses focus). A PostgreSQL URL keeps its own:
-// libpq reads it there, or from PGPASSWORD and ~/.pgpass. For the account the keychain filled
+// A password typed into a URL moves to the Password field, masked: the URL field, the recent list
+// and the window's title never show it. Only the password is cut out: the rest of the URL stays as
+// typed (this runs whenever the field loses focus). For PostgreSQL the console hands libpq the
+// password apart (postgresConninfo); without one libpq still reads PGPASSWORD and ~/.pgpass. For the account the keychain filled
 // the password in for, the typed one replaces the kept one while "keep" stays ticked.
 void ConnectDialog::takePasswordFromUrl()
 {
     const QString url = m_url->currentText();
-    if (isPostgresUrl(url.trimmed()))
-        return;
     QString password;
-    const QString rest = withoutPassword(url, &password);
+    const QString rest = isPostgresUrl(url.trimmed()) ? postgresWithoutPassword(url, &password)
+                                                      : withoutPassword(url, &password);
     if (rest == url)
         return;
     m_password->setText(password);

@@ -68,6 +68,12 @@ idem::ConnectionOptions connectionOptions(const ConnectionSettings& settings);
 bool isPostgresUrl(const QString& url);
 // The URL as shown: a PostgreSQL URI without its password
 QString postgresShown(const QString& url);
+// What libpq is given: the URL, with `password` added (a URI's query parameter, or a key=value pair)
+// when one is given apart from it (the Connect dialog's Password field) and the URL has none
+QString postgresConninfo(const QString& url, const QString& password);
+// A password in a PostgreSQL URL (postgresql://user:pw@..., or password=... pairs): the URL without
+// it, and the password (percent-decoded, or unquoted) in `password`; the URL unchanged when none.
+QString postgresWithoutPassword(const QString& url, QString* password);
 
 // The inspector's view of a record (Redis key or PostgreSQL row); `lastAction` in HTML, may be empty
 QString recordHtml(const idem::Record& rec, std::int64_t nowMs, const QString& lastAction);

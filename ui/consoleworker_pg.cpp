@@ -21,6 +21,7 @@
 
 #include <QRegularExpression>
 #include <QSocketNotifier>
+#include <QUrl>
 
 using namespace Qt::StringLiterals;
 
@@ -48,6 +49,43 @@ QString postgresShown(const QString& url)
     return u;
 }
 
+QString postgresWithoutPassword(const QString& url, QString* password)
+{
+    const QString u = url.trimmed();
+    static const QRegularExpression uriPassword(u"^(postgres(?:ql)?://[^:@/?]*):([^@/?]*)@"_s,
+                                                QRegularExpression::CaseInsensitiveOption);
+    if (const auto m = uriPassword.match(u); m.hasMatch()) {
+        if (password)
+            *password = QUrl::fromPercentEncoding(m.captured(2).toUtf8());
+        return m.captured(1) + u'@' + u.mid(m.capturedEnd());
+    }
+    // key=value: password=secret or password='it\\'s' (libpq: a backslash escapes a quote or itself)
+    static const QRegularExpression kvPassword(u"(^|\\s)password\\s*=\\s*('((?:[^'\\\\]|\\\\.)*)'|(\\S+))"_s);
+    if (isPostgresUrl(u) && !u.contains(u"://"_s))
+        if (const auto m = kvPassword.match(u); m.hasMatch()) {
+            if (password) {
+                QString quoted = m.captured(3);
+                quoted.replace(QRegularExpression(u"\\\\(.)"_s), u"\\1"_s);
+                *password = m.capturedLength(4) ? m.captured(4) : quoted;
+            }
+            return QString(u.left(m.capturedStart()) + m.captured(1) + u.mid(m.capturedEnd())).trimmed();
+        }
+    return url;
+}
+
+QString postgresConninfo(const QString& url, const QString& password)
+{
+    const QString u = url.trimmed();
+    static const QRegularExpression inQuery(u"[?&]password="_s);
+    if (password.isEmpty() || postgresWithoutPassword(u, nullptr) != u || u.contains(inQuery))
+        return u; // none given apart, or the URL's own
+    if (u.contains(u"://"_s))
+        return u + (u.contains(u'?') ? u'&' : u'?') + u"password="_s + QString::fromLatin1(QUrl::toPercentEncoding(password));
+    QString quoted = password;
+    quoted.replace(u'\\', u"\\\\"_s).replace(u'\'', u"\\'"_s);
+    return u + u" password='"_s + quoted + u'\'';
+}
+
 void ConsoleWorker::pgConnectNow()
 {
     const QString shown = postgresShown(m_settings.url);
@@ -56,7 +94,7 @@ void ConsoleWorker::pgConnectNow()
     Q_EMIT linkChanged(m_link, u"connecting to %1"_s.arg(shown));
     QString where = shown;
     try {
-        const std::string conninfo = m_settings.url.trimmed().toStdString();
+        const std::string conninfo = postgresConninfo(m_settings.url, m_settings.password).toStdString();
         std::unique_ptr<idem::PgWatch> watch;
         std::unique_ptr<idem::PgTable> other;
         std::unique_ptr<idem::PgStore> store;
