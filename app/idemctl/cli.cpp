@@ -212,12 +212,19 @@ void addKeyBytes(nlohmann::json& j, const std::string& key)
         j["key_base64"] = idem::toBase64(key);
 }
 
+void setBytes(nlohmann::json& j, const std::string& name, const std::string& value)
+{
+    j[name] = value;
+    if (!idem::validUtf8(value))
+        j[name + "_base64"] = idem::toBase64(value);
+}
+
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> nowMs)
 {
     nlohmann::json j;
     j["key"] = r.key;
     addKeyBytes(j, r.key);
-    j["id"] = r.id;
+    setBytes(j, "id", r.id);
     j["state"] = idem::nameOf(r.state);
     j["format"] = idem::nameOf(r.format);
     j["library"] = idem::libraryOf(r.format);
@@ -235,7 +242,7 @@ nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> now
     if (!r.reason.empty())
         j["reason"] = r.reason;
     if (idem::notARecord(r.state) && !r.rawStatus.empty())
-        j["status_as_written"] = r.rawStatus; // its writer's word, which no state of idem's says
+        setBytes(j, "status_as_written", r.rawStatus); // its writer's word, which no state of idem's says
     if (r.expiresMs)
         j["expires_ms"] = *r.expiresMs;
     if (r.partial)

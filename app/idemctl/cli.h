@@ -126,6 +126,9 @@ std::string jsonEscape(const std::string& s);
 nlohmann::json recordJson(const idem::Record& r, std::optional<std::int64_t> serverNowMs);
 // A key that is not UTF-8 (which JSON would change) also as "key_base64": its bytes, for --key-base64.
 void addKeyBytes(nlohmann::json& j, const std::string& key);
+// j[name] = value, and j[name + "_base64"] = its bytes when it is not UTF-8 (JSON strings hold text:
+// the dump replaces such bytes, so the value alone would not give them back)
+void setBytes(nlohmann::json& j, const std::string& name, const std::string& value);
 // The names --format takes, "idem, powertools, ...".
 std::string formatNames();
 // One line of JSON; bytes that are not UTF-8 replaced.

@@ -192,7 +192,7 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
 {
     using nlohmann::json;
     json j = recordJson(r, std::nullopt);
-    j["status_as_written"] = r.rawStatus;
+    setBytes(j, "status_as_written", r.rawStatus);
     auto opt = [&](const char* name, const std::optional<std::int64_t>& v) {
         j[name] = v ? json(*v) : json(nullptr);
     };
@@ -200,17 +200,20 @@ nlohmann::json toJson(const idem::Record& r, const std::vector<std::pair<std::st
     opt("started_ms", r.startedMs);
     opt("lease_until_ms", r.leaseUntilMs);
     opt("finished_ms", r.finishedMs);
-    j["owner"] = r.owner;
+    setBytes(j, "owner", r.owner);
     // idem's own counters; another library's record has neither (null, not a fence 0)
     const bool idemRecord = r.format == idem::RecordFormat::Native;
     j["fence"] = idemRecord ? json(r.fence) : json(nullptr);
     j["attempt"] = idemRecord ? json(r.attempt) : json(nullptr);
-    j["fingerprint"] = r.fingerprint;
-    j["response"] = r.response ? json(*r.response) : json(nullptr);
+    setBytes(j, "fingerprint", r.fingerprint);
+    if (r.response)
+        setBytes(j, "response", *r.response);
+    else
+        j["response"] = nullptr;
     if (r.response)
         if (const auto http = idem::decodeHttpAnswer(*r.response))
             j["http"] = httpJson(*http); // the gateway's answer, decoded
-    j["error"] = r.error;
+    setBytes(j, "error", r.error);
     if (!r.op.empty())
         j["operator"] = {{"action", r.op}, {"by", r.opBy}, {"reason", r.opReason},
                          {"at_ms", r.opAtMs ? json(*r.opAtMs) : json(nullptr)}};
