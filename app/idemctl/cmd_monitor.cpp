@@ -194,8 +194,9 @@ int cmdStats(const std::vector<std::string>& argv)
         std::puts("usage: idemctl stats [--pattern GLOB] [--stale-after DUR] [--writer-ttl DUR] [--read-from primary|replica]\n"
                   "                    [--json]\n\nCounts the records by state: total, "
                   "started (stale and no-lease ones included), stale,\nblocked (no lease: only the TTL ends "
-                  "them), completed, failed, expired, malformed, foreign,\nunknown, and no_ttl (keys that "
-                  "never expire). --stale-after and --writer-ttl as for list.");
+                  "them), completed, failed, expired, malformed, foreign\n(other_programs of them: job queues' "
+                  "and task backends' data), unknown, and no_ttl\n(keys that never expire). --stale-after and "
+                  "--writer-ttl as for list.");
         return Ok;
     }
     if (!args.positional().empty())
@@ -214,15 +215,16 @@ int cmdStats(const std::vector<std::string>& argv)
         nlohmann::json j = {{"total", s.total},     {"started", s.started},     {"stale", s.stale},
                             {"blocked", s.blocked}, {"completed", s.completed}, {"failed", s.failed},
                             {"expired", s.expired}, {"malformed", s.malformed}, {"foreign", s.foreign},
-                            {"unknown", s.unknown}, {"no_ttl", s.noTtl}};
+                            {"other_programs", s.otherPrograms}, {"unknown", s.unknown}, {"no_ttl", s.noTtl}};
         std::printf("%s\n", j.dump().c_str());
     } else {
         if (s.total == 0 && !args.value("--pattern") && scan.refusedKeys() == 0)
             hintPattern(scan.g);
         std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
-                    "expired    %zu\nmalformed  %zu\nforeign    %zu\nunknown    %zu\nno TTL     %zu\n",
+                    "expired    %zu\nmalformed  %zu\nforeign    %zu (other programs' data %zu)\nunknown    %zu\n"
+                    "no TTL     %zu\n",
                     s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired, s.malformed, s.foreign,
-                    s.unknown, s.noTtl);
+                    s.otherPrograms, s.unknown, s.noTtl);
     }
     return saidRefused(scan, "counted");
 }

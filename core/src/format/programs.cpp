@@ -48,23 +48,35 @@ Record owned(std::string_view program, const std::string& what)
 // processedOn and counts attempts in atm, Bull in attemptsMade; finishedOn once done).
 constexpr std::string_view kBull = "bull:";
 
-std::optional<Record> bullmq(const KeyRead& in)
+// A queue's keys other than its jobs, with the type BullMQ gives each (QueueKeys, the Lua scripts).
+std::string_view bullStructureType(std::string_view suffix)
 {
-    const std::string_view key = in.key;
-    if (!key.starts_with(kBull))
-        return std::nullopt;
-    const std::string_view rest = key.substr(kBull.size());
-    const auto colon = rest.find(':');
-    if (colon == 0 || colon == std::string_view::npos || colon + 1 == rest.size())
-        return std::nullopt;
-    const std::string_view queue = rest.substr(0, colon), suffix = rest.substr(colon + 1);
-    const bool jobKey = suffix.find(':') == std::string_view::npos && suffix != "meta" && suffix != "id" &&
-                        suffix != "pc" && suffix != "events" && suffix != "limiter" && suffix != "marker";
-    if (in.type == "hash" && jobKey) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kinds = {{
+        {"wait", "list"},        {"active", "list"},     {"paused", "list"},      {"prioritized", "zset"},
+        {"delayed", "zset"},     {"completed", "zset"},  {"failed", "zset"},      {"marker", "zset"},
+        {"repeat", "zset"},      {"events", "stream"},   {"stalled", "set"},      {"stalled-check", "string"},
+        {"id", "string"},        {"meta", "hash"},
+    }};
+    for (const auto& [name, type] : kinds)
+        if (name == suffix)
+            return type;
+    return {};
+}
+
+bool bullJobSuffix(std::string_view suffix)
+{
+    return suffix.find(':') == std::string_view::npos && bullStructureType(suffix).empty() && suffix != "pc" &&
+           suffix != "limiter";
+}
+
+// What a key of queue `queue` is, as BullMQ wrote it (`suffix`: what follows the queue's name).
+Record bullKey(const KeyRead& in, std::string_view queue, std::string_view suffix, std::string_view prefix)
+{
+    const std::string ofQueue = " of queue " + quoted(queue) + (prefix.empty() ? "" : " (prefix " + quoted(prefix) + ")");
+    if (in.type == "hash" && bullJobSuffix(suffix)) {
         if (!field(in, "timestamp") && !field(in, "name"))
-            return owned("BullMQ", "hash " + quoted(suffix) + " of queue " + quoted(queue) +
-                                       " (no job fields read: a job being written or removed?)");
-        std::string what = "job " + quoted(suffix) + " of queue " + quoted(queue);
+            return owned("BullMQ", "hash " + quoted(suffix) + ofQueue + " (no job fields read: a job being written or removed?)");
+        std::string what = "job " + quoted(suffix) + ofQueue;
         if (const std::string* name = field(in, "name"))
             what += ", named " + quoted(*name);
         const std::string* attempts = field(in, "atm");
@@ -93,7 +105,68 @@ std::optional<Record> bullmq(const KeyRead& in)
         what = "list of " + std::string(suffix) + " jobs";
     else if (suffix == "events")
         what = "event stream";
-    return owned("BullMQ", what + " of queue " + quoted(queue));
+    return owned("BullMQ", what + ofQueue);
+}
+
+std::optional<Record> bullmq(const KeyRead& in)
+{
+    const std::string_view key = in.key;
+    if (!key.starts_with(kBull))
+        return std::nullopt;
+    const std::string_view rest = key.substr(kBull.size());
+    const auto colon = rest.find(':');
+    if (colon == 0 || colon == std::string_view::npos || colon + 1 == rest.size())
+        return std::nullopt;
+    return bullKey(in, rest.substr(0, colon), rest.substr(colon + 1), {});
+}
+
+// The <prefix>:<queue>:<suffix> of a key under another prefix than "bull" (an application's own, or
+// "{name}" on a Redis Cluster, as BullMQ's documentation asks there): the last two segments are the
+// queue and what of it. Nothing for keys of another shape, and for idem's own (<ns>:{<id>}).
+struct BullParts {
+    std::string_view prefix, queue, suffix;
+};
+std::optional<BullParts> bullParts(std::string_view key)
+{
+    if (key.starts_with(kBull) || key.ends_with('}'))
+        return std::nullopt;
+    const auto last = key.rfind(':');
+    if (last == std::string_view::npos || last == 0 || last + 1 == key.size())
+        return std::nullopt;
+    const auto before = key.rfind(':', last - 1);
+    if (before == std::string_view::npos || before == 0 || before + 1 == last)
+        return std::nullopt;
+    return BullParts{key.substr(0, before), key.substr(before + 1, last - before - 1), key.substr(last + 1)};
+}
+
+// BullMQ under a prefix of the application's: the key's shape alone does not say it, so what is in
+// it must. A job hash with BullMQ's own fields (a name, and a timestamp in milliseconds, which
+// storeJob.lua writes together), the queue's settings with BullMQ's version in them, or a queue
+// structure of BullMQ's name and type. (A worker's "<id>:lock" is a lock by its name already.)
+std::optional<Record> bullmqPrefixed(const KeyRead& in)
+{
+    const std::optional<BullParts> p = bullParts(in.key);
+    if (!p)
+        return std::nullopt;
+    if (in.type == "hash" && bullJobSuffix(p->suffix)) {
+        const std::string* name = field(in, "name");
+        const std::string* timestamp = field(in, "timestamp");
+        if (!name || !timestamp || !digits(*timestamp) || timestamp->size() < 12)
+            return std::nullopt;
+        return bullKey(in, p->queue, p->suffix, p->prefix);
+    }
+    if (p->suffix == "meta") {
+        const std::string* version = field(in, "version");
+        if (in.type != "hash" || !version || !version->starts_with("bullmq:"))
+            return std::nullopt;
+        return bullKey(in, p->queue, p->suffix, p->prefix);
+    }
+    const std::string_view type = bullStructureType(p->suffix);
+    if (type.empty() || type != in.type || (p->suffix == "id" && !digits(in.value)))
+        return std::nullopt;
+    Record r = bullKey(in, p->queue, p->suffix, p->prefix);
+    r.reason += " (told by its name and type alone: kept, as BullMQ's would be)";
+    return r;
 }
 
 // RQ keeps everything under "rq:" (its prefixes are class attributes: Job.redis_job_namespace_prefix
@@ -236,7 +309,9 @@ std::optional<Record> programData(const Input& x)
         return r;
     if (std::optional<Record> r = celery(x))
         return r;
-    return sidekiq(x.in);
+    if (std::optional<Record> r = sidekiq(x.in))
+        return r;
+    return bullmqPrefixed(x.in); // last: the others' own shapes first
 }
 
 std::vector<std::string_view> programHashFields(std::string_view key)
@@ -248,6 +323,12 @@ std::vector<std::string_view> programHashFields(std::string_view key)
         return {"origin"};
     if (identity(key))
         return {"beat"};
+    if (const std::optional<BullParts> p = bullParts(key)) { // under another prefix: what would say it is
+        if (p->suffix == "meta")
+            return {"version"};
+        if (bullJobSuffix(p->suffix))
+            return {"name", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade"};
+    }
     return {};
 }
 

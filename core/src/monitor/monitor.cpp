@@ -84,6 +84,7 @@ void Stats::add(const Record& r)
     case RecordState::Unknown: ++unknown; break;
     }
     noTtl += r.ttlMs == -1 ? 1 : 0;
+    otherPrograms += anotherProgramsData(r) ? 1 : 0;
 }
 
 void Stats::merge(const Stats& o)
@@ -99,6 +100,7 @@ void Stats::merge(const Stats& o)
     foreign += o.foreign;
     unknown += o.unknown;
     noTtl += o.noTtl;
+    otherPrograms += o.otherPrograms;
 }
 
 std::string Stats::summary() const
@@ -119,7 +121,7 @@ std::string Stats::summary() const
     add("failed", failed);
     add("expired", expired);
     add("malformed", malformed);
-    add("foreign", foreign);
+    add("foreign", foreign, otherPrograms ? " (other programs' data " + std::to_string(otherPrograms) + ")" : "");
     add("unknown", unknown);
     return out.empty() ? "none" : out;
 }

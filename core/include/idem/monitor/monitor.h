@@ -93,6 +93,7 @@ bool bulkByStateAlone(StateFilter f);
 struct Stats {
     std::size_t total = 0, started = 0, stale = 0, blocked = 0, completed = 0, failed = 0, expired = 0,
                 malformed = 0, foreign = 0, unknown = 0, noTtl = 0;
+    std::size_t otherPrograms = 0; // of foreign: job queues' and task backends' data (Record::program)
     void add(const Record& r);
     void merge(const Stats& other);
     // "started 3 (stale 1), completed 2, foreign 1": the non-zero counts
