@@ -1,6 +1,7 @@
 // What idemctl prints of keys and text that are not plain, against the fixture's redis-server:
-// keys that are not UTF-8 round-trip through key_base64, and control characters, bytes that are
-// not UTF-8 and bidirectional controls print as '?'. tst_idemctlops.cpp has the operator commands.
+// keys that are not UTF-8 round-trip through key_base64 (and a record's values keep their bytes in
+// <field>_base64), and control characters, bytes that are not UTF-8 and bidirectional controls
+// print as '?'. tst_idemctlops.cpp has the operator commands.
 #include "idem/engine/store.h"
 #include "idem/redis/pool.h"
 #include "idem/utf8.h"
@@ -73,6 +74,24 @@ private slots:
         QVERIFY(!j.contains(s("key_base64")));
         QCOMPARE(ctl({s("inspect"), s("--key-base64"), s("//8")}).exitCode, 64);
         QCOMPARE(ctl({s("purge"), s("--key"), s("k"), s("--key-base64"), s("aw==")}).exitCode, 64);
+    }
+
+    // What a record holds that is not UTF-8 (a binary response, a fingerprint, an error) comes out of
+    // inspect --json whole: <field>_base64 beside the field, whose JSON string cannot hold the bytes
+    void valuesThatAreNotUtf8KeepTheirBytes()
+    {
+        idem::Connection c(idemtest::sharedRedis());
+        const std::string ns = common.at(3).toStdString();
+        const std::string response("\x00\xff" "A", 3), fp("\xfe" "fp", 3);
+        c.checked({"HSET", ns + ":{bin}", "state", "COMPLETED", "token", "t", "fence", "1", "response", response, "fp", fp});
+        const auto shown = ctl({s("inspect"), s("bin"), s("--json")});
+        QCOMPARE(shown.exitCode, 0);
+        const QJsonObject j = QJsonDocument::fromJson(shown.out).object();
+        QCOMPARE(QByteArray::fromBase64(j.value(s("response_base64")).toString().toLatin1()),
+                 QByteArray(response.data(), 3));
+        QCOMPARE(QByteArray::fromBase64(j.value(s("fingerprint_base64")).toString().toLatin1()), QByteArray(fp.data(), 3));
+        QVERIFY(!j.contains(s("owner_base64"))); // UTF-8 as it is: the field alone
+        QCOMPARE(j.value(s("owner")).toString(), s("t"));
     }
 
     // Keys (and what the records say) with control characters and bytes that are not UTF-8 print as

@@ -61,6 +61,13 @@ private slots:
         theirs("BullMQ", {"ZADD", "bull:emails:completed", now, "3"});
         theirs("BullMQ", {"ZADD", "bull:emails:marker", "0", "0"});
         theirs("BullMQ", {"XADD", "bull:emails:events", "*", "event", "added", "jobId", "2", "name", "welcome"});
+        // ... and under an application's prefixes ("{jobs}" on a Redis Cluster, as BullMQ's docs ask
+        // there; one with a ':'), told by what the keys hold
+        bullJob("{jobs}:mail:7", {"processedOn", now, "ats", "1", "pb", "worker-2"});
+        bullJob("app:bull:mail:8", {});
+        theirs("BullMQ", {"HSET", "{jobs}:mail:meta", "opts.maxLenEvents", "10000", "version", "bullmq:5.34.0"});
+        theirs("BullMQ", {"RPUSH", "{jobs}:mail:active", "7"});
+        theirs("BullMQ", {"XADD", "{jobs}:mail:events", "*", "event", "added", "jobId", "8", "name", "welcome"});
 
         // RQ 2 (Job.to_dict, Queue, the registries), queue "default"
         const std::string zpickle("x\x9c\x6b\x60\x99\x1a\xc0\x00", 8); // data: a compressed pickle
@@ -144,9 +151,13 @@ private slots:
         QCOMPARE(a.status, idem::AcquireStatus::Acquired);
         QCOMPARE(store.complete(a.ticket, "ok").status, idem::OwnerStatus::Ok);
         const std::string record = store.recordKey("order-1");
-        const std::vector<std::string> unknown = {"cache:user:7", "queue:report", "nightly:work", "rq:cache:1"};
+        const std::vector<std::string> unknown = {"cache:user:7", "queue:report", "nightly:work", "rq:cache:1",
+                                                  "profile:user:9"};
         for (const std::string& key : unknown)
-            cmd({"SET", key, "{\"name\":\"ada\"}"});
+            if (key != "profile:user:9")
+                cmd({"SET", key, "{\"name\":\"ada\"}"});
+        // a hash at a job's shape with a name, but no millisecond timestamp: not BullMQ's
+        cmd({"HSET", "profile:user:9", "name", "ada", "timestamp", "12"});
         cmd({"RPUSH", "audit:events", "x"});
 
         const QStringList url = {QStringLiteral("--url"), QString::fromStdString(server->url())};
@@ -191,6 +202,9 @@ private slots:
         QCOMPARE(stats.value(u"blocked"_qs).toInt(), 0);
         QCOMPARE(stats.value(u"completed"_qs).toInt(), 1); // the idem record
         QCOMPARE(stats.value(u"foreign"_qs).toInt(), int(owner.size()) + 1);
+        QCOMPARE(stats.value(u"other_programs"_qs).toInt(), int(owner.size())); // (audit:events is no program's)
+        QVERIFY(listed["{jobs}:mail:7"].value(u"reason"_qs).toString().contains(u"active"_qs));
+        QVERIFY(listed["{jobs}:mail:7"].value(u"reason"_qs).toString().contains(u"prefix '{jobs}'"_qs));
 
         // no bulk purge takes any of them, whatever it names
         const QStringList purge = {QStringLiteral("purge"), QStringLiteral("--pattern"), QStringLiteral("*"),
@@ -257,6 +271,8 @@ private slots:
                      active.err.count('\n') == 1,
                  active.err.constData());
         QVERIFY(exists("bull:emails:1"));
+        QCOMPARE(byKey("{jobs}:mail:7").exitCode, 1); // under another prefix as well
+        QVERIFY(exists("{jobs}:mail:7"));
         const auto done = byKey("bull:emails:3");
         QCOMPARE(done.exitCode, 0);
         QVERIFY2(done.out.contains("purged bull:emails:3 (was BullMQ's FOREIGN)"), done.out.constData());
