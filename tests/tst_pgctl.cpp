@@ -1,8 +1,9 @@
 // idemctl on a postgresql:// URL (or libpq's key=value form, over the unix socket): run gives
 // exactly-once under 32 concurrent deliveries; inspect, force-fail, purge, list and stats act on
 // schema idem; `pg sweep` deletes expired rows in bounded batches; Redis-only options are refused;
-// an operator command on a row a transaction holds gives up after --lock-timeout (75). --table
-// is tst_pgtablectl's.
+// an operator command on a row a transaction holds gives up after --lock-timeout (75); a login
+// the server refuses is 77 and a database it does not have 64, not "unavailable". --table is
+// tst_pgtablectl's.
 #include "idem/errors.h"
 #include "idem/pg/localpostgres.h"
 #include "idem/pg/pgstore.h"
@@ -142,6 +143,100 @@ private slots:
                  qPrintable(acl.err));
         QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), QStringLiteral("--stale"), QStringLiteral("--yes")}).exit,
                  64);
+    }
+
+    // What retrying cannot fix is not "store unavailable" (69): a login the server refuses is 77 as
+    // credentials Redis refuses are, a database that does not exist 64, each in one line naming what
+    // to check (never the password); a server that is not there stays 69
+    void refusedLoginAndMissingDatabase()
+    {
+        pgSql(pg->url(), "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'app') THEN "
+                         "CREATE ROLE app LOGIN PASSWORD 'right'; END IF; END $$");
+        {
+            // these roles, and only they, must give a password or are turned away (the fixture
+            // trusts every other one)
+            QFile f(QString::fromStdString(pg->dir() + "/data/pg_hba.conf"));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QByteArray rest = f.readAll();
+            f.close();
+            if (!rest.startsWith("host all app ")) {
+                QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+                f.write("host all app 127.0.0.1/32 scram-sha-256\nhost all turnedaway 127.0.0.1/32 reject\n" + rest);
+                f.close();
+                pgSql(pg->url(), "SELECT pg_reload_conf()");
+            }
+        }
+        pgSql(pg->url(), "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'turnedaway') THEN "
+                         "CREATE ROLE turnedaway LOGIN; END IF; END $$");
+        const QString at = QStringLiteral("127.0.0.1:%1").arg(pg->port());
+        QTRY_VERIFY_WITH_TIMEOUT( // (the reload is asynchronous)
+            idemctlAt(QStringLiteral("postgresql://app:WRONG@%1/postgres").arg(at), {QStringLiteral("list")})
+                .err.contains(QStringLiteral("password authentication failed")),
+            10'000);
+
+        struct Case {
+            QString url, said, check;
+            int exit;
+        };
+        const QList<Case> cases = {
+            {QStringLiteral("postgresql://app:WRONG@%1/postgres").arg(at), QStringLiteral("credentials refused: "),
+             QStringLiteral("password authentication failed for user \"app\""), 77},
+            {QStringLiteral("postgresql://app@%1/postgres").arg(at), QStringLiteral("credentials refused: "),
+             QStringLiteral("no password supplied"), 77},
+            {QStringLiteral("postgresql://nobody@%1/postgres").arg(at), QStringLiteral("credentials refused: "),
+             QStringLiteral("role \"nobody\" does not exist"), 77},
+            {QStringLiteral("postgresql://turnedaway@%1/postgres").arg(at), QStringLiteral("login refused: "),
+             QStringLiteral("pg_hba.conf rejects connection"), 77},
+            {QStringLiteral("postgresql://idem@%1/nosuchdb").arg(at), QStringLiteral("no such database: "),
+             QStringLiteral("database \"nosuchdb\" does not exist"), 64},
+            {QStringLiteral("postgresql://idem@127.0.0.1:1/postgres"), QStringLiteral("store unavailable: "),
+             QString(), 69},
+        };
+        QTemporaryDir dir;
+        const QString ran = dir.filePath(QStringLiteral("ran"));
+        for (const Case& c : cases) {
+            const QList<QStringList> commands = {
+                {QStringLiteral("list")},
+                {QStringLiteral("stats"), QStringLiteral("--json")},
+                {QStringLiteral("inspect"), QStringLiteral("x")},
+                {QStringLiteral("purge"), QStringLiteral("x")},
+                {QStringLiteral("pg"), QStringLiteral("init")},
+                {QStringLiteral("run"), QStringLiteral("--key"), QStringLiteral("x"), QStringLiteral("--"),
+                 QStringLiteral("touch"), ran},
+            };
+            for (const QStringList& command : commands) {
+                const Ctl r = idemctlAt(c.url, command);
+                const QString what = c.url + u' ' + command.join(u' ') + u' ' + QString::number(r.exit) + u' ' + r.err;
+                QVERIFY2(r.exit == c.exit, qPrintable(what));
+                QVERIFY2(r.err.count(QLatin1Char('\n')) == 1, qPrintable(what));
+                QVERIFY2(r.err.contains(c.said) && r.err.contains(c.check), qPrintable(what));
+                QVERIFY2(!r.err.contains(QStringLiteral("WRONG")), qPrintable(what)); // never the password
+                if (c.exit != 69) {
+                    QVERIFY2(r.err.contains(QStringLiteral("retrying will not help")) &&
+                                 r.err.contains(QStringLiteral("--url or $IDEM_URL")),
+                             qPrintable(what));
+                    QVERIFY2(!r.err.contains(QStringLiteral("unavailable")), qPrintable(what));
+                }
+                if (command.first() == QStringLiteral("run"))
+                    QVERIFY2(r.err.contains(QStringLiteral("command not run")), qPrintable(what));
+            }
+        }
+        QVERIFY(!QFile::exists(ran));
+        const Ctl let =
+            idemctlAt(QStringLiteral("postgresql://app:right@%1/postgres").arg(at), {QStringLiteral("list")});
+        QVERIFY2(let.exit == 77 && let.err.contains(QStringLiteral("role 'app'")), qPrintable(let.err)); // no grant yet
+
+        // the server's words in another language (lc_messages) are not guessed at: unavailable, as before
+        QCOMPARE(idem::pgRefusalOf("connection to server at \"db\" (10.0.0.5), port 5432 failed: FATAL:  "
+                                   "Passwort-Authentifizierung für Benutzer »app« fehlgeschlagen"),
+                 idem::PgRefusal::None);
+        // nor is a socket's path that happens to hold the words: only the server's own count
+        QCOMPARE(idem::pgRefusalOf("connection to server on socket \"/run/database \"x\" does not exist/"
+                                   ".s.PGSQL.5432\" failed: No such file or directory"),
+                 idem::PgRefusal::None);
+        QCOMPARE(idem::pgRefusalOf("connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  the database "
+                                   "system is starting up"),
+                 idem::PgRefusal::None);
     }
 
     void inspectForceFailPurge()

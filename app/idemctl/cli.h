@@ -203,6 +203,15 @@ bool isPermissionError(const std::string& error);
 bool isAuthenticationError(const std::string& error);
 // That refusal in one line: the server's words and what to check (and, for run, that CMD did not run).
 std::string authenticationAdvice(const std::string& error, bool commandNotRun = false);
+// PostgreSQL refused the login or the database the URL names (idem::pgRefusalOf): the exit code
+// (77 for the login, as for credentials Redis refuses; 64 for a database that does not exist, a
+// URL as wrong as one libpq cannot read) and one line with the server's words and what to change;
+// nullopt for any other error. (`commandNotRun`: run says that CMD did not run.)
+struct PgRefusalLine {
+    int exit = Unavailable;
+    std::string line;
+};
+std::optional<PgRefusalLine> pgRefusalLine(const std::string& error, bool commandNotRun = false);
 // PostgreSQL's refusal (SQLSTATE 42501) in words: which role may not do what, the server's words
 // for the right, and which of schema idem's roles has it (`argv`: the command's, for its URL)
 std::string pgPermissionAdvice(const std::string& command, const std::vector<std::string>& argv,

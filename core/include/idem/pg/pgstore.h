@@ -20,6 +20,17 @@ namespace idem {
 class PgConnection;
 class PgPipeline;
 
+// What PostgreSQL refused when a connection failed, which retrying cannot fix: the login (a wrong
+// password, none given, a role that does not exist or may not log in or connect), a connection
+// no pg_hba.conf line admits, or a database that does not exist. PgStore (and every connection of
+// idem's) throws ConfigError for these, IoError ("unavailable") for anything else.
+enum class PgRefusal { None, Login, HostRule, Database };
+// Read from libpq's message (an error's text that holds it will do: an Outcome keeps only that).
+// libpq gives no SQLSTATE for a connection that failed, so the server's own words are matched,
+// where the server put them (after "FATAL:  "); a server whose lc_messages is not English words
+// them otherwise: None, and the connection counts as unavailable, as any other failure does.
+PgRefusal pgRefusalOf(std::string_view message);
+
 struct PgStoreOptions {
     Millis lease{30'000};
     Millis staleKeep{3'600'000};            // how long a STARTED row outlives its lease
