@@ -452,7 +452,9 @@ private slots:
         QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records"), std::string("0"));
     }
 
-    // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages
+    // list and stats walk the table by keyset pages (1000 rows each): 2500 rows, three pages. stats
+    // gives the fields Redis's stats give, and counts every row under one of them (a newer
+    // schema's state word as malformed)
     void listAndStats()
     {
         pgSql(pg->url(), "CREATE DATABASE listing");
@@ -468,12 +470,15 @@ private slots:
                 "VALUES ('s-stale', 'STARTED', gen_random_uuid(), nextval('idem.fence'), now() - interval '1 s', "
                 "now() + interval '1 h', now(), now()), "
                 "('x-expired', 'COMPLETED', NULL, nextval('idem.fence'), NULL, now() - interval '1 s', now(), now())");
+        pgSql(db, "ALTER DOMAIN idem.record_state DROP CONSTRAINT record_state_check; "
+                  "INSERT INTO idem.records (id, state, fence, expires_at, created_at, started_at) "
+                  "VALUES ('y-newer', 'RESERVED', nextval('idem.fence'), now() + interval '1 h', now(), now())");
         const QString dbUrl = QString::fromStdString(db);
 
         const Ctl all = idemctlAt(dbUrl, {QStringLiteral("list")});
         QVERIFY2(all.exit == 0, qPrintable(all.err));
-        QCOMPARE(all.out.count(QLatin1Char('\n')), 1 + 2503);
-        QVERIFY2(all.err.contains(QStringLiteral("2503 record(s)")), qPrintable(all.err));
+        QCOMPARE(all.out.count(QLatin1Char('\n')), 1 + 2504);
+        QVERIFY2(all.err.contains(QStringLiteral("2504 record(s)")), qPrintable(all.err));
         const Ctl stale =
             idemctlAt(dbUrl, {QStringLiteral("list"), QStringLiteral("--stale"), QStringLiteral("--json")});
         QCOMPARE(stale.exit, 0);
@@ -488,11 +493,33 @@ private slots:
         const Ctl stats = idemctlAt(dbUrl, {QStringLiteral("stats"), QStringLiteral("--json")});
         QVERIFY2(stats.exit == 0, qPrintable(stats.err));
         const QJsonObject s = QJsonDocument::fromJson(stats.out.toUtf8()).object();
-        QCOMPARE(s.value(QStringLiteral("total")).toInt(), 2503);
+        QCOMPARE(s.value(QStringLiteral("total")).toInt(), 2504);
         QCOMPARE(s.value(QStringLiteral("completed")).toInt(), 2500);
         QCOMPARE(s.value(QStringLiteral("started")).toInt(), 2);
         QCOMPARE(s.value(QStringLiteral("stale")).toInt(), 1);
         QCOMPARE(s.value(QStringLiteral("expired")).toInt(), 1);
+        // every field Redis's stats have (docs/operations.md), no more, and each row under one state
+        const QStringList fields = {QStringLiteral("total"),     QStringLiteral("started"),   QStringLiteral("stale"),
+                                    QStringLiteral("blocked"),   QStringLiteral("completed"), QStringLiteral("failed"),
+                                    QStringLiteral("expired"),   QStringLiteral("malformed"), QStringLiteral("foreign"),
+                                    QStringLiteral("unknown"),   QStringLiteral("no_ttl")};
+        QStringList keys = s.keys();
+        keys.sort();
+        QStringList wanted = fields;
+        wanted.sort();
+        QCOMPARE(keys, wanted);
+        QCOMPARE(s.value(QStringLiteral("malformed")).toInt(), 1);
+        QCOMPARE(s.value(QStringLiteral("no_ttl")).toInt(), 0);
+        int states = 0;
+        for (const char* state : {"started", "completed", "failed", "expired", "malformed", "foreign", "unknown"})
+            states += s.value(QLatin1String(state)).toInt();
+        QCOMPARE(states, 2504);
+        const Ctl text = idemctlAt(dbUrl, {QStringLiteral("stats")});
+        QVERIFY2(text.exit == 0, qPrintable(text.err));
+        for (const char* line : {"total      2504\n", "started    2 (stale 1, blocked 0)\n", "malformed  1\n",
+                                 "foreign    0\n", "unknown    0\n", "no TTL     0\n",
+                                 "expired    1 (counted as absent; idemctl pg sweep deletes them)\n"})
+            QVERIFY2(text.out.contains(QLatin1String(line)), qPrintable(text.out));
         QCOMPARE(idemctlAt(dbUrl, {QStringLiteral("list"), QStringLiteral("--pattern"), QStringLiteral("c-*")}).exit,
                  64);
     }

@@ -232,6 +232,10 @@ void refuseTableWrite(const Args& args, const char* command);
 // --lock-timeout (force-fail, purge): PostgreSQL's bound on the wait for a row another transaction
 // holds; a usage failure on Redis, whose scripts never wait
 void refuseLockTimeout(const Args& args);
+// What stats prints of its counts, the same fields for every store (docs/operations.md), as JSON
+// and as text; `expiredNote` follows the expired count (cmd_monitor.cpp)
+nlohmann::json statsJson(const idem::Stats& s);
+void printStats(const idem::Stats& s, const std::string& expiredNote = {});
 // What inspect prints of a record, as text and as JSON (cmd_admin.cpp)
 void printRecord(const idem::Record& r, std::int64_t serverNowMs);
 nlohmann::json inspectJson(const idem::Record& r);

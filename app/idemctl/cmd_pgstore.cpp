@@ -311,28 +311,21 @@ int pgStats(const Args& args)
         idem::PgTable t(g.url, *table, staleAfterMs(args));
         eachTableRow(t, add);
         if (args.flag("--json")) {
-            const nlohmann::json j = {{"total", s.total},         {"started", s.started},   {"stale", s.stale},
-                                      {"completed", s.completed}, {"failed", s.failed},     {"malformed", s.malformed},
-                                      {"unknown", s.unknown},     {"table", *table}};
+            nlohmann::json j = statsJson(s);
+            j["table"] = *table;
             std::printf("%s\n", j.dump().c_str());
         } else {
-            std::printf("total      %zu\nstarted    %zu (stale %zu)\ncompleted  %zu\nfailed     %zu\nmalformed  %zu\n"
-                        "unknown    %zu\n",
-                        s.total, s.started, s.stale, s.completed, s.failed, s.malformed, s.unknown);
+            printStats(s);
         }
         return Ok;
     }
     idem::PgStore store(g.url);
     eachRow(store, add);
-    if (args.flag("--json")) {
-        const nlohmann::json j = {{"total", s.total},         {"started", s.started}, {"stale", s.stale},
-                                  {"completed", s.completed}, {"failed", s.failed},   {"expired", s.expired}};
-        std::printf("%s\n", j.dump().c_str());
-    } else {
-        std::printf("total      %zu\nstarted    %zu (stale %zu)\ncompleted  %zu\nfailed     %zu\nexpired    %zu "
-                    "(counted as absent; idemctl pg sweep deletes them)\n",
-                    s.total, s.started, s.stale, s.completed, s.failed, s.expired);
-    }
+    // the same fields as Redis's stats, every row counted once (a newer schema's state as malformed)
+    if (args.flag("--json"))
+        std::printf("%s\n", statsJson(s).dump().c_str());
+    else
+        printStats(s, "counted as absent; idemctl pg sweep deletes them");
     return Ok;
 }
 
