@@ -524,6 +524,49 @@ private slots:
                  64);
     }
 
+    // a row past its expiry (kept until swept, counted as absent) has no time left, and list, its
+    // JSON and inspect say the same: a TTL of 0, never "unknown", "-" or a negative count
+    void expiredRowHasNoTimeLeft()
+    {
+        idem::PgStore store(pg->url());
+        const std::string id = uniqueId("gone").toStdString();
+        const auto a = store.acquire(id);
+        QCOMPARE(store.complete(a.ticket, "receipt", idem::Millis(1000)).status, idem::OwnerStatus::Ok);
+        QTRY_COMPARE_WITH_TIMEOUT(store.inspect(id)->state, idem::RecordState::Expired, 5000);
+        const auto rec = store.inspect(id);
+        QCOMPARE(rec->ttlMs, std::int64_t(0));
+        QVERIFY(rec->expiresMs && *rec->expiresMs > 0);
+        const QString qid = QString::fromStdString(id);
+
+        const Ctl json = idemctlAt(url, {QStringLiteral("list"), QStringLiteral("--state"), QStringLiteral("expired"),
+                                         QStringLiteral("--json")});
+        QVERIFY2(json.exit == 0, qPrintable(json.err));
+        bool found = false;
+        for (const QString& line : json.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+            const QJsonObject o = QJsonDocument::fromJson(line.toUtf8()).object();
+            QVERIFY2(o.value(QStringLiteral("ttl_ms")).toInteger() == 0, qPrintable(line)); // every expired row
+            if (o.value(QStringLiteral("id")).toString() != qid)
+                continue;
+            found = true;
+            QCOMPARE(o.value(QStringLiteral("state")).toString(), QStringLiteral("EXPIRED"));
+            QCOMPARE(o.value(QStringLiteral("expires_ms")).toInteger(), qint64(*rec->expiresMs));
+        }
+        QVERIFY2(found, qPrintable(json.out));
+        const Ctl text = idemctlAt(url, {QStringLiteral("list"), QStringLiteral("--state"), QStringLiteral("expired")});
+        QVERIFY2(text.exit == 0, qPrintable(text.err));
+        const QStringList lines = text.out.split(QLatin1Char('\n'));
+        const auto row =
+            std::find_if(lines.begin(), lines.end(), [&](const QString& l) { return l.startsWith(qid + u' '); });
+        QVERIFY2(row != lines.end(), qPrintable(text.out));
+        QVERIFY2(row->simplified().startsWith(qid + QStringLiteral(" EXPIRED 0ms ")), qPrintable(*row));
+        const Ctl shown = idemctlAt(url, {QStringLiteral("inspect"), qid});
+        QVERIFY2(shown.exit == 0, qPrintable(shown.err));
+        QVERIFY2(shown.out.contains(QStringLiteral("ttl        0ms\n")), qPrintable(shown.out));
+        const Ctl inspected = idemctlAt(url, {QStringLiteral("inspect"), qid, QStringLiteral("--json")});
+        const QJsonObject j = QJsonDocument::fromJson(inspected.out.toUtf8()).object();
+        QCOMPARE(j.value(QStringLiteral("ttl_ms")).toInteger(), qint64(0));
+    }
+
     // pg sweep: expired rows go in batches of --batch, live ones (and a held row) stay
     void sweepInBoundedBatches()
     {

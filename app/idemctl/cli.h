@@ -138,7 +138,8 @@ std::string dumpLine(const nlohmann::json& j);
 // bytes of `s`, a cut one ending in '~'. (--json keeps the bytes: key_base64.)
 std::string printable(std::string_view s, std::size_t width = std::string::npos, bool tabs = false);
 // `idemctl list`'s table, the same for both stores: Redis keys have a FORMAT column (and -1 for a
-// TTL means none), PostgreSQL rows hold idem's own records (and a TTL below 0 means expired).
+// TTL means none), PostgreSQL rows hold idem's own records (an expired one has 0 left; a TTL below
+// 0, "-", is a table's that keeps no expiry).
 enum class ListOf { RedisKeys, PgRows };
 // The ID column is as wide as the longest id of the first rows (held back until 1000 have come,
 // half a second has passed, or the listing ends; at most 100 wide), so ids of one shape - a gateway's, with their credential
