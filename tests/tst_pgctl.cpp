@@ -1,7 +1,8 @@
 // idemctl on a postgresql:// URL (or libpq's key=value form, over the unix socket): run gives
 // exactly-once under 32 concurrent deliveries; inspect, force-fail, purge, list and stats act on
 // schema idem; `pg sweep` deletes expired rows in bounded batches; Redis-only options are refused;
-// an operator command on a row a transaction holds gives up after --lock-timeout (75); a login
+// an operator command on a row a transaction holds (or an id whose first acquire it has not
+// committed) gives up after --lock-timeout (75); a login
 // the server refuses is 77 and a database it does not have 64, not "unavailable". --table is
 // tst_pgtablectl's.
 #include "idem/errors.h"
@@ -411,6 +412,85 @@ private slots:
                  64);
         const Ctl purged = idemctlAt(url, {QStringLiteral("purge"), QString::fromStdString(done)}); // free again
         QVERIFY2(purged.exit == 0, qPrintable(purged.err));
+    }
+
+    // a service's transaction that acquired an id for the first time and has not committed holds a
+    // row no other transaction sees: force-fail and purge wait for it as for a row it holds (75
+    // after --lock-timeout), never "no record"; what it commits meanwhile is acted on as a row seen
+    // at once (purge: "changed since it was read"), what it rolls back is absent (66). The probe
+    // that finds this out leaves nothing behind: no row, no fence
+    void operatorCommandsOnAnUncommittedFirstAcquire()
+    {
+        const std::string held = uniqueId("held").toStdString();
+        const QString qheld = QString::fromStdString(held);
+        std::unique_ptr<PGconn, decltype(&PQfinish)> worker(PQconnectdb(pg->url().c_str()), &PQfinish);
+        const auto acquireOpen = [&](const std::string& id) {
+            idemtest::workSql(worker.get(), "BEGIN");
+            PGresult* took = PQexec(worker.get(), ("SELECT outcome FROM idem.acquire('" + id + "')").c_str());
+            const std::string outcome = PQntuples(took) == 1 ? PQgetvalue(took, 0, 0) : "";
+            PQclear(took);
+            return outcome;
+        };
+        QCOMPARE(acquireOpen(held), std::string("acquired"));
+        QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.records WHERE id = '" + held + "'"), std::string("0"));
+
+        const QString wait = QStringLiteral("--lock-timeout"), quick = QStringLiteral("300ms");
+        for (const QStringList& command :
+             {QStringList{QStringLiteral("force-fail"), qheld, wait, quick},
+              QStringList{QStringLiteral("purge"), qheld, wait, quick},
+              QStringList{QStringLiteral("purge"), qheld, QStringLiteral("--live"), wait, quick}}) {
+            const Ctl busy = idemctlAt(url, command);
+            QVERIFY2(busy.exit == 75, qPrintable(command.join(u' ') + u' ' + QString::number(busy.exit) + busy.err));
+            QCOMPARE(busy.err.count(QLatin1Char('\n')), 1);
+            QVERIFY2(busy.err.contains(QStringLiteral("a running transaction holds the row")) &&
+                         busy.err.contains(QStringLiteral("nothing done")),
+                     qPrintable(busy.err));
+        }
+        idem::PgStoreOptions o;
+        o.operatorLockTimeout = idem::Millis(200);
+        idem::PgStore store(pg->url(), o);
+        QCOMPARE(store.forceFail(held, "stuck", false, "ops").status, idem::AdminStatus::Busy);
+        QCOMPARE(store.purge(held, "ops").status, idem::AdminStatus::Busy);
+
+        // committed while a purge waits: read as absent, it is not purged now
+        QObject owner;
+        QProcess* purge = startIdemctl({QStringLiteral("--url"), url, QStringLiteral("purge"), qheld,
+                                        QStringLiteral("--lock-timeout"), QStringLiteral("2m")},
+                                       &owner);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            pgSql(pg->url(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "1", 20'000);
+        idemtest::workSql(worker.get(), "COMMIT");
+        const Ctl changed = finishIdemctl(purge);
+        QVERIFY2(changed.exit == 1 && changed.err.contains(QStringLiteral("changed since it was read (now STARTED")),
+                 qPrintable(QString::number(changed.exit) + changed.err));
+        QCOMPARE(store.inspect(held)->rawStatus, std::string("STARTED"));
+        QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.operations WHERE id = '" + held + "'"), std::string("0"));
+
+        // rolled back while a force-fail waits: the id is absent, and the probe left no row
+        const std::string gone = uniqueId("rolledback").toStdString();
+        QCOMPARE(acquireOpen(gone), std::string("acquired"));
+        QProcess* ff = startIdemctl(
+            {QStringLiteral("--url"), url, QStringLiteral("force-fail"), QString::fromStdString(gone), wait,
+             QStringLiteral("2m")},
+            &owner);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            pgSql(pg->url(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "1", 20'000);
+        idemtest::workSql(worker.get(), "ROLLBACK");
+        const Ctl absent = finishIdemctl(ff);
+        QVERIFY2(absent.exit == 66 && absent.err.contains(QStringLiteral("no record")),
+                 qPrintable(QString::number(absent.exit) + absent.err));
+
+        // an id nobody holds: 66 at once; the probes' rows and notifications went with their
+        // subtransactions, and no fence was drawn for them
+        const std::string fenceBefore = pgSql(pg->url(), "SELECT last_value FROM idem.fence");
+        const QString nobody = uniqueId("nobody");
+        QCOMPARE(idemctlAt(url, {QStringLiteral("force-fail"), nobody}).exit, 66);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), nobody}).exit, 66);
+        QCOMPARE(idemctlAt(url, {QStringLiteral("purge"), nobody, QStringLiteral("--live")}).exit, 66);
+        QCOMPARE(pgSql(pg->url(), "SELECT last_value FROM idem.fence"), fenceBefore);
+        QCOMPARE(pgSql(pg->url(), "SELECT count(*) FROM idem.records WHERE id IN ('" + gone + "', '" +
+                                      nobody.toStdString() + "') OR expires_at = '-infinity'"),
+                 std::string("0"));
     }
 
     // a newer schema's state word is not read as FAILED, nor purged without --live; a schema

@@ -140,8 +140,11 @@ public:
     // Deletes the row (idem.purge: the operation logged in idem.operations). With `seen`, only if
     // the row is still what was read (state, owner, fence, attempt and lease; compared under the
     // row's lock by idem.purge_seen, schema v5): otherwise Refused, "it changed since it was read".
+    // A `seen` with an empty rawStatus was read as absent: a row there now is "changed".
     // forceFail and purge answer Busy when another transaction holds the row for longer than
-    // PgStoreOptions::operatorLockTimeout.
+    // PgStoreOptions::operatorLockTimeout; from schema v6 also when it holds an id it inserted
+    // (a first acquire not yet committed, which no other transaction sees): NotFound only when
+    // the id has no row, committed or not.
     AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {},
                       const Record* seen = nullptr);
     // The row as it is now (state Expired when its expiry has passed); nullopt when absent. The
