@@ -186,6 +186,31 @@ private slots:
         QCOMPARE(w.model()->rowOfKey(u"rerun-1"_s), 0);
     }
 
+    // A row past its expiry (it counts as absent until swept) is EXPIRED with no time left: its TTL
+    // 0, its deadline the row's expires_at; never "no TTL", in the column or the counts
+    void expiredRowHasNoTimeLeft()
+    {
+        idem::PgStore store(pg->url());
+        const auto a = store.acquire("gone-1");
+        QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+        QCOMPARE(store.complete(a.ticket, "receipt", idem::Millis(1000)).status, idem::OwnerStatus::Ok);
+        QTRY_COMPARE_WITH_TIMEOUT(store.inspect("gone-1")->state, idem::RecordState::Expired, 5000);
+        const qint64 expires = store.inspect("gone-1")->expiresMs.value_or(-1);
+        MainWindow w(options(100));
+        QSignalSpy scans(&w, &MainWindow::scanCompleted);
+        w.show();
+        QVERIFY(scans.wait(10000));
+        QTRY_COMPARE_WITH_TIMEOUT(consoletest::stateOf(w, u"gone-1"_s), idem::RecordState::Expired, 5000);
+        const int row = w.model()->rowOfKey(u"gone-1"_s);
+        const QModelIndex ttl = w.model()->index(row, KeyTableModel::Ttl);
+        QVERIFY(!ttl.data(KeyTableModel::NoTtlRole).toBool());
+        QCOMPARE(ttl.data().toString(), u"0ms"_s);
+        QCOMPARE(w.model()->row(row).expiresAtMs, expires);
+        QCOMPARE(w.model()->stats().noTtl, std::size_t(0)); // no row of schema idem lives forever
+        QVERIFY(w.model()->stats().expired >= 1);
+        idemtest::pgSql(pg->url(), "DELETE FROM idem.records WHERE id = 'gone-1'");
+    }
+
     void anotherProgramsTable()
     {
         const std::string u = pg->url();

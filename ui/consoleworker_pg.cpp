@@ -162,6 +162,8 @@ void ConsoleWorker::pgFailed(const idem::Error& e)
         field = u"user"_s;
     else if (dynamic_cast<const idem::UsageError*>(&e)) // a URL libpq cannot read
         field = u"url"_s;
+    else if (config && (config->field() == "password" || config->field() == "user")) // the login refused
+        field = qs(config->field());
     else if (what.contains(u"password authentication failed"_s) || what.contains(u"no password supplied"_s))
         field = u"password"_s;
     else if (config || what.contains(u"does not exist"_s) ||

@@ -103,6 +103,10 @@ KeyRow KeyRow::fromRecord(const idem::Record& r, qint64 serverNowMs, std::string
     // (a stale row's note is worked out from its deadline when shown: staleWhy's "expired 1m10s
     // ago" changes at every read, and a row that changes at every scan is re-sorted at every scan)
     row.expiresAtMs = r.ttlMs >= 0 ? serverNowMs + r.ttlMs : r.format == idem::RecordFormat::SqlTable ? -2 : -1;
+    // a row of schema idem keeps its expiry: one past it stays where it was (no time left), not
+    // moved to each read's "now"
+    if (row.type == Type::Row && r.format == idem::RecordFormat::Native && r.expiresMs)
+        row.expiresAtMs = *r.expiresMs;
     row.createdMs = r.createdMs.value_or(r.startedMs.value_or(0));
     row.fence = r.fence;
     row.attempt = static_cast<qint32>(r.attempt);

@@ -141,7 +141,8 @@ std::string dumpLine(const nlohmann::json& j);
 // bytes of `s`, a cut one ending in '~'. (--json keeps the bytes: key_base64.)
 std::string printable(std::string_view s, std::size_t width = std::string::npos, bool tabs = false);
 // `idemctl list`'s table, the same for both stores: Redis keys have a FORMAT column (and -1 for a
-// TTL means none), PostgreSQL rows hold idem's own records (and a TTL below 0 means expired).
+// TTL means none), PostgreSQL rows hold idem's own records (an expired one has 0 left; a TTL below
+// 0, "-", is a table's that keeps no expiry).
 enum class ListOf { RedisKeys, PgRows };
 // The ID column is as wide as the longest id of the first rows (held back until 1000 have come,
 // half a second has passed, or the listing ends; at most 100 wide), so ids of one shape - a gateway's, with their credential
@@ -206,6 +207,15 @@ bool isPermissionError(const std::string& error);
 bool isAuthenticationError(const std::string& error);
 // That refusal in one line: the server's words and what to check (and, for run, that CMD did not run).
 std::string authenticationAdvice(const std::string& error, bool commandNotRun = false);
+// PostgreSQL refused the login or the database the URL names (idem::pgRefusalOf): the exit code
+// (77 for the login, as for credentials Redis refuses; 64 for a database that does not exist, a
+// URL as wrong as one libpq cannot read) and one line with the server's words and what to change;
+// nullopt for any other error. (`commandNotRun`: run says that CMD did not run.)
+struct PgRefusalLine {
+    int exit = Unavailable;
+    std::string line;
+};
+std::optional<PgRefusalLine> pgRefusalLine(const std::string& error, bool commandNotRun = false);
 // PostgreSQL's refusal (SQLSTATE 42501) in words: which role may not do what, the server's words
 // for the right, and which of schema idem's roles has it (`argv`: the command's, for its URL)
 std::string pgPermissionAdvice(const std::string& command, const std::vector<std::string>& argv,
@@ -226,6 +236,10 @@ void refuseTableWrite(const Args& args, const char* command);
 // --lock-timeout (force-fail, purge): PostgreSQL's bound on the wait for a row another transaction
 // holds; a usage failure on Redis, whose scripts never wait
 void refuseLockTimeout(const Args& args);
+// What stats prints of its counts, the same fields for every store (docs/operations.md), as JSON
+// and as text; `expiredNote` follows the expired count (cmd_monitor.cpp)
+nlohmann::json statsJson(const idem::Stats& s);
+void printStats(const idem::Stats& s, const std::string& expiredNote = {});
 // What inspect prints of a record, as text and as JSON (cmd_admin.cpp)
 void printRecord(const idem::Record& r, std::int64_t serverNowMs);
 nlohmann::json inspectJson(const idem::Record& r);

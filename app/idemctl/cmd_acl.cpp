@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "idem/hash.h"
+#include "idem/pg/pgstore.h"
 #include "idem/pg/schema.h"
 
 #include <algorithm>
@@ -189,6 +190,28 @@ std::string authenticationAdvice(const std::string& error, bool commandNotRun)
     return "credentials refused: " + printable(error) +
            (sentinel ? " (check --sentinel-password" : " (check the user and password in --url or $IDEM_URL") +
            "; retrying will not help" + (commandNotRun ? "; command not run)" : ")");
+}
+
+std::optional<PgRefusalLine> pgRefusalLine(const std::string& error, bool commandNotRun)
+{
+    const std::string tail = commandNotRun ? "; command not run)" : ")";
+    switch (idem::pgRefusalOf(error)) {
+    case idem::PgRefusal::None:
+        break;
+    case idem::PgRefusal::Login:
+        return PgRefusalLine{NoPermission, authenticationAdvice(error, commandNotRun)};
+    case idem::PgRefusal::HostRule:
+        return PgRefusalLine{NoPermission, "login refused: " + printable(error) +
+                                               " (the server's pg_hba.conf admits no such connection: check the "
+                                               "user, database and sslmode in --url or $IDEM_URL, or have its "
+                                               "lines changed; retrying will not help" + tail};
+    case idem::PgRefusal::Database:
+        return PgRefusalLine{Usage, "no such database: " + printable(error) +
+                                        " (check the database name in --url or $IDEM_URL; idemctl pg init "
+                                        "installs schema idem into a database that exists; retrying will not help" +
+                                        tail};
+    }
+    return std::nullopt;
 }
 
 std::string permissionAdvice(const std::string& command, const std::string& user, const std::string& ns,

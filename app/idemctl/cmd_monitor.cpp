@@ -187,6 +187,24 @@ int cmdList(const std::vector<std::string>& argv)
     return saidRefused(scan, "listed");
 }
 
+nlohmann::json statsJson(const idem::Stats& s)
+{
+    return {{"total", s.total},         {"started", s.started}, {"stale", s.stale},         {"blocked", s.blocked},
+            {"completed", s.completed}, {"failed", s.failed},   {"expired", s.expired},     {"malformed", s.malformed},
+            {"foreign", s.foreign},     {"other_programs", s.otherPrograms}, {"unknown", s.unknown},
+            {"no_ttl", s.noTtl}};
+}
+
+void printStats(const idem::Stats& s, const std::string& expiredNote)
+{
+    std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
+                "expired    %zu%s\nmalformed  %zu\nforeign    %zu (other programs' data %zu)\nunknown    %zu\n"
+                "no TTL     %zu\n",
+                s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired,
+                expiredNote.empty() ? "" : (" (" + expiredNote + ")").c_str(), s.malformed, s.foreign,
+                s.otherPrograms, s.unknown, s.noTtl);
+}
+
 int cmdStats(const std::vector<std::string>& argv)
 {
     Args args(argv, {"--pattern", "--count", "--stale-after", "--writer-ttl", "--read-from", "--table"}, {"--json"});
@@ -212,19 +230,11 @@ int cmdStats(const std::vector<std::string>& argv)
     for (const auto& [shard, part] : byShard)
         s.merge(part);
     if (args.flag("--json")) {
-        nlohmann::json j = {{"total", s.total},     {"started", s.started},     {"stale", s.stale},
-                            {"blocked", s.blocked}, {"completed", s.completed}, {"failed", s.failed},
-                            {"expired", s.expired}, {"malformed", s.malformed}, {"foreign", s.foreign},
-                            {"other_programs", s.otherPrograms}, {"unknown", s.unknown}, {"no_ttl", s.noTtl}};
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", statsJson(s).dump().c_str());
     } else {
         if (s.total == 0 && !args.value("--pattern") && scan.refusedKeys() == 0)
             hintPattern(scan.g);
-        std::printf("total      %zu\nstarted    %zu (stale %zu, blocked %zu)\ncompleted  %zu\nfailed     %zu\n"
-                    "expired    %zu\nmalformed  %zu\nforeign    %zu (other programs' data %zu)\nunknown    %zu\n"
-                    "no TTL     %zu\n",
-                    s.total, s.started, s.stale, s.blocked, s.completed, s.failed, s.expired, s.malformed, s.foreign,
-                    s.otherPrograms, s.unknown, s.noTtl);
+        printStats(s);
     }
     return saidRefused(scan, "counted");
 }

@@ -23,7 +23,8 @@ const char* kPgUsage = R"(usage: idemctl pg init --url postgresql://[user[:passw
          transaction holds are skipped, never waited for.
 
 --url takes libpq's forms: postgresql:// or postgres:// URIs, or "host=... dbname=..." (default:
-$IDEM_URL). Exit codes: 0 done, 1 refused, 64 usage, 69 PostgreSQL unavailable.
+$IDEM_URL). Exit codes: 0 done, 1 refused, 64 usage (or no such database), 69 PostgreSQL
+unavailable, 77 the login refused (or the role lacks a right).
 )";
 
 } // namespace

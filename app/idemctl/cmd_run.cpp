@@ -50,11 +50,11 @@ options:
                        acknowledge before the lease ends exits 70
   --replica-timeout DUR  how long each WAIT waits (default 1s)
 
-Exit codes: CMD's own; 64 usage; 65 payload mismatch; 69 store unavailable (CMD not run);
-77 credentials refused or the user's ACL does not allow it (CMD not run); 78 the key holds what
-is not idem's record (another program's lock, a newer schema's; CMD not run);
-70 CMD ran but its result was not stored (or not replicated); 75 in progress; 79 terminal
-failure stored.
+Exit codes: CMD's own; 64 usage (or no such PostgreSQL database); 65 payload mismatch; 69 store
+unavailable (CMD not run); 77 credentials refused or the user's ACL does not allow it (CMD not
+run); 78 the key holds what is not idem's record (another program's lock, a newer schema's; CMD
+not run); 70 CMD ran but its result was not stored (or not replicated); 75 in progress; 79
+terminal failure stored.
 )";
 
 // The stored result: {"exit_code":N,"stdout":"..."} (or "stdout_b64" when stdout is not UTF-8),
@@ -354,6 +354,10 @@ int cmdRun(const std::vector<std::string>& argv)
             std::fprintf(stderr, "idemctl: %s (command not run)\n",
                          permissionAdvice("run", g.connection.user, g.keyNamespace, o.error).c_str());
             return NoPermission;
+        }
+        if (const auto refused = g.postgres && !o.workRan ? pgRefusalLine(o.error, true) : std::nullopt) {
+            std::fprintf(stderr, "idemctl run: %s\n", refused->line.c_str());
+            return refused->exit;
         }
         if (!o.workRan && isAuthenticationError(o.error)) {
             std::fprintf(stderr, "idemctl run: %s\n", authenticationAdvice(o.error, true).c_str());

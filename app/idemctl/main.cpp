@@ -75,11 +75,12 @@ global options:
                      express-idempotency, idempotent-request, camel, json, plain
   --help             help for idemctl or for a command
 
-exit codes: 0 or CMD's own code on success; 64 usage; 65 payload mismatch; 66 no such record;
-69 store unavailable (CMD not run); 70 CMD ran but its result was not stored; 75 in progress
-(PostgreSQL: or a running transaction holds the row, nothing done); 77 credentials refused, or
-the user's ACL or role does not allow it; 78 the key holds another program's record; 79 a
-terminal failure is stored for the id; 1 operator action refused.
+exit codes: 0 or CMD's own code on success; 64 usage (or no such PostgreSQL database); 65 payload
+mismatch; 66 no such record; 69 store unavailable (CMD not run); 70 CMD ran but its result was
+not stored; 75 in progress (PostgreSQL: or a running transaction holds the row, nothing done);
+77 credentials (or a PostgreSQL login) refused, or the user's ACL or role does not allow it;
+78 the key holds another program's record; 79 a terminal failure is stored for the id;
+1 operator action refused.
 )";
 
 // The user and namespace the arguments name, for a NOPERM in words (the command parsed them once
@@ -236,6 +237,10 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "idemctl: %s\n",
                          idemctl::printable(idemctl::permissionAdvice(command, user, ns, e.what())).c_str());
             return idemctl::NoPermission;
+        }
+        if (const auto refused = idemctl::pgRefusalLine(e.what())) { // PostgreSQL: the login, the database
+            std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), refused->line.c_str());
+            return refused->exit;
         }
         if (idemctl::isAuthenticationError(e.what())) {
             std::fprintf(stderr, "idemctl %s: %s\n", command.c_str(), idemctl::authenticationAdvice(e.what()).c_str());

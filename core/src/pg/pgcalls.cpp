@@ -5,6 +5,8 @@
 #include "idem/errors.h"
 #include "idem/pg/schema.h"
 
+#include <algorithm>
+
 namespace idem::pgcalls {
 
 namespace {
@@ -146,7 +148,9 @@ Record recordFrom(const PGresult* r, int row)
     if (!pgcell::isNull(r, row, 19))
         rec.fields.emplace_back("phase", pgcell::text(r, row, 19));
     const std::int64_t now = pgcell::int8(r, row, 17);
-    rec.ttlMs = expires - now;
+    // the time left; none once expired (0: a TTL below 0 is a sentinel, -1 "no TTL", -2 "unknown")
+    rec.ttlMs = std::max<std::int64_t>(0, expires - now);
+    rec.expiresMs = expires;
     if (expires <= now) {
         rec.state = RecordState::Expired;
         rec.reason = "expired: counts as absent";

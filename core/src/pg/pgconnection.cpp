@@ -1,5 +1,7 @@
 #include "pg/pgconnection.h"
 
+#include "idem/pg/pgstore.h"
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -34,7 +36,49 @@ std::string trimmed(const char* s)
 
 void ignoreNotice(void*, const char*) {}
 
+// The server's words for what it refused, and the setting they point at (ConfigError::field)
+struct Refused {
+    PgRefusal what = PgRefusal::None;
+    const char* field = "";
+};
+
+// libpq's message has a "...failed: FATAL:  <the server's words>" for each address it tried, the
+// server's words as its lc_messages has them (see pgRefusalOf). Role and database names are at most
+// 63 bytes: " does not exist" is looked for near the start of the words, not in a later line.
+Refused refusedBy(std::string_view message)
+{
+    static constexpr std::string_view fatal = "FATAL:  ";
+    for (std::size_t at = message.find(fatal); at != std::string_view::npos; at = message.find(fatal, at + 1)) {
+        const std::string_view said = message.substr(at + fatal.size());
+        const std::string_view head = said.substr(0, 160);
+        // 28P01 invalid_password (password, md5, scram-sha-256); 28000 for the other methods
+        // ("Peer authentication failed for user ...", "Ident ...", "LDAP ...", "certificate ...")
+        if (said.starts_with("password authentication failed for user \""))
+            return {PgRefusal::Login, "password"};
+        if (const auto p = said.find(" authentication failed for user \""); p != std::string_view::npos && p < 16)
+            return {PgRefusal::Login, "user"};
+        // 28000: no such role, or one without LOGIN; 42501: no CONNECT right on the database
+        if (said.starts_with("role \"") && (head.find("\" does not exist") != std::string_view::npos ||
+                                            head.find("\" is not permitted to log in") != std::string_view::npos))
+            return {PgRefusal::Login, "user"};
+        if (said.starts_with("permission denied for database \""))
+            return {PgRefusal::Login, "user"};
+        // 28000: no line of pg_hba.conf admits this host, user, database and encryption, or one rejects it
+        if (said.starts_with("no pg_hba.conf entry for ") || said.starts_with("pg_hba.conf rejects connection for "))
+            return {PgRefusal::HostRule, "url"};
+        // 3D000 invalid_catalog_name
+        if (said.starts_with("database \"") && head.find("\" does not exist") != std::string_view::npos)
+            return {PgRefusal::Database, "url"};
+    }
+    // libpq's own: the server asks for a password and the URL gives none
+    if (message.find("fe_sendauth: no password supplied") != std::string_view::npos)
+        return {PgRefusal::Login, "password"};
+    return {};
+}
+
 } // namespace
+
+PgRefusal pgRefusalOf(std::string_view message) { return refusedBy(message).what; }
 
 [[noreturn]] void throwPgError(PGconn* c, const PGresult* r, std::string_view doing)
 {
@@ -116,8 +160,15 @@ PgConnection::PgConnection(const std::string& conninfo, int connectTimeoutSecond
     m_conn.reset(PQconnectdbParams(keys, values, 1));
     if (!m_conn)
         throw IoError("PostgreSQL: out of memory");
-    if (PQstatus(m_conn.get()) != CONNECTION_OK)
-        throw IoError("PostgreSQL unavailable: " + trimmed(PQerrorMessage(m_conn.get())));
+    if (PQstatus(m_conn.get()) != CONNECTION_OK) {
+        // what retrying cannot fix is a ConfigError (no retries, the setting named), by the
+        // server's words: libpq keeps no SQLSTATE of a connection that failed
+        const std::string why = trimmed(PQerrorMessage(m_conn.get()));
+        const Refused refused = refusedBy(why);
+        if (refused.what != PgRefusal::None)
+            throw ConfigError("PostgreSQL refused the connection: " + why, refused.field);
+        throw IoError("PostgreSQL unavailable: " + why);
+    }
     // NOTICEs ("schema idem already exists, skipping") are not for the caller's stderr
     PQsetNoticeProcessor(m_conn.get(), &ignoreNotice, nullptr);
 }

@@ -13,12 +13,13 @@ extern const std::string_view v2;
 extern const std::string_view v3;
 extern const std::string_view v4;
 extern const std::string_view v5;
+extern const std::string_view v6;
 }
 
 namespace {
 
 // sql/v<N>.sql for N = 1..kPgSchemaVersion
-const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3, sql::v4, sql::v5};
+const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3, sql::v4, sql::v5, sql::v6};
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 
 int installedVersion(PgConnection& c)

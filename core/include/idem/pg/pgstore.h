@@ -20,6 +20,17 @@ namespace idem {
 class PgConnection;
 class PgPipeline;
 
+// What PostgreSQL refused when a connection failed, which retrying cannot fix: the login (a wrong
+// password, none given, a role that does not exist or may not log in or connect), a connection
+// no pg_hba.conf line admits, or a database that does not exist. PgStore (and every connection of
+// idem's) throws ConfigError for these, IoError ("unavailable") for anything else.
+enum class PgRefusal { None, Login, HostRule, Database };
+// Read from libpq's message (an error's text that holds it will do: an Outcome keeps only that).
+// libpq gives no SQLSTATE for a connection that failed, so the server's own words are matched,
+// where the server put them (after "FATAL:  "); a server whose lc_messages is not English words
+// them otherwise: None, and the connection counts as unavailable, as any other failure does.
+PgRefusal pgRefusalOf(std::string_view message);
+
 struct PgStoreOptions {
     Millis lease{30'000};
     Millis staleKeep{3'600'000};            // how long a STARTED row outlives its lease
@@ -129,8 +140,11 @@ public:
     // Deletes the row (idem.purge: the operation logged in idem.operations). With `seen`, only if
     // the row is still what was read (state, owner, fence, attempt and lease; compared under the
     // row's lock by idem.purge_seen, schema v5): otherwise Refused, "it changed since it was read".
+    // A `seen` with an empty rawStatus was read as absent: a row there now is "changed".
     // forceFail and purge answer Busy when another transaction holds the row for longer than
-    // PgStoreOptions::operatorLockTimeout.
+    // PgStoreOptions::operatorLockTimeout; from schema v6 also when it holds an id it inserted
+    // (a first acquire not yet committed, which no other transaction sees): NotFound only when
+    // the id has no row, committed or not.
     AdminResult purge(std::string_view id, std::string_view who, std::string_view reason = {},
                       const Record* seen = nullptr);
     // The row as it is now (state Expired when its expiry has passed); nullopt when absent. The
