@@ -193,8 +193,18 @@ void ConsoleWorker::listen()
         idem::ConnectionOptions lo = m_scanner->optionsFor(node); // one server: the seed's own
         lo.readOnly = false;                                      // a subscription reads no key
         l = std::make_unique<idem::KeyspaceListener>(
-            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
+            lo, m_monitor->pattern(),
+            [this](const std::string& key, const std::string&) {
                 QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            },
+            [this] { // its node dropped or hung: said now, not at the next heartbeat
+                QMetaObject::invokeMethod(
+                    this,
+                    [this] {
+                        if (m_conn && m_link == Link::Connected)
+                            checkListeners();
+                    },
+                    Qt::QueuedConnection);
             });
         std::string why;
         if (l->start(&why))
