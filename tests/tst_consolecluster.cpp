@@ -2,7 +2,8 @@
 // the URL's makes the data not live until the scan has followed the failover and notifications come
 // from the promoted replica (its rows read again, never left to turn stale while their locks are
 // renewed); the URL's own node dying is survived through another node the console knew. A node that
-// hangs (stopped, not dead) is noticed as a dead one is.
+// hangs (stopped, not dead) is noticed as a dead one is. FAILED rows show their error whichever
+// node serves them.
 #include "consoletest.h"
 
 #include <QRegularExpression>
@@ -238,6 +239,53 @@ private slots:
         cluster.server(1).resume();
         QTest::qWait(3000);
         QVERIFY2(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()));
+    }
+
+    // A FAILED record's error is read where the record is: on the node serving its slot, whichever
+    // node the URL names; read by the scan, and again when a notification says a key changed.
+    void failedRowsShowTheirErrorOnEveryNode()
+    {
+        idemtest::LocalCluster cluster(3);
+        for (int i = 0; i < cluster.size(); ++i)
+            idem::Connection(cluster.node(i)).checked({"CONFIG", "SET", "notify-keyspace-events", "KA"});
+        idem::ConnectionPool pool(cluster.node(0), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        const auto ids = idsOnEveryShard(store, 2);
+        const auto errorOf = [](const std::string& id) { return "boom: " + id + " refused by the bank"; };
+        const auto failAll = [&](std::size_t which) { // the first or the second id of each shard
+            for (const auto& [shard, of] : ids) {
+                const auto a = store.acquire(of[which]);
+                QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+                QCOMPARE(store.fail(a.ticket, idem::FailPolicy::Terminal, errorOf(of[which])).status, idem::OwnerStatus::Ok);
+            }
+        };
+        failAll(0); // before the console reads them: the scan's
+
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(0));
+        MainWindow w(o);
+        w.show();
+        const auto errorsShown = [&](std::size_t which, QString* missing) {
+            for (const auto& [shard, of] : ids) {
+                const QString key = QString::fromStdString(store.recordKey(of[which]));
+                const int r = w.model()->rowOfKey(key);
+                const QString note = r < 0 ? QString() : w.model()->index(r, KeyTableModel::Note).data().toString();
+                if (note != QString::fromStdString(errorOf(of[which]))) {
+                    *missing = u"shard %1: %2 shows “%3”"_s.arg(shard).arg(key, r < 0 ? u"(no row)"_s : note);
+                    return false;
+                }
+            }
+            return true;
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 15000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 3, 5000);
+        QString missing;
+        QTRY_VERIFY2_WITH_TIMEOUT(errorsShown(0, &missing), qPrintable(missing), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text().startsWith(u"live:"_s), 5000);
+
+        failAll(1); // while it watches: read because notifications named them
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 6, 5000);
+        QTRY_VERIFY2_WITH_TIMEOUT(errorsShown(1, &missing), qPrintable(missing), 5000);
     }
 
 };

@@ -175,6 +175,8 @@ private:
     void probeWriteAccess();
     QString lastAction(const QString& key, std::int64_t nowMs); // from the meta key; empty: none
     void attachErrors(QVector<KeyRow>& rows); // FAILED hashes: their error text, when short
+    // those of `failedRows`, read on `node` (KeyRow::node's name: where they were read)
+    void attachErrors(QVector<KeyRow>& rows, const std::vector<qsizetype>& failedRows, const std::string& node);
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
     void noteGone(const QSet<QString>& gone, std::int64_t serverNowMs); // observedGone()
