@@ -225,6 +225,8 @@ void ConsoleWorker::listen()
         setLive(true, u"keyspace notifications"_s, false);
         return;
     }
+    if (!connectionAnswers())
+        return; // the node unreachable is the one connected through: lost, and reconnecting
     qCInfo(lcWorker).noquote() << "no keyspace notifications from" << unreachable.join(u"; "_s);
     setLive(false, u"no notifications from %1: rescanning every %2 s"_s.arg(
                        unreachable.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
@@ -246,12 +248,25 @@ void ConsoleWorker::checkListeners()
     }
     if (stopped.isEmpty())
         return;
+    if (!connectionAnswers())
+        return; // the node that stopped is the one connected through: lost, and reconnecting
     qCWarning(lcWorker).noquote() << "keyspace notifications stopped:" << stopped.join(u"; "_s);
     // what those nodes' keys do now is seen by reading them again, until notifications are back
     setLive(false, u"notifications from %1 lost: rescanning every %2 s"_s.arg(
                        stopped.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
             true);
     rescan();
+}
+
+bool ConsoleWorker::connectionAnswers()
+{
+    try {
+        m_conn->command({"PING"}); // (an error reply is an answer too)
+        return true;
+    } catch (const idem::Error& e) {
+        failed(e);
+        return false;
+    }
 }
 
 KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
@@ -494,7 +509,9 @@ void ConsoleWorker::beat()
     if (!m_conn || m_link != Link::Connected)
         return;
     checkListeners(); // also while scanning: a scan of a failing-over shard takes seconds
-    if (!m_conn || m_link != Link::Connected || m_scanning) // (a scan's pages are the news)
+    // A scan's pages are the news; not on a cluster, where they come from every node but the one
+    // connected through may be dead (the scan follows the failover): that node is asked anyway
+    if (!m_conn || m_link != Link::Connected || (m_scanning && !(m_scanner && m_scanner->cluster())))
         return;
     try {
         // through Sentinel, a primary that was replaced may go on answering reads as a replica:

@@ -186,6 +186,10 @@ private:
     // failover, on the node serving those slots now); listeners of nodes no longer read stop.
     void listen();
     void checkListeners(); // a listener whose connection dropped or hung: not live, rescanning
+    // Whether the node connected through answers a PING; when not, the connection is lost (and
+    // retried, through another node of a cluster): the status bar never says "connected" to a node
+    // known to be gone
+    bool connectionAnswers();
     void setLive(bool live, const QString& detail, bool interrupted);
     KeyRow rowOf(const idem::Record& r, std::int64_t serverNowMs); // with its node's index
     // an action's result with its name and size; not connected: already answered, with that error
