@@ -1,9 +1,13 @@
 // The console on a Redis Cluster (3 primaries, 3 replicas) whose nodes die: a primary that is not
 // the URL's makes the data not live until the scan has followed the failover and notifications come
 // from the promoted replica (its rows read again, never left to turn stale while their locks are
-// renewed); the URL's own node dying is survived through another node the console knew.
+// renewed); the URL's own node dying is survived through another node the console knew, and the
+// status bar never goes on saying "connected to" it once the console knows it is gone. A node that
+// hangs (stopped, not dead) is noticed as a dead one is. FAILED rows show their error whichever
+// node serves them.
 #include "consoletest.h"
 
+#include <QRegularExpression>
 #include <QScopeGuard>
 
 #include <atomic>
@@ -27,6 +31,30 @@ QString primaryOf(idemtest::LocalCluster& cluster, int via, int slot)
     } catch (const idem::Error&) {
     }
     return {};
+}
+
+// Whether `text` names the node at `address` (not one whose port merely starts the same)
+bool names(const QString& text, const QString& address)
+{
+    return text.contains(QRegularExpression(QRegularExpression::escape(address) + u"(?!\\d)"_s));
+}
+
+// The shard of a 3-primary LocalCluster serving the record of `id` (node i has slots 16384*i/3 .. 16384*(i+1)/3 - 1)
+int shardOf(const idem::Store& store, const std::string& id) { return (idem::hashSlot(store.recordKey(id)) * 3 + 2) / 16384; }
+
+// Ids whose records are on every shard of a 3-primary cluster, `perShard` each, by shard
+std::map<int, std::vector<std::string>> idsOnEveryShard(const idem::Store& store, int perShard)
+{
+    std::map<int, std::vector<std::string>> ids;
+    for (int i = 0, found = 0; found < 3 * perShard; ++i) {
+        const std::string id = "rec-" + std::to_string(i);
+        auto& of = ids[shardOf(store, id)];
+        if (static_cast<int>(of.size()) == perShard)
+            continue;
+        of.push_back(id);
+        ++found;
+    }
+    return ids;
 }
 
 } // namespace
@@ -132,13 +160,24 @@ private slots:
             QTest::qWait(500);
         }
 
-        // The URL's own node dies: the console goes on through another node it knew, and says so
+        // The URL's own node dies: the console goes on through another node it knew, and says so.
+        // Once it knows the node is gone (its notifications lost), the status bar no longer says
+        // "connected to" it: what it shows is watched until the console is through another node.
         const QString seed = address(cluster.server(0));
+        QStringList untrue;
+        QTimer watch;
+        connect(&watch, &QTimer::timeout, &watch, [&] {
+            if (linkText(w).startsWith(u"● connected to "_s) && names(liveText(), seed))
+                untrue << linkText(w) + u" / "_s + liveText();
+        });
+        watch.start(10);
         cluster.server(0).kill();
         QElapsedTimer sinceSeedKill;
         sinceSeedKill.start();
         QTRY_VERIFY2_WITH_TIMEOUT(w.freshness() == MainWindow::Freshness::Live && linkText(w).contains(u"through node"_s),
                                   qPrintable(linkText(w) + u" / "_s + w.bannerText()), 20000);
+        watch.stop();
+        QVERIFY2(untrue.isEmpty(), qPrintable(untrue.join(u"\n"_s)));
         QVERIFY2(!linkText(w).contains(u"through node "_s + seed), qPrintable(linkText(w)));
         QVERIFY2(sinceSeedKill.elapsed() < 20000, qPrintable(QString::number(sinceSeedKill.elapsed())));
         QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()),
@@ -147,6 +186,120 @@ private slots:
             for (const QString& key : keys)
                 QVERIFY2(w.model()->rowOfKey(key) >= 0, qPrintable(key));
     }
+
+    // A primary that stops answering without closing its connections (SIGSTOP: a hung process, or a
+    // network cut) is noticed as a dead one is: not live, naming it, within seconds; live again once
+    // its replica has taken over.
+    void aHungNodeIsNoticed()
+    {
+        idemtest::LocalCluster cluster(3, 3);
+        for (int i = 0; i < cluster.size(); ++i)
+            idem::Connection(cluster.node(i)).checked({"CONFIG", "SET", "notify-keyspace-events", "KA"});
+        idem::ConnectionOptions storeNode = cluster.node(2); // a node that stays up
+        storeNode.commandTimeout = idem::Millis(1000);
+        idem::ConnectionPool pool(storeNode, 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        const auto ids = idsOnEveryShard(store, 2);
+        for (const auto& [shard, of] : ids)
+            for (const std::string& id : of)
+                store.complete(store.acquire(id).ticket, "{}");
+        cluster.waitForReplication();
+
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(0));
+        MainWindow w(o);
+        w.show();
+        const auto liveText = [&] { return w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(); };
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 15000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 6, 5000);
+        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()), 5000);
+
+        const QString hung = address(cluster.server(1));
+        cluster.server(1).pause(); // SIGSTOP: its connections stay open, nothing answers
+        const auto resume = qScopeGuard([&] { cluster.server(1).resume(); }); // also when a check fails
+        QElapsedTimer sinceStop;
+        sinceStop.start();
+        // a PING unanswered within the command timeout (3 s), after a second of quiet
+        QTRY_VERIFY2_WITH_TIMEOUT(!liveText().startsWith(u"live:"_s) && names(liveText(), hung), qPrintable(liveText()),
+                                  10000);
+        QVERIFY2(names(w.bannerText(), hung), qPrintable(w.bannerText()));
+        QCOMPARE(w.freshness(), MainWindow::Freshness::Live); // the other shards' data is current
+        qInfo("not live, naming %s, %lld ms after it stopped", qPrintable(hung), sinceStop.elapsed());
+
+        // its replica takes over: notifications from it, live again; a change there shows at once
+        QTRY_VERIFY_WITH_TIMEOUT(!primaryOf(cluster, 2, 5461).isEmpty() && primaryOf(cluster, 2, 5461) != hung, 30000);
+        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()),
+                                  30000);
+        QVERIFY2(!w.bannerText().contains(u"Not live"_s), qPrintable(w.bannerText()));
+        const std::string changed = "moved-on";
+        std::string key;
+        for (int i = 0; key.empty(); ++i) // an id whose record the promoted replica serves
+            if (const std::string id = changed + std::to_string(i); shardOf(store, id) == 1)
+                key = id;
+        const auto acquired = [&] { // (the store's own connections may still try the stopped node)
+            try {
+                const auto status = store.acquire(key).status;
+                return status == idem::AcquireStatus::Acquired || status == idem::AcquireStatus::InProgress;
+            } catch (const idem::Error&) {
+                return false;
+            }
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(acquired(), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowOfKey(QString::fromStdString(store.recordKey(key))) >= 0, 3000);
+
+        // the stopped node comes back (a replica now): nothing changes for the console
+        cluster.server(1).resume();
+        QTest::qWait(3000);
+        QVERIFY2(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()));
+    }
+
+    // A FAILED record's error is read where the record is: on the node serving its slot, whichever
+    // node the URL names; read by the scan, and again when a notification says a key changed.
+    void failedRowsShowTheirErrorOnEveryNode()
+    {
+        idemtest::LocalCluster cluster(3);
+        for (int i = 0; i < cluster.size(); ++i)
+            idem::Connection(cluster.node(i)).checked({"CONFIG", "SET", "notify-keyspace-events", "KA"});
+        idem::ConnectionPool pool(cluster.node(0), 1);
+        idem::Store store(pool, idem::StoreOptions{.keyNamespace = ns});
+        const auto ids = idsOnEveryShard(store, 2);
+        const auto errorOf = [](const std::string& id) { return "boom: " + id + " refused by the bank"; };
+        const auto failAll = [&](std::size_t which) { // the first or the second id of each shard
+            for (const auto& [shard, of] : ids) {
+                const auto a = store.acquire(of[which]);
+                QCOMPARE(a.status, idem::AcquireStatus::Acquired);
+                QCOMPARE(store.fail(a.ticket, idem::FailPolicy::Terminal, errorOf(of[which])).status, idem::OwnerStatus::Ok);
+            }
+        };
+        failAll(0); // before the console reads them: the scan's
+
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(0));
+        MainWindow w(o);
+        w.show();
+        const auto errorsShown = [&](std::size_t which, QString* missing) {
+            for (const auto& [shard, of] : ids) {
+                const QString key = QString::fromStdString(store.recordKey(of[which]));
+                const int r = w.model()->rowOfKey(key);
+                const QString note = r < 0 ? QString() : w.model()->index(r, KeyTableModel::Note).data().toString();
+                if (note != QString::fromStdString(errorOf(of[which]))) {
+                    *missing = u"shard %1: %2 shows “%3”"_s.arg(shard).arg(key, r < 0 ? u"(no row)"_s : note);
+                    return false;
+                }
+            }
+            return true;
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 15000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 3, 5000);
+        QString missing;
+        QTRY_VERIFY2_WITH_TIMEOUT(errorsShown(0, &missing), qPrintable(missing), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text().startsWith(u"live:"_s), 5000);
+
+        failAll(1); // while it watches: read because notifications named them
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 6, 5000);
+        QTRY_VERIFY2_WITH_TIMEOUT(errorsShown(1, &missing), qPrintable(missing), 5000);
+    }
+
 };
 
 QTEST_MAIN(TestConsoleCluster)

@@ -6,10 +6,12 @@
 #include "idem/engine/store.h"
 #include "testsupport.h"
 
+#include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QScopeGuard>
 #include <QtTest>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -319,6 +321,41 @@ private slots:
         idem::Connection q(quiet.connectionOptions());
         auto cfg = q.checked({"CONFIG", "GET", "notify-keyspace-events"});
         QCOMPARE(idem::reply::str(idem::reply::element(cfg.get(), 1)), std::string()); // untouched
+    }
+
+    // A server that stops answering without closing the connection (SIGSTOP, a network cut): the
+    // listener's PING goes unanswered, and it ends as if the connection had dropped, saying so. A
+    // server that answers keeps it running however quiet it is.
+    void keyspaceListenerNoticesAHang()
+    {
+        idem::LocalServer server;
+        idem::Connection(server.connectionOptions()).checked({"CONFIG", "SET", "notify-keyspace-events", "KA"});
+        idem::ConnectionOptions o = server.connectionOptions();
+        o.commandTimeout = idem::Millis(500); // the PING's deadline
+        std::atomic<int> ended{0};
+        idem::KeyspaceListener listener(o, "x:*", [](const std::string&, const std::string&) {}, [&] { ++ended; });
+        std::string why;
+        QVERIFY2(listener.start(&why), why.c_str());
+        QThread::msleep(3 * idem::KeyspaceListener::kQuietBeforePing.count()); // quiet: PINGed, answered
+        QVERIFY(listener.running());
+        QCOMPARE(ended.load(), 0);
+
+        server.pause();
+        const auto resume = qScopeGuard([&] { server.resume(); });
+        QElapsedTimer since;
+        since.start();
+        QTRY_VERIFY_WITH_TIMEOUT(!listener.running(), 5000);
+        QVERIFY2(since.elapsed() <= idem::KeyspaceListener::kQuietBeforePing.count() + 500 + 2000,
+                 qPrintable(QString::number(since.elapsed())));
+        QVERIFY2(listener.endedWhy().find("PING") != std::string::npos, listener.endedWhy().c_str());
+        QTRY_COMPARE_WITH_TIMEOUT(ended.load(), 1, 1000);
+
+        // a server that hangs while subscribing: start() gives up within the command timeout
+        idem::KeyspaceListener late(o, "x:*", [](const std::string&, const std::string&) {});
+        since.restart();
+        QVERIFY(!late.start(&why));
+        QVERIFY(late.unreachable());
+        QVERIFY2(since.elapsed() < 5000, qPrintable(QString::number(since.elapsed())));
     }
 
     // SCAN lists one server's keys: on a cluster of three primaries (and a replica), the monitor

@@ -193,8 +193,18 @@ void ConsoleWorker::listen()
         idem::ConnectionOptions lo = m_scanner->optionsFor(node); // one server: the seed's own
         lo.readOnly = false;                                      // a subscription reads no key
         l = std::make_unique<idem::KeyspaceListener>(
-            lo, m_monitor->pattern(), [this](const std::string& key, const std::string&) {
+            lo, m_monitor->pattern(),
+            [this](const std::string& key, const std::string&) {
                 QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            },
+            [this] { // its node dropped or hung: said now, not at the next heartbeat
+                QMetaObject::invokeMethod(
+                    this,
+                    [this] {
+                        if (m_conn && m_link == Link::Connected)
+                            checkListeners();
+                    },
+                    Qt::QueuedConnection);
             });
         std::string why;
         if (l->start(&why))
@@ -215,6 +225,8 @@ void ConsoleWorker::listen()
         setLive(true, u"keyspace notifications"_s, false);
         return;
     }
+    if (!connectionAnswers())
+        return; // the node unreachable is the one connected through: lost, and reconnecting
     qCInfo(lcWorker).noquote() << "no keyspace notifications from" << unreachable.join(u"; "_s);
     setLive(false, u"no notifications from %1: rescanning every %2 s"_s.arg(
                        unreachable.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
@@ -236,12 +248,25 @@ void ConsoleWorker::checkListeners()
     }
     if (stopped.isEmpty())
         return;
+    if (!connectionAnswers())
+        return; // the node that stopped is the one connected through: lost, and reconnecting
     qCWarning(lcWorker).noquote() << "keyspace notifications stopped:" << stopped.join(u"; "_s);
     // what those nodes' keys do now is seen by reading them again, until notifications are back
     setLive(false, u"notifications from %1 lost: rescanning every %2 s"_s.arg(
                        stopped.join(u", "_s), QString::number(m_settings.rescanIntervalMs / 1000.0)),
             true);
     rescan();
+}
+
+bool ConsoleWorker::connectionAnswers()
+{
+    try {
+        m_conn->command({"PING"}); // (an error reply is an answer too)
+        return true;
+    } catch (const idem::Error& e) {
+        failed(e);
+        return false;
+    }
 }
 
 KeyRow ConsoleWorker::rowOf(const idem::Record& r, std::int64_t serverNowMs)
@@ -484,7 +509,9 @@ void ConsoleWorker::beat()
     if (!m_conn || m_link != Link::Connected)
         return;
     checkListeners(); // also while scanning: a scan of a failing-over shard takes seconds
-    if (!m_conn || m_link != Link::Connected || m_scanning) // (a scan's pages are the news)
+    // A scan's pages are the news; not on a cluster, where they come from every node but the one
+    // connected through may be dead (the scan follows the failover): that node is asked anyway
+    if (!m_conn || m_link != Link::Connected || (m_scanning && !(m_scanner && m_scanner->cluster())))
         return;
     try {
         // through Sentinel, a primary that was replaced may go on answering reads as a replica:

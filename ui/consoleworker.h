@@ -102,10 +102,10 @@ Q_DECLARE_METATYPE(ActionResult)
 // a host name mismatch, TLS on one side only, a primary no sentinel knows) stops the retries:
 // `refused` names the setting to change. Through Sentinel, a lost primary is "failing over" until
 // the sentinels name the new one, which the link's detail then names. On a Redis Cluster, a node
-// whose notifications stop (it died) makes the data not live: the keys are read again on the short
-// interval, and notifications followed again once the scan has found the node serving those slots
-// now; a URL whose node does not answer is reached through another node the console knew. Results
-// go back to the GUI as queued signals.
+// whose notifications stop (it died, or hangs: PING unanswered) makes the data not live: the keys
+// are read again on the short interval, and notifications followed again once the scan has found
+// the node serving those slots now; a URL whose node does not answer is reached through another
+// node the console knew. Results go back to the GUI as queued signals.
 class ConsoleWorker : public QObject {
     Q_OBJECT
 public:
@@ -181,6 +181,8 @@ private:
     void probeWriteAccess();
     QString lastAction(const QString& key, std::int64_t nowMs); // from the meta key; empty: none
     void attachErrors(QVector<KeyRow>& rows); // FAILED hashes: their error text, when short
+    // those of `failedRows`, read on `node` (KeyRow::node's name: where they were read)
+    void attachErrors(QVector<KeyRow>& rows, const std::vector<qsizetype>& failedRows, const std::string& node);
     void dropIo(); // store, pool, monitor and connection, in that order
     void noteDirty(const QString& key);
     void noteGone(const QSet<QString>& gone, std::int64_t serverNowMs); // observedGone()
@@ -189,7 +191,11 @@ private:
     // Keyspace notifications from every node read: started where none runs (at connect; after a
     // failover, on the node serving those slots now); listeners of nodes no longer read stop.
     void listen();
-    void checkListeners(); // a listener whose connection dropped: not live, rescanning
+    void checkListeners(); // a listener whose connection dropped or hung: not live, rescanning
+    // Whether the node connected through answers a PING; when not, the connection is lost (and
+    // retried, through another node of a cluster): the status bar never says "connected" to a node
+    // known to be gone
+    bool connectionAnswers();
     void setLive(bool live, const QString& detail, bool interrupted);
     KeyRow rowOf(const idem::Record& r, std::int64_t serverNowMs); // with its node's index
     // an action's result with its name and size; not connected: already answered, with that error

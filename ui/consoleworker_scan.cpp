@@ -20,22 +20,37 @@ constexpr int kMaxErrorShown = 1000; // a FAILED record's error longer than this
 
 void ConsoleWorker::attachErrors(QVector<KeyRow>& rows)
 {
-    std::vector<qsizetype> failedRows;
+    // by the node each was read from: on a cluster, a key's error is on the node serving it
+    std::map<quint8, std::vector<qsizetype>> failedRows;
     for (qsizetype i = 0; i < rows.size(); ++i)
         if (rows[i].state == idem::RecordState::Failed && rows[i].type == KeyRow::Type::Hash &&
             !(rows[i].flags & KeyRow::ForeignStatus))
-            failedRows.push_back(i);
-    if (failedRows.empty())
-        return;
+            failedRows[rows[i].node].push_back(i);
+    for (const auto& [node, at] : failedRows) {
+        const std::string address = node > 0 && node <= m_nodeNames.size() ? m_nodeNames[node - 1].toStdString()
+                                                                            : std::string();
+        try {
+            attachErrors(rows, at, address);
+        } catch (const idem::IoError& e) {
+            // what is said beside the rows, not the rows: a node failing over since it was read
+            // leaves it out until the next read (the scan follows the failover)
+            qCInfo(lcWorker).noquote() << "errors of FAILED records not read from" << qs(address) << ":" << qs(e.what());
+        }
+    }
+}
+
+void ConsoleWorker::attachErrors(QVector<KeyRow>& rows, const std::vector<qsizetype>& failedRows,
+                                 const std::string& node)
+{
     // the scan never reads `error` (it can be large): its length first, then the short ones
     std::vector<std::string> keys;
     keys.reserve(failedRows.size());
     std::vector<std::vector<std::string_view>> lengths;
-    for (const qsizetype i : failedRows) {
+    for (const qsizetype i : failedRows)
         keys.push_back(rows[i].key.toStdString());
-        lengths.push_back({"HSTRLEN", keys.back(), "error"});
-    }
-    const auto lengthReplies = m_conn->pipeline(lengths);
+    for (const std::string& key : keys) // (after the last push_back: the views stay valid)
+        lengths.push_back({"HSTRLEN", key, "error"});
+    const auto lengthReplies = m_scanner->pipelineAt(node, lengths);
     std::vector<std::vector<std::string_view>> reads;
     std::vector<qsizetype> readRows;
     for (std::size_t k = 0; k < failedRows.size(); ++k) {
@@ -50,7 +65,7 @@ void ConsoleWorker::attachErrors(QVector<KeyRow>& rows)
     }
     if (reads.empty())
         return;
-    const auto texts = m_conn->pipeline(reads);
+    const auto texts = m_scanner->pipelineAt(node, reads);
     for (std::size_t k = 0; k < readRows.size(); ++k)
         if (idem::reply::isString(texts[k].get()))
             rows[readRows[k]].note = qs(idem::reply::str(texts[k].get())).simplified();
@@ -89,6 +104,8 @@ void ConsoleWorker::rescan()
         // while not live (a node was lost) and when other nodes serve the slots now (a failover).
         if (!m_live || m_listenedFor != (m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}))
             listen();
+        if (!m_scanner)
+            return; // the node connected through does not answer: lost (reconnecting rescans)
         Q_EMIT scanStarted(m_generation, m_scanner->keyCount()); // DBSIZE of each node: O(1)
     } catch (const idem::Error& e) {
         failed(e);

@@ -4,10 +4,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include <chrono>
+#include <optional>
+
 namespace idem {
 
-KeyspaceListener::KeyspaceListener(ConnectionOptions options, std::string pattern, Callback callback)
-    : m_options(std::move(options)), m_pattern(std::move(pattern)), m_callback(std::move(callback))
+KeyspaceListener::KeyspaceListener(ConnectionOptions options, std::string pattern, Callback callback, Ended ended)
+    : m_options(std::move(options)), m_pattern(std::move(pattern)), m_callback(std::move(callback)),
+      m_ended(std::move(ended))
 {
 }
 
@@ -33,9 +37,9 @@ std::string KeyspaceListener::unavailableReason(Connection& c)
 bool KeyspaceListener::start(std::string* why)
 {
     stop();
-    ConnectionOptions o = m_options;
-    o.commandTimeout = Millis(0); // block until a notification comes or stop() interrupts
-    m_connection = std::make_unique<Connection>(o);
+    // (the command timeout bounds the subscribing, a node that hangs included; run() then waits
+    // for notifications as long as the node answers its PINGs)
+    m_connection = std::make_unique<Connection>(m_options);
     std::string reason;
     m_unreachable = false;
     {
@@ -54,6 +58,11 @@ bool KeyspaceListener::start(std::string* why)
     } catch (const IoError& e) {
         reason = e.what();
         m_unreachable = true;
+    } catch (const ConfigError& e) {
+        // a guess from a symptom (a node that hangs up before its first answer: most likely a TLS
+        // port, unless it is dying, as when a listener ended with it) is worth trying again
+        reason = e.what();
+        m_unreachable = !e.certain();
     } catch (const Error& e) {
         reason = e.what();
     }
@@ -88,18 +97,37 @@ std::string KeyspaceListener::endedWhy() const
 
 void KeyspaceListener::run()
 {
+    using Clock = std::chrono::steady_clock;
     const std::string prefix = "__keyspace@" + std::to_string(m_options.db) + "__:";
+    const Millis deadline = m_options.commandTimeout > Millis(0) ? m_options.commandTimeout : kPingDeadline;
+    Clock::time_point heard = Clock::now();
+    std::optional<Clock::time_point> pinged; // a PING not answered yet, sent then
     while (!m_stop) {
         ReplyPtr r;
         try {
-            r = m_connection->readReply();
+            const Clock::time_point now = Clock::now();
+            if (pinged && now - *pinged >= deadline)
+                throw TimeoutError("Redis at " + m_options.describe() + ": no answer to PING within " +
+                                   std::to_string(deadline.count()) + " ms");
+            if (!pinged && now - heard >= kQuietBeforePing) {
+                // in subscribe mode too (RESP2 answers ["pong", ""] among the messages)
+                m_connection->sendCommand({"PING"});
+                pinged = now;
+                continue;
+            }
+            const Clock::time_point until = pinged ? *pinged + deadline : heard + kQuietBeforePing;
+            r = m_connection->readReply(std::chrono::duration_cast<Millis>(until - now) + Millis(1));
         } catch (const Error& e) {
-            if (!m_stop) { // the connection dropped: the owner rescans and may start again
+            if (!m_stop) { // the connection dropped or hung: the owner rescans and may start again
                 std::lock_guard lock(m_endedMutex);
                 m_endedWhy = e.what();
             }
             break;
         }
+        if (!r)
+            continue;
+        heard = Clock::now(); // whatever came (a message, the pong): the node answers
+        pinged.reset();
         // ["pmessage", pattern, channel, event]
         if (reply::arraySize(r.get()) != 4 || reply::str(reply::element(r.get(), 0)) != "pmessage")
             continue;
@@ -109,6 +137,8 @@ void KeyspaceListener::run()
         m_callback(channel.substr(prefix.size()), reply::str(reply::element(r.get(), 3)));
     }
     m_running = false;
+    if (!m_stop && m_ended)
+        m_ended();
 }
 
 } // namespace idem

@@ -454,6 +454,17 @@ std::vector<Record> Scanner::classify(const std::vector<std::string>& keys, std:
     return out;
 }
 
+std::vector<ReplyPtr> Scanner::pipelineAt(const std::string& address,
+                                          const std::vector<std::vector<std::string_view>>& commands)
+{
+    open();
+    if (!m_cluster || address.empty())
+        return m_seed.connection->pipeline(commands);
+    const bool primary = std::any_of(m_shards.begin(), m_shards.end(),
+                                     [&](const Shard& s) { return s.topology.primary == address; });
+    return node(address, !primary).connection->pipeline(commands);
+}
+
 std::size_t Scanner::unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by)
 {
     open();

@@ -5,6 +5,7 @@
 #include "redis/resp.h"
 #include "redis/stream.h"
 
+#include <algorithm>
 #include <csignal>
 #include <hiredis/hiredis.h>
 #include <mutex>
@@ -143,6 +144,21 @@ ReplyPtr Connection::readReply()
     if (!m_connected)
         throw ClosedError("Redis at " + m_options.describe() + ": not connected");
     return receive("read failed");
+}
+
+ReplyPtr Connection::readReply(Millis wait)
+{
+    if (!m_connected)
+        throw ClosedError("Redis at " + m_options.describe() + ": not connected");
+    return receive("read failed", std::chrono::steady_clock::now() + wait);
+}
+
+void Connection::sendCommand(std::initializer_list<std::string_view> args)
+{
+    ensureConnected();
+    m_out.clear();
+    resp::Writer(m_out).command(std::span<const std::string_view>(args.begin(), args.size()));
+    send(m_out, "command failed");
 }
 
 void Connection::connect()
@@ -322,8 +338,9 @@ void Connection::send(std::string_view resp, const char* what)
     }
 }
 
-// The next reply: what the reader holds already, else what the socket brings.
-ReplyPtr Connection::receive(const char* what)
+// The next reply: what the reader holds already, else what the socket brings (with `until`: null
+// when no whole reply came by then).
+ReplyPtr Connection::receive(const char* what, std::optional<std::chrono::steady_clock::time_point> until)
 {
     void* raw = nullptr;
     try {
@@ -332,6 +349,9 @@ ReplyPtr Connection::receive(const char* what)
                 throw ProtoError(resp::readerError(m_reader.get()));
             if (raw)
                 break;
+            if (until && !m_stream->waitReadable(std::max(Millis(0), std::chrono::duration_cast<Millis>(
+                                                                        *until - std::chrono::steady_clock::now()))))
+                return nullptr;
             char buffer[16 * 1024];
             const std::size_t n = m_stream->read(buffer, sizeof buffer);
             if (redisReaderFeed(m_reader.get(), buffer, n) != REDIS_OK)

@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdint>
@@ -444,6 +445,26 @@ std::size_t Stream::read(char* buffer, std::size_t capacity)
         if (n < 0 && errno == EINTR)
             continue;
         failIo("read", n == 0 ? 0 : errno);
+    }
+}
+
+bool Stream::waitReadable(Millis wait)
+{
+    if (m_fd < 0)
+        throw ClosedError("not connected");
+    if (m_ssl && SSL_has_pending(m_ssl)) // a record read already: poll() would not see it
+        return true;
+    const auto until = Clock::now() + wait;
+    while (true) {
+        const auto left = std::chrono::duration_cast<Millis>(until - Clock::now()).count();
+        pollfd p{m_fd, POLLIN, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 1 << 30)));
+        if (n > 0) // bytes, a hang-up or an error: read() says which
+            return true;
+        if (n == 0)
+            return false;
+        if (errno != EINTR)
+            failIo("poll", errno);
     }
 }
 

@@ -35,6 +35,9 @@ public:
     void write(std::string_view data);
     // What is there now, at least one byte: waits up to the timeout for it.
     std::size_t read(char* buffer, std::size_t capacity);
+    // Whether read() has something to return now (bytes, or the end of the stream), waiting up to
+    // `wait` for it; false: nothing came, and the stream is as it was.
+    bool waitReadable(Millis wait);
     // Ends a blocked read or write (thread-safe).
     void interrupt();
 

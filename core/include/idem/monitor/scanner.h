@@ -75,6 +75,11 @@ public:
     // Classifies keys now (keyspace notifications, refresh of visible rows), each on the node
     // that serves its slot.
     std::vector<Record> classify(const std::vector<std::string>& keys, std::int64_t* serverNowMs = nullptr);
+    // Commands on the node records were read from (Record::node, "host:port"), in one round trip
+    // on the scanner's connection to it (READONLY when it is a replica): a key's other fields, read
+    // where its record was. One server, or no node named: the seed. Replies as
+    // Connection::pipeline gives them (a key whose slot moved since: -MOVED). Throws IoError.
+    std::vector<ReplyPtr> pipelineAt(const std::string& node, const std::vector<std::vector<std::string_view>>& commands);
     // Purges each record that is still what was read (Monitor::unlinkIfUnchanged), on the
     // primary serving its slot now, with its audit entry. Returns how many were removed.
     std::size_t unlinkIfUnchanged(const std::vector<Record>& seen, const Actor& by);

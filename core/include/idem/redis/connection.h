@@ -8,6 +8,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,13 @@ public:
     // The next reply without sending anything (subscriptions). Blocks up to the command timeout
     // (0 = forever; interrupt() from another thread ends the wait).
     ReplyPtr readReply();
+    // The same, waiting up to `wait` only: null when no whole reply came by then, and the
+    // connection stays usable (a subscription that is quiet is not broken; part of a reply already
+    // here is kept for the next call). I/O problems throw IoError, as elsewhere.
+    ReplyPtr readReply(Millis wait);
+    // Sends one command and returns without its reply, which readReply() reads later (in subscribe
+    // mode, a PING whose answer comes among the messages).
+    void sendCommand(std::initializer_list<std::string_view> args);
     // Shuts the socket down so that a blocked readReply() returns (thread-safe).
     void interrupt();
 
@@ -87,7 +95,7 @@ private:
     void dropContext();
     [[noreturn]] void fail(const char* what);
     void send(std::string_view resp, const char* what);
-    ReplyPtr receive(const char* what);
+    ReplyPtr receive(const char* what, std::optional<std::chrono::steady_clock::time_point> until = {});
     void afterReplies(const std::vector<ReplyPtr>& replies);
     void afterReply(const redisReply* r);
     std::pair<std::string, int> primaryFromSentinels();
