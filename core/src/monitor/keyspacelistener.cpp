@@ -5,7 +5,6 @@
 #include <hiredis/hiredis.h>
 
 #include <chrono>
-#include <optional>
 
 namespace idem {
 
@@ -101,21 +100,25 @@ void KeyspaceListener::run()
     const std::string prefix = "__keyspace@" + std::to_string(m_options.db) + "__:";
     const Millis deadline = m_options.commandTimeout > Millis(0) ? m_options.commandTimeout : kPingDeadline;
     Clock::time_point heard = Clock::now();
-    std::optional<Clock::time_point> pinged; // a PING not answered yet, sent then
+    // when a PING not answered yet was sent (a flag beside it, not std::optional: g++ 12 at -O1 takes
+    // an engaged optional's value for maybe uninitialized)
+    bool pingOut = false;
+    Clock::time_point pinged{};
     while (!m_stop) {
         ReplyPtr r;
         try {
             const Clock::time_point now = Clock::now();
-            if (pinged && now - *pinged >= deadline)
+            if (pingOut && now - pinged >= deadline)
                 throw TimeoutError("Redis at " + m_options.describe() + ": no answer to PING within " +
                                    std::to_string(deadline.count()) + " ms");
-            if (!pinged && now - heard >= kQuietBeforePing) {
+            if (!pingOut && now - heard >= kQuietBeforePing) {
                 // in subscribe mode too (RESP2 answers ["pong", ""] among the messages)
                 m_connection->sendCommand({"PING"});
                 pinged = now;
+                pingOut = true;
                 continue;
             }
-            const Clock::time_point until = pinged ? *pinged + deadline : heard + kQuietBeforePing;
+            const Clock::time_point until = pingOut ? pinged + deadline : heard + kQuietBeforePing;
             r = m_connection->readReply(std::chrono::duration_cast<Millis>(until - now) + Millis(1));
         } catch (const Error& e) {
             if (!m_stop) { // the connection dropped or hung: the owner rescans and may start again
@@ -127,7 +130,7 @@ void KeyspaceListener::run()
         if (!r)
             continue;
         heard = Clock::now(); // whatever came (a message, the pong): the node answers
-        pinged.reset();
+        pingOut = false;
         // ["pmessage", pattern, channel, event]
         if (reply::arraySize(r.get()) != 4 || reply::str(reply::element(r.get(), 0)) != "pmessage")
             continue;
