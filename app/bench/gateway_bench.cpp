@@ -166,6 +166,8 @@ int main(int argc, char** argv) {
     int requests = 20000;
     std::vector<int> concurrency = {16, 64};
     const QStringList args = QCoreApplication::arguments();
+    if (args.size() == 3 && args[1] == u"--qt-relay"_s) // the reference row of --nginx (a child of it)
+        return qtRelay(static_cast<quint16>(args[2].toUInt()));
     if (args.contains(u"--nginx"_s))
         return nginxBench(args);
     for (qsizetype i = 1; i < args.size(); ++i) {

@@ -5,7 +5,8 @@
 // Idempotency-Key: after the first, every request is a duplicate) and "fresh" (a new key per
 // request: acquire + upstream + complete). Both nginx run as this user from a temporary
 // directory (-p DIR -c conf, pid, logs and temp paths inside it, no daemon, no master process).
-// Each measured run also prints the CPU time every process spent per request (/proc/PID/stat for
+// A fourth row, qt-relay, is a bare relay on Qt Network (qtRelay(), this program run as a child),
+// the floor of the gateway's own event loop and sockets. Each measured run also prints the CPU time every process spent per request (/proc/PID/stat for
 // the servers, getrusage(RUSAGE_CHILDREN) for wrk): where a ratio's cost goes on this machine.
 #include "gateway_nginx.h"
 
@@ -251,7 +252,41 @@ double loadAverage()
     return f.open(QIODevice::ReadOnly) ? f.readAll().split(' ').value(0).toDouble() : -1;
 }
 
+// This program again, as a bare Qt relay in front of `upstreamPort`; returns the port (0: not started).
+quint16 startQtRelay(QProcess& relay, quint16 upstreamPort)
+{
+    relay.setProgram(QCoreApplication::applicationFilePath());
+    relay.setArguments({u"--qt-relay"_s, QString::number(upstreamPort)});
+    relay.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    relay.start();
+    if (!relay.waitForReadyRead(10000))
+        return 0;
+    const auto m = QRegularExpression(u"listening: (\\d+)"_s).match(QString::fromUtf8(relay.readAllStandardOutput()));
+    return m.hasMatch() ? static_cast<quint16>(m.captured(1).toUInt()) : 0;
+}
+
 } // namespace
+
+int qtRelay(quint16 upstreamPort)
+{
+    QTcpServer server;
+    QObject::connect(&server, &QTcpServer::newConnection, [&server, upstreamPort] {
+        while (QTcpSocket* client = server.nextPendingConnection()) {
+            auto* up = new QTcpSocket(client); // written to while it connects: QAbstractSocket buffers
+            up->connectToHost(QHostAddress::LocalHost, upstreamPort);
+            QObject::connect(client, &QTcpSocket::readyRead, up, [client, up] { up->write(client->readAll()); });
+            QObject::connect(up, &QTcpSocket::readyRead, client, [client, up] { client->write(up->readAll()); });
+            QObject::connect(client, &QTcpSocket::disconnected, client, &QObject::deleteLater);
+        }
+    });
+    if (!server.listen(QHostAddress::LocalHost, 0)) {
+        std::fprintf(stderr, "idem-gateway-bench --qt-relay: cannot listen: %s\n", qPrintable(server.errorString()));
+        return 69;
+    }
+    std::printf("listening: %u\n", server.serverPort());
+    std::fflush(stdout);
+    return QCoreApplication::exec();
+}
 
 int nginxBench(const QStringList& args)
 {
@@ -306,6 +341,12 @@ int nginxBench(const QStringList& args)
     const quint16 gatewayPort = startGateway(gatewayProcess, upPort, redis->url(), u"bench-nginx"_s);
     if (gatewayPort == 0)
         return 69;
+    QProcess relayProcess;
+    const quint16 relayPort = startQtRelay(relayProcess, upPort);
+    if (relayPort == 0) {
+        std::fprintf(stderr, "idem-gateway-bench: the Qt relay did not start\n");
+        return 69;
+    }
     const QString replayLua = dir.filePath(u"replay.lua"_s), freshLua = dir.filePath(u"fresh.lua"_s);
     if (!writeFile(replayLua, kReplayLua) || !writeFile(freshLua, kFreshLua))
         return 69;
@@ -318,9 +359,11 @@ int nginxBench(const QStringList& args)
         const char* name;
         quint16 port;
     };
-    const Target targets[] = {{"direct", upPort}, {"nginx-proxy", proxyPort}, {"idem-gateway", gatewayPort}};
+    const Target targets[] = {
+        {"direct", upPort}, {"nginx-proxy", proxyPort}, {"qt-relay", relayPort}, {"idem-gateway", gatewayPort}};
     const std::pair<const char*, qint64> servers[] = {{"nginx upstream", upstream.pid()},
                                                       {"nginx proxy", proxy.pid()},
+                                                      {"qt-relay", relayProcess.processId()},
                                                       {"redis-server", static_cast<qint64>(redis->pid())},
                                                       {"idem-gateway", gatewayProcess.processId()}};
     int run = 0;
@@ -357,12 +400,16 @@ int nginxBench(const QStringList& args)
                 std::printf("\n    CPU us a request: %s; all %ld\n", cpu.c_str(), std::lround(total));
                 std::fflush(stdout);
             }
-            const WrkResult &direct = res["direct"], &anchor = res["nginx-proxy"], &gw = res["idem-gateway"];
+            const WrkResult &direct = res["direct"], &anchor = res["nginx-proxy"], &gw = res["idem-gateway"],
+                            &relay = res["qt-relay"];
             const double ratio = gw.rps / anchor.rps;
             const double goal = std::string(label) == "replay" ? 0.8 : 0.5;
             goalsMet = goalsMet && ratio >= goal;
             std::printf("  %s c=%d: idem-gateway / nginx-proxy = %.2f (goal >= %.1f: %s); nginx-proxy / direct = %.2f\n",
                         label, c, ratio, goal, ratio >= goal ? "met" : "MISSED", anchor.rps / direct.rps);
+            std::printf("  %s c=%d: qt-relay / nginx-proxy = %.2f (the hop on Qt Network, no idempotency); "
+                        "idem-gateway / qt-relay = %.2f\n",
+                        label, c, relay.rps / anchor.rps, gw.rps / relay.rps);
             if (c == 16) {
                 const double add50 = gw.p50 - direct.p50, add99 = gw.p99 - direct.p99;
                 const bool ok = add50 <= 1.0 && add99 <= 5.0;
@@ -375,7 +422,9 @@ int nginxBench(const QStringList& args)
         }
     }
     std::printf("goals of #16: %s; load average now %.2f\n", goalsMet ? "all met" : "not all met", loadAverage());
-    gatewayProcess.terminate();
-    gatewayProcess.waitForFinished(5000);
+    for (QProcess* p : {&gatewayProcess, &relayProcess}) {
+        p->terminate();
+        p->waitForFinished(5000);
+    }
     return 0;
 }
