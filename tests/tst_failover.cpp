@@ -15,6 +15,7 @@
 #include <thread>
 
 using idem::OutcomeKind;
+using namespace Qt::StringLiterals;
 
 namespace {
 idem::ConnectionOptions quick(idem::ConnectionOptions o)
@@ -233,6 +234,76 @@ private slots:
         QVERIFY2(t3.elapsed() < 15000, "the write must time out, not wait for the paused server"); // (ASan, -j4)
         server.resume();
         QCOMPARE(idem::reply::str(c.checked({"PING"}).get()), std::string("PONG"));
+    }
+
+    // Redis frozen (SIGSTOP) under an acquire: the call times out and closes its connection, but
+    // the server still holds the acquire and runs it when it thaws. The release written behind it
+    // on the same socket runs right after: the key is free for a retry at once, not refused as in
+    // progress for the whole lease. Store directly, a batch, and execute() (what idemctl run calls).
+    void frozenAcquireLeavesNoLease_data()
+    {
+        QTest::addColumn<QString>("how");
+        QTest::addColumn<int>("ids");
+        QTest::newRow("acquire") << u"acquire"_s << 1;
+        QTest::newRow("batch") << u"batch"_s << 3;
+        QTest::newRow("execute") << u"execute"_s << 1;
+    }
+    void frozenAcquireLeavesNoLease()
+    {
+        QFETCH(QString, how);
+        QFETCH(int, ids);
+        idem::LocalServer server;
+        auto opts = quick(server.connectionOptions());
+        opts.commandTimeout = idem::Millis(300);
+        idem::ConnectionPool pool(opts, 1);
+        idem::Store store(pool, ns("fz")); // a 30 s lease: a retry refused for it would fail below
+        idem::Executor ex(store);
+        QCOMPARE(store.acquire("warm-up", "").status, idem::AcquireStatus::Acquired); // connected, scripts loaded
+        std::vector<idem::AcquireRequest> batch;
+        for (int i = 0; i < ids; ++i)
+            batch.push_back({"order-" + std::to_string(i), ""});
+        idem::Connection admin(server.connectionOptions());
+        admin.checked({"CONFIG", "RESETSTAT"});
+        const auto evalshas = [&admin] { // scripts the server has run since RESETSTAT (acquires, releases)
+            const std::string info = idem::reply::str(admin.checked({"INFO", "commandstats"}).get());
+            const auto at = info.find("cmdstat_evalsha:calls=");
+            return at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 22);
+        };
+
+        server.pause();
+        QElapsedTimer timer;
+        timer.start();
+        std::atomic<int> runs{0};
+        if (how == u"execute"_s) {
+            const auto o = ex.execute(batch.front().id, "", [&](auto&) { return counted(runs, "x"); });
+            QCOMPARE(o.kind, OutcomeKind::StoreUnavailable);
+            QVERIFY2(o.error.find("no reply within") != std::string::npos, o.error.c_str());
+        } else {
+            try {
+                if (how == u"batch"_s)
+                    store.acquireBatch(batch);
+                else
+                    store.acquire(batch.front().id, "");
+                QFAIL("an acquire on a frozen server was answered");
+            } catch (const idem::TimeoutError& e) {
+                QVERIFY2(std::string(e.what()).find("no reply within") != std::string::npos, e.what());
+            }
+        }
+        // the command timeout, and at most one more for the release's write (here: at once)
+        QVERIFY2(timer.elapsed() < 600 + 1000, qPrintable(QString::number(timer.elapsed())));
+        QTest::qWait(500); // the connection is long closed when the server thaws
+        server.resume();
+        QTRY_VERIFY_WITH_TIMEOUT(evalshas() >= 1, 5000); // the frozen acquire ran, late
+        for (const auto& rq : batch) {
+            QCOMPARE(idem::reply::integer(admin.checked({"EXISTS", store.recordKey(rq.id)}).get()), 0LL);
+            if (how == u"execute"_s) {
+                const auto o = ex.execute(rq.id, "", [&](auto&) { return counted(runs, "x"); });
+                QCOMPARE(o.kind, OutcomeKind::Executed); // a retry runs at once
+            } else {
+                QCOMPARE(store.acquire(rq.id, "").status, idem::AcquireStatus::Acquired);
+            }
+        }
+        QCOMPARE(runs.load(), how == u"execute"_s ? 1 : 0);
     }
 
     void passwordsAndUnreachableServers()

@@ -69,6 +69,37 @@ void writeToken(char* out)
     }
 }
 constexpr std::size_t kTokenChars = 32;
+
+// What goes behind acquire calls that may get no answer (Connection::FollowUp): a release of each
+// id's proposed token, so that a server that thaws and runs the acquire late leaves no lease that
+// nobody holds (every retry would be refused as in progress until it ran out). fail.lua leaves a
+// record another token holds, and a missing one, alone. SCRIPT LOAD first: the EVALSHAs behind it
+// on the same socket find the script, and no answer is read (a NOSCRIPT could not be recovered).
+// On a cluster each goes with ASKING (needed after an ASK; on the slot's owner it changes nothing).
+template <typename IdAt, typename TokenAt>
+std::string releasesBehind(std::string_view ns, std::size_t count, IdAt idAt, TokenAt tokenAt, bool cluster,
+                           Millis retention)
+{
+    const Script& s = scripts::fail();
+    const std::string retentionMs = std::to_string(retention.count());
+    std::string out;
+    resp::Writer w(out);
+    const std::string_view load[] = {"SCRIPT", "LOAD", s.source};
+    w.command(load);
+    for (std::size_t k = 0; k < count; ++k) {
+        if (cluster) {
+            const std::string_view asking[] = {"ASKING"};
+            w.command(asking);
+        }
+        resp::evalshaHead(w, s, 1, 4);
+        w.bulkConcat(ns, storecalls::kTagOpen, idAt(k), storecalls::kTagClose);
+        w.bulk(tokenAt(k));
+        w.bulk(nameOf(FailPolicy::Release));
+        w.bulk("the acquire's answer did not come");
+        w.bulk(retentionMs);
+    }
+    return out;
+}
 } // namespace
 
 std::string newToken()
@@ -221,10 +252,27 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
     const std::size_t calls = callEnds.size();
     const auto callText = [&](std::size_t c) { return resp::callAt(buf, ends, c); };
     const auto callKey = [&](std::size_t c) { return recordKey(requests[order[c == 0 ? 0 : callEnds[c - 1]]].id); };
+    // The releases of these calls' ids (null: of every call), written behind them if no answer
+    // comes; the FollowUps below capture no more than fits in std::function without allocating
+    const auto releasesOf = [&](const std::vector<std::size_t>* which) {
+        std::vector<std::size_t> ids; // request indexes
+        for (std::size_t k = 0, n = which ? which->size() : calls; k < n; ++k) {
+            const std::size_t c = which ? (*which)[k] : k;
+            for (std::size_t i = c == 0 ? 0 : callEnds[c - 1]; i < callEnds[c]; ++i)
+                ids.push_back(order[i]);
+        }
+        return releasesBehind(
+            ns, ids.size(), [&](std::size_t k) { return std::string_view(requests[ids[k]].id); },
+            [&](std::size_t k) { return std::string_view(tokens).substr(ids[k] * kTokenChars, kTokenChars); },
+            cluster, m_options.failureRetention);
+    };
     std::vector<ReplyPtr> replies;
     const ConnectionPool* failing = nullptr; // the node a cluster's calls went to last
     if (!cluster) {
-        replies = runScriptPipelined(**conn, s, buf, ends, trailer);
+        {
+            const Connection::FollowUp release(**conn, [&releasesOf] { return releasesOf(nullptr); });
+            replies = runScriptPipelined(**conn, s, buf, ends, trailer);
+        } // before the connection goes back to the pool
         takeAck(replies, **conn);
         conn.reset(); // back to the pool before parsing
     } else try {
@@ -252,6 +300,7 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
             }
             failing = pool;
             auto nodeConn = pool->acquire();
+            const Connection::FollowUp release(*nodeConn, [&releasesOf, &nodeIndex] { return releasesOf(&nodeIndex); });
             auto nodeReplies = runScriptPipelined(*nodeConn, s, nodeCalls, nodeEnds, trailer);
             takeAck(nodeReplies, *nodeConn);
             for (std::size_t k = 0; k < nodeIndex.size(); ++k)
@@ -269,7 +318,9 @@ std::vector<AcquireResult> Store::acquireBatch(const std::vector<AcquireRequest>
         if (reply::redirect(replies[c].get()) || isTryAgain(replies[c].get())) {
             const std::string_view text = callText(c);
             const std::vector<std::size_t> one = {text.size()};
+            const std::vector<std::size_t> just = {c};
             replies[c] = m_router->routed(callKey(c), [&](Connection& cc) {
+                const Connection::FollowUp release(cc, [&releasesOf, &just] { return releasesOf(&just); });
                 auto rs = runScriptPipelined(cc, s, text, one, trailer);
                 if (!reply::redirect(rs.front().get()))
                     takeAck(rs, cc);

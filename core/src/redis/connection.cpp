@@ -164,6 +164,7 @@ void Connection::sendCommand(std::initializer_list<std::string_view> args)
 void Connection::connect()
 {
     dropContext();
+    const FollowUp none(*this, {}); // the handshake's requests are not the caller's
     std::string host = m_options.host;
     int port = m_options.port;
     if (m_options.viaSentinel())
@@ -358,9 +359,34 @@ ReplyPtr Connection::receive(const char* what, std::optional<std::chrono::steady
                 throw ProtoError(resp::readerError(m_reader.get()));
         }
     } catch (const Error&) {
+        followUpUnanswered();
         fail(what);
     }
     return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+Connection::FollowUp::FollowUp(Connection& c, std::function<std::string()> bytes)
+    : m_connection(c), m_previous(std::exchange(c.m_followUp, std::move(bytes)))
+{
+}
+
+Connection::FollowUp::~FollowUp() { m_connection.m_followUp = std::move(m_previous); }
+
+void Connection::followUpUnanswered() noexcept
+{
+    if (!m_followUp || !m_stream->isOpen())
+        return;
+    try {
+        throw; // the error receive() caught
+    } catch (const TimeoutError&) {
+        // the request is in the server's socket buffer, the socket still open: what follows it runs after it
+    } catch (...) {
+        return; // a hang-up, a garbled answer: the socket cannot carry more, or the server answered
+    }
+    try {
+        m_stream->writeBy(m_followUp(), std::chrono::steady_clock::now() + m_options.commandTimeout);
+    } catch (...) { // not in time, or the socket went: what the request did stays, as before
+    }
 }
 
 // A primary demoted to a replica answers writes with -READONLY: through Sentinel, the next call

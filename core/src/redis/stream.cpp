@@ -427,6 +427,39 @@ void Stream::write(std::string_view data)
     }
 }
 
+void Stream::writeBy(std::string_view data, std::chrono::steady_clock::time_point deadline)
+{
+    // each send (each TLS record) waits only for the time left: write()'s timeout is per call
+    const Millis was = m_timeout;
+    struct Restore {
+        Stream& s;
+        Millis timeout;
+        ~Restore() { s.setTimeout(timeout); }
+    } restore{*this, was};
+    constexpr std::size_t kRecord = 16 * 1024;
+    while (!data.empty()) {
+        const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+        if (left.count() <= 0)
+            throw TimeoutError("write: out of time");
+        setTimeout(left);
+        if (m_ssl) {
+            const std::string_view piece = data.substr(0, kRecord);
+            write(piece);
+            data.remove_prefix(piece.size());
+            continue;
+        }
+        if (m_fd < 0)
+            throw ClosedError("not connected");
+        const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n > 0)
+            data.remove_prefix(static_cast<std::size_t>(n));
+        else if (n < 0 && errno != EINTR)
+            failIo("write", errno);
+        else if (n == 0)
+            failIo("write", EPIPE);
+    }
+}
+
 std::size_t Stream::read(char* buffer, std::size_t capacity)
 {
     if (m_fd < 0)

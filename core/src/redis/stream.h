@@ -3,6 +3,7 @@
 #include "idem/redis/options.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -33,6 +34,8 @@ public:
 
     void setTimeout(Millis timeout); // for each read and write; 0: wait for ever
     void write(std::string_view data);
+    // The same, all of it by `deadline` (TimeoutError after it, some of it perhaps written)
+    void writeBy(std::string_view data, std::chrono::steady_clock::time_point deadline);
     // What is there now, at least one byte: waits up to the timeout for it.
     std::size_t read(char* buffer, std::size_t capacity);
     // Whether read() has something to return now (bytes, or the end of the stream), waiting up to

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <utility>
 #include <chrono>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -75,6 +76,26 @@ public:
     // until it is demoted; writes to it are lost). Returns whether it still is. Elsewhere: true.
     bool checkPrimary();
 
+    // While one lives, a call on this connection whose request went out whole but whose answer
+    // did not come within the command timeout has `bytes()` written behind it before the socket
+    // closes. A frozen server (SIGSTOP, a stalled node) still holds that request and runs it when
+    // it thaws, whatever became of the connection; a server runs one socket's commands in the
+    // order they came, so the follow-up runs right after it (an acquire's release: no lease is
+    // left that nobody holds). Written within one more command timeout, else dropped; not after a
+    // hang-up (the socket is gone) or for a request that could not be written whole. bytes() is
+    // called only then. Not for calls made while connecting (their request is not the caller's).
+    class FollowUp {
+    public:
+        FollowUp(Connection& c, std::function<std::string()> bytes);
+        ~FollowUp();
+        FollowUp(const FollowUp&) = delete;
+        FollowUp& operator=(const FollowUp&) = delete;
+
+    private:
+        Connection& m_connection;
+        std::function<std::string()> m_previous;
+    };
+
 private:
     // Through Sentinel, before a call: checkPrimary() at most once a second (after a slow or failed
     // answer, once ten times that long has passed: nextPrimaryCheck). A primary a planned failover
@@ -94,6 +115,8 @@ private:
     void ensureConnected();
     void dropContext();
     [[noreturn]] void fail(const char* what);
+    // From receive()'s catch block: a timeout there writes m_followUp behind the unanswered request
+    void followUpUnanswered() noexcept;
     void send(std::string_view resp, const char* what);
     ReplyPtr receive(const char* what, std::optional<std::chrono::steady_clock::time_point> until = {});
     void afterReplies(const std::vector<ReplyPtr>& replies);
@@ -113,6 +136,7 @@ private:
     bool m_lastPermanent = false; // the last connect failed with a ConfigError (m_lastField)
     std::string m_lastField;
     std::string m_out;         // the request being encoded (reused: no allocation per command)
+    std::function<std::string()> m_followUp; // FollowUp's
 };
 
 } // namespace idem
