@@ -50,6 +50,41 @@ private slots:
         QVERIFY(!postgresShown(u"host=db password=secret dbname=app"_s).contains(u"secret"_s));
     }
 
+    // what is shown of a PostgreSQL URL (status line, errors, recent list, title) never holds its
+    // password however it is written, and the Connect dialog takes out the one libpq would read.
+    // Each password holds "S3", which nothing else in these URLs does
+    void shownUrlsHideThePassword_data()
+    {
+        QTest::addColumn<QString>("url");
+        QTest::addColumn<QString>("shown");
+        QTest::addColumn<QString>("taken"); // what postgresWithoutPassword moves to the Password field
+        QTest::newRow("upper-case scheme") << u"POSTGRESQL://u:S3cret@h/db"_s << u"POSTGRESQL://u@h/db"_s << u"S3cret"_s;
+        QTest::newRow("a query after it") << u"postgres://u:S3cret@h/db?sslmode=require"_s
+                                          << u"postgres://u@h/db?sslmode=require"_s << u"S3cret"_s;
+        QTest::newRow("@ and : in it") << u"postgresql://u:S3%40c:ret@h:5433/db"_s << u"postgresql://u@h:5433/db"_s
+                                       << u"S3@c:ret"_s;
+        QTest::newRow("? in it (libpq reads on to the @)") << u"postgresql://u:S3?cret@h/db"_s << u"postgresql://u@h/db"_s
+                                                           << u"S3?cret"_s;
+        QTest::newRow("a query parameter") << u"postgresql://u@h/db?sslmode=require&password=S3cret"_s
+                                           << u"postgresql://u@h/db?sslmode=require&password=…"_s << QString();
+        QTest::newRow("key=value, quoted") << u"host=h password='x S3 y' dbname=db"_s << u"host=h password=… dbname=db"_s
+                                           << u"x S3 y"_s;
+        QTest::newRow("key=value, an escaped quote") << u"host=h password = 'S3\\' y' dbname=db"_s
+                                                     << u"host=h password=… dbname=db"_s << u"S3' y"_s;
+    }
+    void shownUrlsHideThePassword()
+    {
+        QFETCH(QString, url);
+        QFETCH(QString, shown);
+        QFETCH(QString, taken);
+        QCOMPARE(postgresShown(url), shown);
+        QVERIFY2(!shownUrl(url).contains(u"S3"_s), qPrintable(shownUrl(url)));
+        QString password;
+        const QString rest = postgresWithoutPassword(url, &password);
+        QCOMPARE(password, taken);
+        QVERIFY2(taken.isEmpty() || !postgresShown(rest).contains(u"S3"_s), qPrintable(rest));
+    }
+
     // a notification names each statement's ids, or says "too many": never over NOTIFY's limit
     void notificationsNameTheChangedIds()
     {

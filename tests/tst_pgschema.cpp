@@ -1,6 +1,6 @@
 // Schema idem's versions on a private PostgreSQL: an older schema with records upgraded in place,
 // `idemctl pg init` (install, nothing to do, a newer schema refused, bad input, PostgreSQL away).
-// The upgrade to v5's roles is tst_pgroles's.
+// The upgrade to v5's roles is tst_pgroles's; from v6 to v7 the operator's functions keep theirs.
 #include "idem/errors.h"
 #include "idem/pg/localpostgres.h"
 #include "idem/pg/pgstore.h"
@@ -8,8 +8,11 @@
 #include "pgfixture.h"
 #include "testsupport.h"
 
+#include <libpq-fe.h>
+
 #include <QtTest>
 
+#include <memory>
 #include <optional>
 
 using idem::AcquireStatus;
@@ -81,6 +84,62 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(idem::ReplyError,
                                  pgSql(db, "UPDATE idem.records SET policy = 'sometimes' WHERE id = 'dead'"));
         QCOMPARE(idem::installPgSchema(db).before, idem::kPgSchemaVersion); // nothing left to do
+    }
+
+    // A v6 schema whose operator was granted its rights then upgrades to v7 in place: force_fail,
+    // purge and purge_seen keep their grants, run as the schema's owner with their own search_path
+    // (as their shared lock, idem.locked_row, does: nobody may run it), and answer as v6 did: an
+    // uncommitted first acquire is waited for (55P03 past lock_timeout), then absent once rolled
+    // back, with no fence drawn; a committed row is force-failed and purged
+    void upgradeFromV6KeepsTheOperatorsFunctions()
+    {
+        pgSql(url, "CREATE DATABASE fromv6");
+        const std::string db = pg->url("fromv6");
+        QCOMPARE(idem::installPgSchema(db, 6).after, 6);
+        pgSql(db, "CREATE ROLE v6_operator LOGIN");
+        for (const std::string& grant : idem::pgRoleGrants("operator", "v6_operator"))
+            pgSql(db, grant);
+        std::string op = db;
+        op.replace(op.find("idem@"), 4, "v6_operator");
+        QCOMPARE(idem::installPgSchema(db, 7).before, 6);
+        QCOMPARE(idem::pgSchemaVersion(db), 7);
+
+        QCOMPARE(pgSql(db, "SELECT string_agg(p.proname || ' ' || p.prosecdef || ' ' || array_to_string(p.proconfig, '/') "
+                           "|| ' ' || has_function_privilege('v6_operator', p.oid, 'EXECUTE') || ' ' || "
+                           "has_function_privilege('public', p.oid, 'EXECUTE'), '; ' ORDER BY p.proname) "
+                           "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'idem' "
+                           "AND p.proname IN ('force_fail', 'purge', 'purge_seen', 'locked_row')"),
+                 std::string("force_fail true search_path=pg_catalog, pg_temp true false; "
+                             "locked_row true search_path=pg_catalog, pg_temp false false; "
+                             "purge true search_path=pg_catalog, pg_temp true false; "
+                             "purge_seen true search_path=pg_catalog, pg_temp true false"));
+        QCOMPARE(idemtest::sqlstateOf(op, "SELECT * FROM idem.locked_row('x', 'me')"), std::string("42501"));
+
+        // a first acquire not yet committed: each waits for it, then gives up
+        std::unique_ptr<PGconn, decltype(&PQfinish)> worker(PQconnectdb(db.c_str()), &PQfinish);
+        idemtest::workSql(worker.get(), "BEGIN");
+        idemtest::workSql(worker.get(), "SELECT * FROM idem.acquire('held')");
+        const std::string fence = pgSql(db, "SELECT last_value FROM idem.fence");
+        for (const char* call : {"idem.force_fail('held')", "idem.purge('held')",
+                                 "idem.purge_seen('held', NULL, NULL, NULL, NULL, NULL)"})
+            QCOMPARE(idemtest::sqlstateOf(op, std::string("SET lock_timeout = '200ms'; SELECT * FROM ") + call),
+                     std::string("55P03"));
+        idemtest::workSql(worker.get(), "ROLLBACK");
+        for (const char* call : {"idem.force_fail('held')", "idem.purge('held')",
+                                 "idem.purge_seen('held', NULL, NULL, NULL, NULL, NULL)"})
+            QCOMPARE(pgSql(op, std::string("SELECT outcome FROM ") + call), std::string("not_found"));
+        QCOMPARE(pgSql(db, "SELECT last_value FROM idem.fence"), fence);
+        QCOMPARE(pgSql(db, "SELECT count(*) FROM idem.records"), std::string("0"));
+
+        idem::PgStore store(db);
+        QCOMPARE(store.acquire("stuck").status, AcquireStatus::Acquired);
+        QCOMPARE(pgSql(op, "SELECT outcome || ' ' || previous_state FROM idem.force_fail('stuck')"),
+                 std::string("ok STARTED"));
+        QCOMPARE(pgSql(op, "SELECT outcome || ' ' || previous_state FROM idem.purge('stuck')"),
+                 std::string("ok FAILED"));
+        QCOMPARE(pgSql(db, "SELECT string_agg(op || ' ' || session_role, ', ' ORDER BY op) FROM idem.operations "
+                           "WHERE id = 'stuck'"),
+                 std::string("force_fail v6_operator, purge v6_operator"));
     }
 
     void idemctlPgInit()

@@ -39,30 +39,49 @@ bool isPostgresUrl(const QString& url)
     return !u.contains(u"://"_s) && kv.match(u).hasMatch();
 }
 
+namespace {
+
+// A URI's password as libpq reads it: the user info ends at the first '@' before any '/' (a '?'
+// does not end it), the user name at its first ':'. The scheme in any case: libpq takes only
+// lower case, but what is shown of a URL it refuses must not show its password either.
+const QRegularExpression& uriPassword()
+{
+    static const QRegularExpression re(u"^(postgres(?:ql)?://[^:@/]*):([^@/]*)@"_s,
+                                       QRegularExpression::CaseInsensitiveOption);
+    return re;
+}
+
+// key=value: password=secret or password='it\\'s' (libpq: a backslash escapes a quote or itself)
+const QRegularExpression& kvPassword()
+{
+    static const QRegularExpression re(u"(^|\\s)password\\s*=\\s*('((?:[^'\\\\]|\\\\.)*)'|(\\S+))"_s,
+                                       QRegularExpression::CaseInsensitiveOption);
+    return re;
+}
+
+} // namespace
+
 QString postgresShown(const QString& url)
 {
     QString u = url.trimmed();
-    static const QRegularExpression uriPassword(u"^(postgres(?:ql)?://[^:@/]*):[^@/]*@"_s);
-    static const QRegularExpression kvPassword(u"password\\s*=\\s*('[^']*'|\\S+)"_s);
-    u.replace(uriPassword, u"\\1@"_s);
-    u.replace(kvPassword, u"password=…"_s);
+    if (const auto m = uriPassword().match(u); m.hasMatch())
+        u = m.captured(1) + u'@' + u.mid(m.capturedEnd());
+    static const QRegularExpression queryPassword(u"([?&]password=)[^&]*"_s, QRegularExpression::CaseInsensitiveOption);
+    u.replace(queryPassword, u"\\1…"_s);
+    u.replace(kvPassword(), u"\\1password=…"_s);
     return u;
 }
 
 QString postgresWithoutPassword(const QString& url, QString* password)
 {
     const QString u = url.trimmed();
-    static const QRegularExpression uriPassword(u"^(postgres(?:ql)?://[^:@/?]*):([^@/?]*)@"_s,
-                                                QRegularExpression::CaseInsensitiveOption);
-    if (const auto m = uriPassword.match(u); m.hasMatch()) {
+    if (const auto m = uriPassword().match(u); m.hasMatch()) {
         if (password)
             *password = QUrl::fromPercentEncoding(m.captured(2).toUtf8());
         return m.captured(1) + u'@' + u.mid(m.capturedEnd());
     }
-    // key=value: password=secret or password='it\\'s' (libpq: a backslash escapes a quote or itself)
-    static const QRegularExpression kvPassword(u"(^|\\s)password\\s*=\\s*('((?:[^'\\\\]|\\\\.)*)'|(\\S+))"_s);
     if (isPostgresUrl(u) && !u.contains(u"://"_s))
-        if (const auto m = kvPassword.match(u); m.hasMatch()) {
+        if (const auto m = kvPassword().match(u); m.hasMatch()) {
             if (password) {
                 QString quoted = m.captured(3);
                 quoted.replace(QRegularExpression(u"\\\\(.)"_s), u"\\1"_s);

@@ -14,12 +14,13 @@ extern const std::string_view v3;
 extern const std::string_view v4;
 extern const std::string_view v5;
 extern const std::string_view v6;
+extern const std::string_view v7;
 }
 
 namespace {
 
 // sql/v<N>.sql for N = 1..kPgSchemaVersion
-const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3, sql::v4, sql::v5, sql::v6};
+const std::string_view kMigrations[] = {sql::v1, sql::v2, sql::v3, sql::v4, sql::v5, sql::v6, sql::v7};
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 
 int installedVersion(PgConnection& c)

@@ -8,7 +8,7 @@
 namespace idem {
 
 // The newest version of schema idem this library knows (sql/v<N>.sql).
-inline constexpr int kPgSchemaVersion = 6;
+inline constexpr int kPgSchemaVersion = 7;
 
 // The database's schema idem is newer than this library: it must not write to it (functions may
 // have changed meaning). Nothing was changed.
