@@ -62,6 +62,30 @@ std::map<int, std::vector<std::string>> idsOnEveryShard(const idem::Store& store
 class TestConsoleCluster : public ConsoleTest {
     Q_OBJECT
 
+    static QString liveTextOf(const MainWindow& w) { return w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(); }
+
+    // A console shown on `cluster` (node 0's URL) once it is current, live with keyspace
+    // notifications and showing `rows` rows; null, the test failed saying what was missing, when
+    // not within seconds
+    std::unique_ptr<MainWindow> openLive(idemtest::LocalCluster& cluster, int rows)
+    {
+        MainWindow::Options o = options();
+        o.connection.url = QString::fromStdString(cluster.url(0));
+        auto w = std::make_unique<MainWindow>(o);
+        w->show();
+        const auto missing = [&](const QString& what) {
+            QTest::qFail(qPrintable(what + u": "_s + linkText(*w) + u" / "_s + liveTextOf(*w)), __FILE__, __LINE__);
+            return nullptr;
+        };
+        if (!QTest::qWaitFor([&] { return w->freshness() == MainWindow::Freshness::Live; }, 15000))
+            return missing(u"never current"_s);
+        if (!QTest::qWaitFor([&] { return w->model()->rowCount() == rows; }, 5000))
+            return missing(u"%1 rows, not %2"_s.arg(w->model()->rowCount()).arg(rows));
+        if (!QTest::qWaitFor([&] { return liveTextOf(*w).startsWith(u"live: keyspace notifications"_s); }, 5000))
+            return missing(u"not live"_s);
+        return w;
+    }
+
 private slots:
     void initTestCase() { setUpCase(); }
     void init() { ns = idemtest::uniqueNamespace("ccl"); }
@@ -115,14 +139,11 @@ private slots:
             renewer.join();
         });
 
-        MainWindow::Options o = options();
-        o.connection.url = QString::fromStdString(cluster.url(0));
-        MainWindow w(o);
-        w.show();
-        const auto liveText = [&] { return w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(); };
-        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 15000);
-        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 9, 5000);
-        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()), 5000);
+        const auto window = openLive(cluster, 9);
+        if (!window)
+            return;
+        MainWindow& w = *window;
+        const auto liveText = [&] { return liveTextOf(w); };
 
         // A primary that is not the URL's node dies: said within seconds, naming it
         const QString dead = address(cluster.server(1));
@@ -205,14 +226,11 @@ private slots:
                 store.complete(store.acquire(id).ticket, "{}");
         cluster.waitForReplication();
 
-        MainWindow::Options o = options();
-        o.connection.url = QString::fromStdString(cluster.url(0));
-        MainWindow w(o);
-        w.show();
-        const auto liveText = [&] { return w.findChild<ElidedLabel*>(u"liveUpdates"_s)->text(); };
-        QTRY_COMPARE_WITH_TIMEOUT(w.freshness(), MainWindow::Freshness::Live, 15000);
-        QTRY_COMPARE_WITH_TIMEOUT(w.model()->rowCount(), 6, 5000);
-        QTRY_VERIFY2_WITH_TIMEOUT(liveText().startsWith(u"live: keyspace notifications"_s), qPrintable(liveText()), 5000);
+        const auto window = openLive(cluster, 6);
+        if (!window)
+            return;
+        MainWindow& w = *window;
+        const auto liveText = [&] { return liveTextOf(w); };
 
         const QString hung = address(cluster.server(1));
         cluster.server(1).pause(); // SIGSTOP: its connections stay open, nothing answers
