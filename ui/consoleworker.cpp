@@ -152,6 +152,12 @@ void ConsoleWorker::stopListeners()
         l->stop();
     m_listeners.clear();
     m_listenedFor.clear();
+    // What they said and was not read yet goes with them (a notification still queued for a key
+    // of a node that just died would be read after the reconnect, on that node): the next
+    // listen() comes with a scan, which reads every key
+    ++m_listenEpoch;
+    m_dirty.clear();
+    m_dirtyTimer->stop();
 }
 
 void ConsoleWorker::setLive(bool live, const QString& detail, bool interrupted)
@@ -194,8 +200,14 @@ void ConsoleWorker::listen()
         lo.readOnly = false;                                      // a subscription reads no key
         l = std::make_unique<idem::KeyspaceListener>(
             lo, m_monitor->pattern(),
-            [this](const std::string& key, const std::string&) {
-                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            [this, epoch = m_listenEpoch](const std::string& key, const std::string&) {
+                QMetaObject::invokeMethod(
+                    this,
+                    [this, epoch, k = qs(key)] {
+                        if (epoch == m_listenEpoch) // else: its listener was stopped since
+                            noteDirty(k);
+                    },
+                    Qt::QueuedConnection);
             },
             [this] { // its node dropped or hung: said now, not at the next heartbeat
                 QMetaObject::invokeMethod(

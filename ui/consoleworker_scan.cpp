@@ -224,6 +224,21 @@ void ConsoleWorker::flushDirty()
         }
         if (!gone.isEmpty())
             noteGone(gone, lastNow);
+    } catch (const idem::IoError& e) {
+        if (!m_scanner || !m_scanner->cluster()) {
+            failed(e);
+            return;
+        }
+        // On a cluster, a node that died or hangs (its slots not failed over yet) is that node's
+        // problem, which its listener's end tells; the connection stands while the node connected
+        // through answers, and the keys not read are read again by a scan (none is said gone)
+        if (!connectionAnswers())
+            return;
+        qCInfo(lcWorker).noquote() << "changed keys not read:" << qs(e.what());
+        checkListeners(); // a listener that ended: not live, naming its node, and a rescan
+        if (m_live)
+            rescan();
+        return;
     } catch (const idem::Error& e) {
         failed(e);
         return;
