@@ -333,6 +333,31 @@ private slots:
         QCOMPARE(lastLink(links), ConsoleWorker::Link::Connected);
     }
 
+    // Closing the console while it subscribes again to a node that hangs (SIGSTOP: the kernel accepts
+    // the connection, nothing answers): the window goes at once, not after the subscription's
+    // timeouts (connect, then each command: seconds).
+    void closesAtOnceWhileSubscribingToAHungNode()
+    {
+        idemtest::LocalCluster cluster(3);
+        for (int i = 0; i < cluster.size(); ++i)
+            idem::Connection(cluster.node(i)).checked({"CONFIG", "SET", "notify-keyspace-events", "KA"});
+        auto window = openLive(cluster, 0);
+        if (!window)
+            return;
+        const QString hung = address(cluster.server(1));
+        cluster.server(1).pause();
+        const auto resume = qScopeGuard([&] { cluster.server(1).resume(); });
+        // its listener's PING unanswered: said, and then the worker subscribes to it again (rescan)
+        QTRY_VERIFY2_WITH_TIMEOUT(liveTextOf(*window).contains(u"lost"_s) && names(liveTextOf(*window), hung),
+                                  qPrintable(liveTextOf(*window)), 10000);
+        QTest::qWait(500);
+        QElapsedTimer closing;
+        closing.start();
+        window.reset();
+        const qint64 ms = closing.elapsed();
+        QVERIFY2(ms < 1500, qPrintable(u"closing took %1 ms"_s.arg(ms)));
+    }
+
     // A FAILED record's error is read where the record is: on the node serving its slot, whichever
     // node the URL names; read by the scan, and again when a notification says a key changed.
     void failedRowsShowTheirErrorOnEveryNode()

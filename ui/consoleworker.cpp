@@ -219,7 +219,20 @@ void ConsoleWorker::listen()
                     Qt::QueuedConnection);
             });
         std::string why;
-        if (l->start(&why))
+        {
+            std::lock_guard lock(m_ioMutex); // abortIo() reaches it from here
+            if (m_aborting)
+                return;
+            m_subscribing = l.get();
+        }
+        const bool started = l->start(&why);
+        {
+            std::lock_guard lock(m_ioMutex);
+            m_subscribing = nullptr;
+        }
+        if (m_aborting)
+            return; // closing: neither live nor not
+        if (started)
             continue;
         if (!l->unreachable()) { // notifications off, or not allowed: a setting, the same on every node
             m_listenAgain = false;
@@ -305,6 +318,8 @@ void ConsoleWorker::abortIo()
         m_pool->interruptAll();
     if (m_scanner)
         m_scanner->interrupt();
+    if (m_subscribing) // a node that hangs keeps a subscription waiting for seconds
+        m_subscribing->interrupt();
     // PostgreSQL: libpq waits on a hung server for ever; its sockets are shut down instead
     if (m_pg)
         m_pg->interrupt();

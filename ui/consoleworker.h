@@ -234,6 +234,7 @@ private:
     std::unique_ptr<idem::Store> m_store;
     std::map<std::string, std::unique_ptr<idem::KeyspaceListener>> m_listeners; // by node read ("": one server)
     std::vector<std::string> m_listenedFor; // the nodes read when listen() last ran
+    idem::KeyspaceListener* m_subscribing = nullptr; // the one listen() starts now (m_ioMutex): abortIo() ends it
     quint64 m_listenEpoch = 0; // stopListeners() counts: notifications of listeners stopped are dropped
     bool m_live = false;
     bool m_listenAgain = true; // false: notifications are off (a setting), not asked again until a reconnect

@@ -104,8 +104,8 @@ void ConsoleWorker::rescan()
         // while not live (a node was lost) and when other nodes serve the slots now (a failover).
         if (!m_live || m_listenedFor != (m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}))
             listen();
-        if (!m_scanner)
-            return; // the node connected through does not answer: lost (reconnecting rescans)
+        if (!m_scanner || m_aborting)
+            return; // the node connected through does not answer: lost (reconnecting rescans); or closing
         Q_EMIT scanStarted(m_generation, m_scanner->keyCount()); // DBSIZE of each node: O(1)
     } catch (const idem::Error& e) {
         failed(e);
