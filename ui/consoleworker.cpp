@@ -218,6 +218,8 @@ void ConsoleWorker::listen()
                     },
                     Qt::QueuedConnection);
             });
+        if (m_subscribedTo.contains(node))
+            l->setSubscribedBefore(); // a node hanging up now is going away, not a TLS port
         std::string why;
         {
             std::lock_guard lock(m_ioMutex); // abortIo() reaches it from here
@@ -232,8 +234,10 @@ void ConsoleWorker::listen()
         }
         if (m_aborting)
             return; // closing: neither live nor not
-        if (started)
+        if (started) {
+            m_subscribedTo.insert(node);
             continue;
+        }
         if (!l->unreachable()) { // notifications off, or not allowed: a setting, the same on every node
             m_listenAgain = false;
             stopListeners();
@@ -358,6 +362,7 @@ void ConsoleWorker::open(const ConnectionSettings& settings)
     m_endpoint.clear(); // a primary lost later is a failover; before the first, only unreachable
     m_clusterNodes.clear();
     m_urlEndpoint.clear();
+    m_subscribedTo.clear();
     m_aborting = false;
     m_retryDelayMs = 500;
     connectNow();
@@ -466,6 +471,8 @@ void ConsoleWorker::connectTo(const idem::ConnectionOptions& o)
         std::lock_guard lock(m_ioMutex);
         m_conn = std::make_unique<idem::Connection>(o);
     }
+    if (!m_endpoint.isEmpty()) // a reconnect: a node hanging up now is going away, not a TLS port
+        m_conn->setAnsweredBefore();
     m_conn->connect();
     m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
     idem::MonitorOptions mo;

@@ -46,6 +46,8 @@ bool KeyspaceListener::start(std::string* why)
             return false;
         }
         m_connection = std::make_unique<Connection>(m_options);
+        if (m_subscribedBefore)
+            m_connection->setAnsweredBefore();
     }
     std::string reason;
     m_unreachable = false;
@@ -82,6 +84,7 @@ bool KeyspaceListener::start(std::string* why)
             *why = reason;
         return false;
     }
+    m_subscribedBefore = true;
     m_stop = false;
     m_running = true;
     m_thread = std::thread([this] { run(); });
