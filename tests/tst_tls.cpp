@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <atomic>
+#include <csignal>
 #include <thread>
 
 using idem::OutcomeKind;
@@ -150,6 +151,67 @@ private slots:
         const auto [why, field] = configError(o);
         QVERIFY2(field == "url", why.c_str());
         QVERIFY2(why.find("does not speak TLS") != std::string::npos, why.c_str());
+    }
+
+    // A plaintext server that answered before and hangs up during a handshake (SIGSTOPped with the
+    // connection accepted by the kernel, then killed: a node dying) is going away: said so, and
+    // worth another try, not taken for a TLS port as a first connection's hang-up is (above)
+    void aServerThatAnsweredBeforeHangsUpAndIsNoTlsPort_data()
+    {
+        QTest::addColumn<QString>("again");
+        QTest::newRow("a connection's reconnect") << "connection";
+        QTest::newRow("a listener started again") << "listener";
+        QTest::newRow("a new listener for a node subscribed to before") << "new listener";
+    }
+    void aServerThatAnsweredBeforeHangsUpAndIsNoTlsPort()
+    {
+        QFETCH(QString, again);
+        idem::LocalServerOptions so;
+        so.extraArgs = {"--notify-keyspace-events", "KA"};
+        idem::LocalServer server(so);
+        idem::ConnectionOptions o = quick(server.connectionOptions());
+        o.commandTimeout = idem::Millis(5000); // the handshake waits on the stopped server until it dies
+        idem::Connection c(o);
+        idem::KeyspaceListener listener(o, "hangup:*", [](const std::string&, const std::string&) {});
+        idem::KeyspaceListener newListener(o, "hangup:*", [](const std::string&, const std::string&) {});
+        std::string why;
+        if (again == u"connection"_qs) {
+            c.connect();
+            QCOMPARE(idem::reply::str(c.checked({"PING"}).get()), std::string("PONG"));
+        } else if (again == u"listener"_qs) {
+            QVERIFY2(listener.start(&why), why.c_str());
+            listener.stop();
+        } else {
+            newListener.setSubscribedBefore();
+        }
+
+        server.pause();
+        bool configError = false;
+        bool unreachable = false;
+        std::thread hungUp([&] {
+            try {
+                if (again == u"connection"_qs)
+                    c.connect();
+                else if (again == u"listener"_qs)
+                    unreachable = !listener.start(&why) && listener.unreachable();
+                else
+                    unreachable = !newListener.start(&why) && newListener.unreachable();
+            } catch (const idem::ConfigError& e) {
+                configError = true;
+                why = e.what();
+            } catch (const idem::Error& e) {
+                why = e.what();
+            }
+        });
+        QThread::msleep(300); // connected (the kernel accepts for the stopped server), waiting for PONG
+        ::kill(server.pid(), SIGKILL); // as it is (LocalServer::kill() lets it run again first)
+        hungUp.join();
+        server.kill(); // (reaped)
+        QVERIFY2(!configError, why.c_str());
+        QVERIFY2(why.find("closed the connection during the handshake") != std::string::npos, why.c_str());
+        QVERIFY2(why.find("TLS") == std::string::npos, why.c_str());
+        if (again != u"connection"_qs)
+            QVERIFY2(unreachable, why.c_str()); // worth another try
     }
 
     // what plaintext guarantees, over TLS too: a hung server times out, interrupt() ends a blocked

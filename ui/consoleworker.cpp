@@ -152,6 +152,12 @@ void ConsoleWorker::stopListeners()
         l->stop();
     m_listeners.clear();
     m_listenedFor.clear();
+    // What they said and was not read yet goes with them (a notification still queued for a key
+    // of a node that just died would be read after the reconnect, on that node): the next
+    // listen() comes with a scan, which reads every key
+    ++m_listenEpoch;
+    m_dirty.clear();
+    m_dirtyTimer->stop();
 }
 
 void ConsoleWorker::setLive(bool live, const QString& detail, bool interrupted)
@@ -194,8 +200,14 @@ void ConsoleWorker::listen()
         lo.readOnly = false;                                      // a subscription reads no key
         l = std::make_unique<idem::KeyspaceListener>(
             lo, m_monitor->pattern(),
-            [this](const std::string& key, const std::string&) {
-                QMetaObject::invokeMethod(this, [this, k = qs(key)] { noteDirty(k); }, Qt::QueuedConnection);
+            [this, epoch = m_listenEpoch](const std::string& key, const std::string&) {
+                QMetaObject::invokeMethod(
+                    this,
+                    [this, epoch, k = qs(key)] {
+                        if (epoch == m_listenEpoch) // else: its listener was stopped since
+                            noteDirty(k);
+                    },
+                    Qt::QueuedConnection);
             },
             [this] { // its node dropped or hung: said now, not at the next heartbeat
                 QMetaObject::invokeMethod(
@@ -206,9 +218,26 @@ void ConsoleWorker::listen()
                     },
                     Qt::QueuedConnection);
             });
+        if (m_subscribedTo.contains(node))
+            l->setSubscribedBefore(); // a node hanging up now is going away, not a TLS port
         std::string why;
-        if (l->start(&why))
+        {
+            std::lock_guard lock(m_ioMutex); // abortIo() reaches it from here
+            if (m_aborting)
+                return;
+            m_subscribing = l.get();
+        }
+        const bool started = l->start(&why);
+        {
+            std::lock_guard lock(m_ioMutex);
+            m_subscribing = nullptr;
+        }
+        if (m_aborting)
+            return; // closing: neither live nor not
+        if (started) {
+            m_subscribedTo.insert(node);
             continue;
+        }
         if (!l->unreachable()) { // notifications off, or not allowed: a setting, the same on every node
             m_listenAgain = false;
             stopListeners();
@@ -293,6 +322,8 @@ void ConsoleWorker::abortIo()
         m_pool->interruptAll();
     if (m_scanner)
         m_scanner->interrupt();
+    if (m_subscribing) // a node that hangs keeps a subscription waiting for seconds
+        m_subscribing->interrupt();
     // PostgreSQL: libpq waits on a hung server for ever; its sockets are shut down instead
     if (m_pg)
         m_pg->interrupt();
@@ -331,6 +362,7 @@ void ConsoleWorker::open(const ConnectionSettings& settings)
     m_endpoint.clear(); // a primary lost later is a failover; before the first, only unreachable
     m_clusterNodes.clear();
     m_urlEndpoint.clear();
+    m_subscribedTo.clear();
     m_aborting = false;
     m_retryDelayMs = 500;
     connectNow();
@@ -439,6 +471,8 @@ void ConsoleWorker::connectTo(const idem::ConnectionOptions& o)
         std::lock_guard lock(m_ioMutex);
         m_conn = std::make_unique<idem::Connection>(o);
     }
+    if (!m_endpoint.isEmpty()) // a reconnect: a node hanging up now is going away, not a TLS port
+        m_conn->setAnsweredBefore();
     m_conn->connect();
     m_conn->checked({"PING"}); // a server that wants a password says so here (NOAUTH)
     idem::MonitorOptions mo;

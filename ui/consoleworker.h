@@ -15,8 +15,9 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <vector>
 #include <mutex>
+#include <set>
+#include <vector>
 
 namespace idem {
 class Error;
@@ -234,6 +235,9 @@ private:
     std::unique_ptr<idem::Store> m_store;
     std::map<std::string, std::unique_ptr<idem::KeyspaceListener>> m_listeners; // by node read ("": one server)
     std::vector<std::string> m_listenedFor; // the nodes read when listen() last ran
+    std::set<std::string> m_subscribedTo;   // nodes a listener started on since open()
+    idem::KeyspaceListener* m_subscribing = nullptr; // the one listen() starts now (m_ioMutex): abortIo() ends it
+    quint64 m_listenEpoch = 0; // stopListeners() counts: notifications of listeners stopped are dropped
     bool m_live = false;
     bool m_listenAgain = true; // false: notifications are off (a setting), not asked again until a reconnect
     QString m_liveDetail;

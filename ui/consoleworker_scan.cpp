@@ -104,8 +104,8 @@ void ConsoleWorker::rescan()
         // while not live (a node was lost) and when other nodes serve the slots now (a failover).
         if (!m_live || m_listenedFor != (m_scanner->cluster() ? m_scanner->nodes() : std::vector<std::string>{std::string()}))
             listen();
-        if (!m_scanner)
-            return; // the node connected through does not answer: lost (reconnecting rescans)
+        if (!m_scanner || m_aborting)
+            return; // the node connected through does not answer: lost (reconnecting rescans); or closing
         Q_EMIT scanStarted(m_generation, m_scanner->keyCount()); // DBSIZE of each node: O(1)
     } catch (const idem::Error& e) {
         failed(e);
@@ -224,6 +224,21 @@ void ConsoleWorker::flushDirty()
         }
         if (!gone.isEmpty())
             noteGone(gone, lastNow);
+    } catch (const idem::IoError& e) {
+        if (!m_scanner || !m_scanner->cluster()) {
+            failed(e);
+            return;
+        }
+        // On a cluster, a node that died or hangs (its slots not failed over yet) is that node's
+        // problem, which its listener's end tells; the connection stands while the node connected
+        // through answers, and the keys not read are read again by a scan (none is said gone)
+        if (!connectionAnswers())
+            return;
+        qCInfo(lcWorker).noquote() << "changed keys not read:" << qs(e.what());
+        checkListeners(); // a listener that ended: not live, naming its node, and a rescan
+        if (m_live)
+            rescan();
+        return;
     } catch (const idem::Error& e) {
         failed(e);
         return;

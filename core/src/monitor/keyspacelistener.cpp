@@ -38,7 +38,17 @@ bool KeyspaceListener::start(std::string* why)
     stop();
     // (the command timeout bounds the subscribing, a node that hangs included; run() then waits
     // for notifications as long as the node answers its PINGs)
-    m_connection = std::make_unique<Connection>(m_options);
+    {
+        std::lock_guard lock(m_connectionMutex);
+        if (m_interrupted) {
+            if (why)
+                *why = "interrupted";
+            return false;
+        }
+        m_connection = std::make_unique<Connection>(m_options);
+        if (m_subscribedBefore)
+            m_connection->setAnsweredBefore();
+    }
     std::string reason;
     m_unreachable = false;
     {
@@ -65,12 +75,16 @@ bool KeyspaceListener::start(std::string* why)
     } catch (const Error& e) {
         reason = e.what();
     }
+    if (m_interrupted && reason.empty())
+        reason = "interrupted"; // (the subscription answered before the interruption came)
     if (!reason.empty()) {
+        std::lock_guard lock(m_connectionMutex);
         m_connection.reset();
         if (why)
             *why = reason;
         return false;
     }
+    m_subscribedBefore = true;
     m_stop = false;
     m_running = true;
     m_thread = std::thread([this] { run(); });
@@ -80,12 +94,24 @@ bool KeyspaceListener::start(std::string* why)
 void KeyspaceListener::stop()
 {
     m_stop = true;
-    if (m_connection)
-        m_connection->interrupt();
+    {
+        std::lock_guard lock(m_connectionMutex);
+        if (m_connection)
+            m_connection->interrupt();
+    }
     if (m_thread.joinable())
         m_thread.join();
+    std::lock_guard lock(m_connectionMutex);
     m_connection.reset();
     m_running = false;
+}
+
+void KeyspaceListener::interrupt()
+{
+    std::lock_guard lock(m_connectionMutex);
+    m_interrupted = true;
+    if (m_connection) // (before its socket exists too: Connection::interrupt() ends the connect)
+        m_connection->interrupt();
 }
 
 std::string KeyspaceListener::endedWhy() const

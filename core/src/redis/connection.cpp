@@ -224,6 +224,7 @@ void Connection::connect()
         handshake({"PING"}, "the first command");
     }
     m_answered = true; // a server that hangs up from now on is gone, not a TLS port
+    m_answeredBefore = true;
     if (m_options.viaSentinel()) {
         // a sentinel can name a node that is still (or already) a replica while a failover runs
         const ReplyPtr role = handshake({"ROLE"}, "asking its role");
@@ -291,6 +292,9 @@ void Connection::fail(const char* what)
     } catch (const TimeoutError&) {
         throw TimeoutError(where + ": no reply within " + std::to_string(m_options.commandTimeout.count()) + " ms");
     } catch (const ClosedError& e) {
+        // the same server answered before, as it was asked now: it is going away (dying, restarting)
+        if (inHandshake && m_answeredBefore)
+            throw ClosedError(where + ": the server closed the connection during the handshake");
         // a server that hangs up before its first answer most likely speaks TLS and took the
         // plaintext request for a broken handshake; over TLS, it refused this client's certificate
         // (TLS 1.3 tells after the handshake, and the reset can overtake the alert)

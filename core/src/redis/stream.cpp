@@ -218,9 +218,14 @@ void Stream::close()
 
 void Stream::interrupt()
 {
+    // Kept for open() until a socket is shut down: an interruption that comes while the socket of
+    // a connect under way is not there yet ends that connect as soon as it is
+    m_interruptPending = true;
     const int fd = m_interruptFd.load();
-    if (fd >= 0)
+    if (fd >= 0) {
         ::shutdown(fd, SHUT_RDWR);
+        m_interruptPending = false;
+    }
 }
 
 void Stream::open(const ConnectionOptions& o, const std::string& host, int port)
@@ -304,6 +309,8 @@ void Stream::open(const ConnectionOptions& o, const std::string& host, int port)
         throw IoError(std::strerror(-fd));
     m_fd = fd;
     m_interruptFd = fd;
+    if (m_interruptPending.exchange(false)) // interrupt() came during the connect: what follows fails at once
+        ::shutdown(fd, SHUT_RDWR);
     if (!o.tls.enabled)
         return;
 

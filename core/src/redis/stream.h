@@ -41,7 +41,8 @@ public:
     // Whether read() has something to return now (bytes, or the end of the stream), waiting up to
     // `wait` for it; false: nothing came, and the stream is as it was.
     bool waitReadable(Millis wait);
-    // Ends a blocked read or write (thread-safe).
+    // Ends a blocked read or write (thread-safe); during open(), before the socket is connected,
+    // the stream it opens (its first read or write fails at once).
     void interrupt();
 
     // Non-blocking use (AsyncConnection, which polls fd()): after open(), calls no longer wait,
@@ -61,6 +62,7 @@ private:
 
     int m_fd = -1;
     std::atomic<int> m_interruptFd{-1};
+    std::atomic<bool> m_interruptPending{false}; // interrupt() found no socket to shut down yet
     ssl_st* m_ssl = nullptr;
     std::shared_ptr<void> m_context; // the SSL_CTX the session came from
     std::string m_peer;

@@ -37,6 +37,14 @@ public:
     // Starts following; false (and `why`) when notifications are unavailable or Redis is away.
     bool start(std::string* why = nullptr);
     void stop();
+    // Its node was subscribed to before (the owner starts a listener again after one ended; a
+    // start() after one that succeeded knows it by itself): a node that hangs up while it is
+    // subscribed to is going away, unreachable for now, and never called a TLS port.
+    void setSubscribedBefore() { m_subscribedBefore = true; }
+    // Thread-safe: a start() under way gives up at once, and so does any later one (the connect, the
+    // CONFIG GET and the PSUBSCRIBE each wait up to the options' timeouts on a node that hangs): for
+    // an owner that closes while it subscribes.
+    void interrupt();
     // False once stopped, or once the connection dropped (the node died, the server closed it) or
     // hung (PING unanswered): nothing is followed any more; the owner reads the keys again and may
     // start it again.
@@ -55,10 +63,13 @@ private:
     std::string m_pattern;
     Callback m_callback;
     Ended m_ended;
+    std::mutex m_connectionMutex; // m_connection's creation and end, for interrupt()
     std::unique_ptr<Connection> m_connection;
+    std::atomic<bool> m_interrupted{false};
     std::atomic<bool> m_stop{false};
     std::atomic<bool> m_running{false};
     bool m_unreachable = false;
+    bool m_subscribedBefore = false;
     mutable std::mutex m_endedMutex;
     std::string m_endedWhy;
     std::thread m_thread;

@@ -63,6 +63,11 @@ public:
     // Shuts the socket down so that a blocked readReply() returns (thread-safe).
     void interrupt();
 
+    // The server answered before (a reconnect of this connection knows it by itself; a caller that
+    // makes a new connection to a server it has talked to, a subscription started again, says so):
+    // one that hangs up before its first answer is then going away, a ClosedError to retry, not a
+    // TLS port or a client certificate refused (ConfigError, for a first connection).
+    void setAnsweredBefore() { m_answeredBefore = true; }
     bool isConnected() const { return m_connected; }
     void connect();    // throws IoError/ConfigError/ReplyError; no backoff
     void disconnect(); // drop the socket; the next call reconnects
@@ -128,6 +133,7 @@ private:
     std::unique_ptr<redisReader, ReaderDeleter> m_reader;
     bool m_connected = false;
     bool m_answered = false; // the handshake is over (a hang-up before it means a TLS port)
+    bool m_answeredBefore = false; // ... unless the server answered before: then it is going away
     std::string m_endpoint;
     std::chrono::steady_clock::time_point m_nextAttempt{};
     std::chrono::steady_clock::time_point m_nextPrimaryCheck{};
