@@ -85,6 +85,10 @@ private slots:
         }
         pgSql(pg->url(), "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'turnedaway') THEN "
                          "CREATE ROLE turnedaway LOGIN; END IF; END $$");
+        // a database no one but its owner may connect to: 42501 for app, which may log in
+        if (pgSql(pg->url(), "SELECT count(*) FROM pg_database WHERE datname = 'closed'") == "0")
+            pgSql(pg->url(), "CREATE DATABASE closed");
+        pgSql(pg->url(), "REVOKE CONNECT ON DATABASE closed FROM PUBLIC");
         const QString at = QStringLiteral("127.0.0.1:%1").arg(pg->port());
         QTRY_VERIFY_WITH_TIMEOUT( // (the reload is asynchronous)
             idemctlAt(QStringLiteral("postgresql://app:WRONG@%1/postgres").arg(at), {QStringLiteral("list")})
@@ -102,6 +106,8 @@ private slots:
              QStringLiteral("no password supplied"), 77},
             {QStringLiteral("postgresql://nobody@%1/postgres").arg(at), QStringLiteral("credentials refused: "),
              QStringLiteral("role \"nobody\" does not exist"), 77},
+            {QStringLiteral("postgresql://app:right@%1/closed").arg(at), QStringLiteral("no CONNECT right: "),
+             QStringLiteral("GRANT CONNECT ON DATABASE"), 77},
             {QStringLiteral("postgresql://turnedaway@%1/postgres").arg(at), QStringLiteral("login refused: "),
              QStringLiteral("pg_hba.conf rejects connection"), 77},
             {QStringLiteral("postgresql://idem@%1/nosuchdb").arg(at), QStringLiteral("no such database: "),

@@ -199,6 +199,12 @@ std::optional<PgRefusalLine> pgRefusalLine(const std::string& error, bool comman
     case idem::PgRefusal::None:
         break;
     case idem::PgRefusal::Login:
+        // 42501 at connect: the login was accepted, the database's CONNECT right is missing
+        if (error.find("permission denied for database \"") != std::string::npos)
+            return PgRefusalLine{NoPermission, "no CONNECT right: " + printable(error) +
+                                                   " (the role logged in but may not connect to this database: "
+                                                   "GRANT CONNECT ON DATABASE to it, or check the user and "
+                                                   "database in --url or $IDEM_URL; retrying will not help" + tail};
         return PgRefusalLine{NoPermission, authenticationAdvice(error, commandNotRun)};
     case idem::PgRefusal::HostRule:
         return PgRefusalLine{NoPermission, "login refused: " + printable(error) +
