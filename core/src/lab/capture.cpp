@@ -471,6 +471,7 @@ std::vector<StreamInfo> listStreams(const ConnectionOptions& connection, std::si
             o.unixSocket.clear();
             o.host = node->host;
             o.port = node->port;
+            o.namedByServer = true;
             nodes.push_back(o);
         }
     }

@@ -55,6 +55,7 @@ Connection& LabRedis::at(std::string_view key)
             o.unixSocket.clear();
             o.host = node->host;
             o.port = node->port;
+            o.namedByServer = true;
         }
         c = std::make_unique<Connection>(o);
     }

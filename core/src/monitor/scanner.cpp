@@ -38,6 +38,7 @@ ConnectionOptions optionsAtNode(const ConnectionOptions& seed, const std::string
     o.unixSocket.clear();
     o.sentinel = {};
     o.readOnly = readOnly;
+    o.namedByServer = true;
     return o;
 }
 

@@ -87,6 +87,7 @@ AsyncPool& AsyncPool::Routing::poolAt(const std::string& address)
     o.unixSocket.clear();
     o.host = node->host;
     o.port = node->port;
+    o.namedByServer = true;
     auto& pool = pools[address];
     pool = std::make_unique<AsyncPool>(o, seed.size());
     return *pool;

@@ -292,8 +292,9 @@ void Connection::fail(const char* what)
     } catch (const TimeoutError&) {
         throw TimeoutError(where + ": no reply within " + std::to_string(m_options.commandTimeout.count()) + " ms");
     } catch (const ClosedError& e) {
-        // the same server answered before, as it was asked now: it is going away (dying, restarting)
-        if (inHandshake && m_answeredBefore)
+        // the same server answered before, as it was asked now, or a cluster named this node and
+        // its seed answered these options: it is going away (dying, restarting)
+        if (inHandshake && (m_answeredBefore || m_options.namedByServer))
             throw ClosedError(where + ": the server closed the connection during the handshake");
         // a server that hangs up before its first answer most likely speaks TLS and took the
         // plaintext request for a broken handshake; over TLS, it refused this client's certificate

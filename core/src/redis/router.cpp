@@ -81,6 +81,7 @@ ConnectionPool& ClusterRouter::poolAt(const std::string& address)
     o.unixSocket.clear();
     o.host = node->host;
     o.port = node->port;
+    o.namedByServer = true;
     std::unique_lock lock(m_mutex);
     auto& slot = m_pools[address];
     if (!slot)

@@ -44,6 +44,10 @@ struct ConnectionOptions {
     // After connecting, READONLY: a cluster replica then answers reads of its primary's slots
     // instead of redirecting them (what a monitor reading from replicas needs).
     bool readOnly = false;
+    // A node a server named (a Redis Cluster's slot map), not one the user gave: the seed it came
+    // from answered with these options, so a hang-up before this node's first answer is the node
+    // going away (worth another try), not a TLS port or a refused certificate.
+    bool namedByServer = false;
     Millis connectTimeout{1000};
     Millis commandTimeout{2000};
     // Reconnect backoff: after a failed connect, calls fail fast until the backoff has passed;
