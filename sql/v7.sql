@@ -13,7 +13,9 @@
 -- The functions are replaced in place (CREATE OR REPLACE keeps their owner and grants), so they
 -- say again what v5 made them: SECURITY DEFINER with a fixed search_path. idem.locked_row, like
 -- idem.committed_meanwhile, is granted to nobody: only the functions below call it, as the
--- schema's owner. No role needs `idemctl acl` run again.
+-- schema's owner. No role needs `idemctl acl` run again. The upgrade may be run by another role
+-- than the one that owns the functions (a superuser, a member of the owner's role): both helpers
+-- are then given to the functions' owner, who must be allowed to call them.
 
 -- The row of `id`, locked FOR UPDATE until the caller's transaction ends; no row when the id has
 -- none, also after waiting for a transaction that inserted it and rolled back. A row committed
@@ -131,5 +133,17 @@ BEGIN
     END IF;
     RETURN QUERY SELECT p.outcome, p.previous_state, r.attempt
                    FROM idem.purge(purge_seen.id, purge_seen.who, purge_seen.reason) AS p;
+END
+$$;
+
+-- The helpers belong to whoever owns the functions that call them as themselves (SECURITY
+-- DEFINER): the role that runs this upgrade may be another one.
+DO $$
+DECLARE
+    owner name := (SELECT pg_get_userbyid(proowner) FROM pg_proc
+                    WHERE oid = 'idem.force_fail(text, text, boolean, text, interval)'::regprocedure);
+BEGIN
+    EXECUTE format('ALTER FUNCTION idem.locked_row(text, text) OWNER TO %I', owner);
+    EXECUTE format('ALTER FUNCTION idem.committed_meanwhile(text) OWNER TO %I', owner);
 END
 $$;

@@ -142,6 +142,35 @@ private slots:
                  std::string("force_fail v6_operator, purge v6_operator"));
     }
 
+    // v1-v6 installed by the schema's own role, v7 by another (the superuser): the helpers v6 and
+    // v7 add go to the functions' owner, or an operator's force-fail and purge are refused (42501)
+    void upgradeByAnotherRoleKeepsTheOperatorsFunctions()
+    {
+        pgSql(url, "CREATE ROLE schema_owner LOGIN");
+        pgSql(url, "CREATE DATABASE byother OWNER schema_owner");
+        std::string owner = pg->url("byother");
+        owner.replace(owner.find("idem@"), 4, "schema_owner");
+        QCOMPARE(idem::installPgSchema(owner, 6).after, 6);
+        const std::string db = pg->url("byother");
+        pgSql(db, "CREATE ROLE other_operator LOGIN");
+        for (const std::string& grant : idem::pgRoleGrants("operator", "other_operator"))
+            pgSql(db, grant);
+        QCOMPARE(idem::installPgSchema(db, 7).before, 6); // as idem, a superuser
+        QCOMPARE(pgSql(db, "SELECT string_agg(p.proname || ' ' || pg_get_userbyid(p.proowner), ', ' ORDER BY "
+                           "p.proname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE "
+                           "n.nspname = 'idem' AND p.proname IN ('force_fail', 'locked_row', 'committed_meanwhile')"),
+                 std::string("committed_meanwhile schema_owner, force_fail schema_owner, locked_row schema_owner"));
+        std::string op = db;
+        op.replace(op.find("idem@"), 4, "other_operator");
+        idem::PgStore store(db);
+        QCOMPARE(store.acquire("stuck").status, AcquireStatus::Acquired);
+        QCOMPARE(pgSql(op, "SELECT outcome || ' ' || previous_state FROM idem.force_fail('stuck')"),
+                 std::string("ok STARTED"));
+        QCOMPARE(pgSql(op, "SELECT outcome FROM idem.purge('absent')"), std::string("not_found"));
+        QCOMPARE(pgSql(op, "SELECT outcome || ' ' || previous_state FROM idem.purge('stuck')"),
+                 std::string("ok FAILED"));
+    }
+
     void idemctlPgInit()
     {
         pgSql(url, "CREATE DATABASE ctl");
