@@ -17,6 +17,22 @@ using idem::OutcomeKind;
 
 namespace {
 
+// Client sockets in ESTABLISHED to 127.0.0.1:port, from /proc/net/tcp
+int establishedTo(int port)
+{
+    QFile f(u"/proc/net/tcp"_qs);
+    if (!f.open(QIODevice::ReadOnly))
+        return 0;
+    const QByteArray remote = QByteArray("0100007F:") + QByteArray::number(port, 16).toUpper().rightJustified(4, '0');
+    int n = 0;
+    for (const QByteArray& line : f.readAll().split('\n')) {
+        const QList<QByteArray> cols = line.simplified().split(' ');
+        if (cols.size() > 3 && cols[2] == remote && cols[3] == "01")
+            ++n;
+    }
+    return n;
+}
+
 idem::ConnectionOptions quick(idem::ConnectionOptions o)
 {
     o.connectTimeout = idem::Millis(1000);
@@ -183,6 +199,7 @@ private slots:
         if (again == u"connection"_qs) {
             c.connect();
             QCOMPARE(idem::reply::str(c.checked({"PING"}).get()), std::string("PONG"));
+            c.disconnect(); // (its socket gone: the only one established below is the reconnect's)
         } else if (again == u"listener"_qs) {
             QVERIFY2(listener.start(&why), why.c_str());
             listener.stop();
@@ -210,7 +227,9 @@ private slots:
                 why = e.what();
             }
         });
-        QThread::msleep(300); // connected (the kernel accepts for the stopped server), waiting for PONG
+        // connected (the kernel accepts for the stopped server), waiting for PONG
+        QTRY_VERIFY_WITH_TIMEOUT(establishedTo(o.port) > 0, 10'000);
+        QThread::msleep(100); // (the handshake's request written)
         ::kill(server.pid(), SIGKILL); // as it is (LocalServer::kill() lets it run again first)
         hungUp.join();
         server.kill(); // (reaped)
@@ -219,6 +238,34 @@ private slots:
         QVERIFY2(why.find("TLS") == std::string::npos, why.c_str());
         if (again == u"listener"_qs || again == u"new listener"_qs)
             QVERIFY2(unreachable, why.c_str()); // worth another try
+    }
+
+    // interrupt() of a connection with no socket: a fresh one's first connect gives up (a keyspace
+    // listener interrupted before it connects), saying so, not as a TLS port; one that was open and
+    // is closed is not poisoned, its next use reconnects (ConnectionPool::interruptAll's promise)
+    void interruptWithoutASocket()
+    {
+        idem::LocalServer server;
+        idem::ConnectionOptions o = quick(server.connectionOptions());
+        o.reconnectMin = o.reconnectMax = idem::Millis(0);
+        idem::Connection fresh(o);
+        fresh.interrupt();
+        try {
+            fresh.connect();
+            QFAIL("a fresh connection's first connect went on after interrupt()");
+        } catch (const idem::ConfigError& e) {
+            QFAIL(e.what());
+        } catch (const idem::IoError& e) {
+            QVERIFY2(std::string(e.what()).find("interrupted") != std::string::npos, e.what());
+        }
+        fresh.connect(); // once only
+        QCOMPARE(idem::reply::str(fresh.checked({"PING"}).get()), std::string("PONG"));
+
+        idem::Connection used(o);
+        QCOMPARE(idem::reply::str(used.checked({"PING"}).get()), std::string("PONG"));
+        used.disconnect();
+        used.interrupt();
+        QCOMPARE(idem::reply::str(used.checked({"PING"}).get()), std::string("PONG"));
     }
 
     // what plaintext guarantees, over TLS too: a hung server times out, interrupt() ends a blocked

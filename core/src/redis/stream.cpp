@@ -218,9 +218,13 @@ void Stream::close()
 
 void Stream::interrupt()
 {
-    // Kept for open() until a socket is shut down: an interruption that comes while the socket of
-    // a connect under way is not there yet ends that connect as soon as it is
-    m_interruptPending = true;
+    // Kept for open() when one is under way (its socket is not there yet: the connect ends as
+    // soon as it is) or has never run (a fresh connection interrupted before it connects, as a
+    // keyspace listener's may be). A stream that was open and is closed is not poisoned: its next
+    // use reconnects, as ConnectionPool::interruptAll promises. (Flag first, socket second, as
+    // open() does the other way round: one of the two sees the other.)
+    if (m_opening || !m_everOpened)
+        m_interruptPending = true;
     const int fd = m_interruptFd.load();
     if (fd >= 0) {
         ::shutdown(fd, SHUT_RDWR);
@@ -231,6 +235,17 @@ void Stream::interrupt()
 void Stream::open(const ConnectionOptions& o, const std::string& host, int port)
 {
     close();
+    if (m_everOpened)
+        m_interruptPending = false; // (one that came after the last open() ended is not this one's)
+    m_opening = true;
+    struct Opened {
+        Stream& s;
+        ~Opened()
+        {
+            s.m_everOpened = true;
+            s.m_opening = false;
+        }
+    } opened{*this};
     const auto deadline = Clock::now() + o.connectTimeout;
     const auto remainingMs = [&] {
         return static_cast<int>(std::max<long long>(
@@ -309,8 +324,10 @@ void Stream::open(const ConnectionOptions& o, const std::string& host, int port)
         throw IoError(std::strerror(-fd));
     m_fd = fd;
     m_interruptFd = fd;
-    if (m_interruptPending.exchange(false)) // interrupt() came during the connect: what follows fails at once
-        ::shutdown(fd, SHUT_RDWR);
+    if (m_interruptPending.exchange(false)) { // interrupt() came before the socket was there
+        close();
+        throw ClosedError("interrupted while connecting");
+    }
     if (!o.tls.enabled)
         return;
 

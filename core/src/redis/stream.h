@@ -63,6 +63,9 @@ private:
     int m_fd = -1;
     std::atomic<int> m_interruptFd{-1};
     std::atomic<bool> m_interruptPending{false}; // interrupt() found no socket to shut down yet
+    // an open() under way; whether one has ever run (a fresh stream's first open() obeys an
+    // interrupt() that came before it; a stream that was open and closed reconnects as usual)
+    std::atomic<bool> m_opening{false}, m_everOpened{false};
     ssl_st* m_ssl = nullptr;
     std::shared_ptr<void> m_context; // the SSL_CTX the session came from
     std::string m_peer;
