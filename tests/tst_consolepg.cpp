@@ -71,6 +71,10 @@ private slots:
                                            << u"x S3 y"_s;
         QTest::newRow("key=value, an escaped quote") << u"host=h password = 'S3\\' y' dbname=db"_s
                                                      << u"host=h password=… dbname=db"_s << u"S3' y"_s;
+        QTest::newRow("key=value, an escaped space") << u"host=h password=a\\ S3 dbname=db"_s
+                                                     << u"host=h password=… dbname=db"_s << u"a S3"_s;
+        QTest::newRow("a / in it (libpq cannot read it)") << u"postgresql://u:pa/S3ss@h/db"_s
+                                                          << u"postgresql://u:…@h/db"_s << QString();
     }
     void shownUrlsHideThePassword()
     {

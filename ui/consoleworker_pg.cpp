@@ -51,10 +51,11 @@ const QRegularExpression& uriPassword()
     return re;
 }
 
-// key=value: password=secret or password='it\\'s' (libpq: a backslash escapes a quote or itself)
+// key=value: password=secret or password='it\\'s' (libpq: a backslash escapes the next character,
+// quoted or not: password=a\\ b is "a b")
 const QRegularExpression& kvPassword()
 {
-    static const QRegularExpression re(u"(^|\\s)password\\s*=\\s*('((?:[^'\\\\]|\\\\.)*)'|(\\S+))"_s,
+    static const QRegularExpression re(u"(^|\\s)password\\s*=\\s*('((?:[^'\\\\]|\\\\.)*)'|((?:\\\\.|\\S)+))"_s,
                                        QRegularExpression::CaseInsensitiveOption);
     return re;
 }
@@ -64,8 +65,16 @@ const QRegularExpression& kvPassword()
 QString postgresShown(const QString& url)
 {
     QString u = url.trimmed();
-    if (const auto m = uriPassword().match(u); m.hasMatch())
+    if (const auto m = uriPassword().match(u); m.hasMatch()) {
         u = m.captured(1) + u'@' + u.mid(m.capturedEnd());
+    } else {
+        // a user info libpq cannot read (a '/' in the password): everything from the user name's
+        // ':' to the last '@' goes (too much hidden is harmless, a password shown is not)
+        static const QRegularExpression odd(u"^(postgres(?:ql)?://[^:@/]*):.*@"_s,
+                                            QRegularExpression::CaseInsensitiveOption);
+        if (const auto o = odd.match(u); o.hasMatch())
+            u = o.captured(1) + u":…@"_s + u.mid(o.capturedEnd());
+    }
     static const QRegularExpression queryPassword(u"([?&]password=)[^&]*"_s, QRegularExpression::CaseInsensitiveOption);
     u.replace(queryPassword, u"\\1…"_s);
     u.replace(kvPassword(), u"\\1password=…"_s);
@@ -83,9 +92,9 @@ QString postgresWithoutPassword(const QString& url, QString* password)
     if (isPostgresUrl(u) && !u.contains(u"://"_s))
         if (const auto m = kvPassword().match(u); m.hasMatch()) {
             if (password) {
-                QString quoted = m.captured(3);
-                quoted.replace(QRegularExpression(u"\\\\(.)"_s), u"\\1"_s);
-                *password = m.capturedLength(4) ? m.captured(4) : quoted;
+                QString value = m.capturedLength(4) ? m.captured(4) : m.captured(3);
+                value.replace(QRegularExpression(u"\\\\(.)"_s), u"\\1"_s);
+                *password = value;
             }
             return QString(u.left(m.capturedStart()) + m.captured(1) + u.mid(m.capturedEnd())).trimmed();
         }
