@@ -157,7 +157,9 @@ Record recordFrom(const PGresult* r, int row)
     } else if (rec.rawStatus == "STARTED") {
         rec.state = RecordState::Started;
         rec.changesAtMs = rec.leaseUntilMs;
-        rec.stale = rec.leaseUntilMs && *rec.leaseUntilMs <= now;
+        // strictly before: both are rounded to the millisecond, so one equal to now may still be
+        // up to half a millisecond ahead of it, and an acquire then still finds the lease held
+        rec.stale = rec.leaseUntilMs && *rec.leaseUntilMs < now;
         if (rec.stale)
             rec.staleWhy = "its lease ran out; the next acquire takes over";
     } else if (rec.rawStatus == "COMPLETED") {
