@@ -426,29 +426,33 @@ void Stream::failTls(const char* what, int sslError)
     throw IoError(std::string(what) + ": TLS: " + opensslReason(ERR_get_error()));
 }
 
-void Stream::write(std::string_view data)
+// One SSL_write (of at most `tlsMax` bytes: a blocking one returns only when all of it is written)
+// or one send(): how much went out (0 when a signal interrupted it).
+std::size_t Stream::writeSome(std::string_view data, std::size_t tlsMax)
 {
     if (m_fd < 0)
         throw ClosedError("not connected");
     if (m_ssl) {
         ERR_clear_error();
-        while (!data.empty()) {
-            const int n = SSL_write(m_ssl, data.data(), static_cast<int>(std::min<std::size_t>(data.size(), 1 << 30)));
-            if (n <= 0)
-                failTls("write", SSL_get_error(m_ssl, n));
-            data.remove_prefix(static_cast<std::size_t>(n));
-        }
-        return;
+        const int n = SSL_write(m_ssl, data.data(), static_cast<int>(std::min(data.size(), tlsMax)));
+        if (n <= 0)
+            failTls("write", SSL_get_error(m_ssl, n));
+        return static_cast<std::size_t>(n);
     }
-    while (!data.empty()) {
-        const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n > 0)
-            data.remove_prefix(static_cast<std::size_t>(n));
-        else if (n < 0 && errno == EINTR)
-            continue;
-        else
-            failIo("write", n < 0 ? errno : EPIPE);
-    }
+    const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n > 0)
+        return static_cast<std::size_t>(n);
+    if (n < 0 && errno == EINTR)
+        return 0;
+    failIo("write", n < 0 ? errno : EPIPE);
+}
+
+void Stream::write(std::string_view data)
+{
+    if (m_fd < 0)
+        throw ClosedError("not connected");
+    while (!data.empty())
+        data.remove_prefix(writeSome(data, std::size_t(1) << 30));
 }
 
 void Stream::writeBy(std::string_view data, std::chrono::steady_clock::time_point deadline)
@@ -460,27 +464,12 @@ void Stream::writeBy(std::string_view data, std::chrono::steady_clock::time_poin
         Millis timeout;
         ~Restore() { s.setTimeout(timeout); }
     } restore{*this, was};
-    constexpr std::size_t kRecord = 16 * 1024;
     while (!data.empty()) {
         const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
         if (left.count() <= 0)
             throw TimeoutError("write: out of time");
         setTimeout(left);
-        if (m_ssl) {
-            const std::string_view piece = data.substr(0, kRecord);
-            write(piece);
-            data.remove_prefix(piece.size());
-            continue;
-        }
-        if (m_fd < 0)
-            throw ClosedError("not connected");
-        const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n > 0)
-            data.remove_prefix(static_cast<std::size_t>(n));
-        else if (n < 0 && errno != EINTR)
-            failIo("write", errno);
-        else if (n == 0)
-            failIo("write", EPIPE);
+        data.remove_prefix(writeSome(data, 16 * 1024));
     }
 }
 

@@ -41,8 +41,8 @@ public:
     // Whether read() has something to return now (bytes, or the end of the stream), waiting up to
     // `wait` for it; false: nothing came, and the stream is as it was.
     bool waitReadable(Millis wait);
-    // Ends a blocked read or write (thread-safe); during open(), before the socket is connected,
-    // the stream it opens (its first read or write fails at once).
+    // Ends a blocked read or write (thread-safe); during open(), or before a fresh stream's first
+    // one, that open() (it throws ClosedError "interrupted while connecting").
     void interrupt();
 
     // Non-blocking use (AsyncConnection, which polls fd()): after open(), calls no longer wait,
@@ -59,6 +59,7 @@ public:
 private:
     [[noreturn]] void failIo(const char* what, int err);
     [[noreturn]] void failTls(const char* what, int sslError);
+    std::size_t writeSome(std::string_view data, std::size_t tlsMax);
 
     int m_fd = -1;
     std::atomic<int> m_interruptFd{-1};
